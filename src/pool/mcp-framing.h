@@ -1,0 +1,91 @@
+/* mcp-framing.h — newline-delimited JSON-RPC framing for stdio peers.
+ *
+ * McpLineFramer turns a byte stream into lines: it strips a trailing '\r',
+ * skips blank lines and refuses a line longer than its cap without ever
+ * buffering more than the cap.  It is plain state with no locking: one
+ * thread feeds it.
+ *
+ * McpLineReader is a GSource that owns a non-blocking fd, feeds what it
+ * reads to a framer, parses each line and hands JSON objects to a callback
+ * on the context it is attached to.  Lines that are not JSON objects are
+ * logged at debug level and skipped unless an on_noise callback wants them.
+ * The source may be destroyed from any thread (g_source_destroy); it closes
+ * its fd when finalised.
+ */
+#pragma once
+
+#include <glib.h>
+#include <jansson.h>
+
+G_BEGIN_DECLS
+
+#define MCP_LINE_MAX_DEFAULT (32 * 1024 * 1024)
+
+#define MCP_FRAMING_ERROR (mcp_framing_error_quark ())
+GQuark mcp_framing_error_quark (void);
+
+typedef enum {
+  MCP_FRAMING_ERROR_LINE_TOO_LONG,
+  MCP_FRAMING_ERROR_READ,
+} McpFramingError;
+
+typedef struct _McpLineFramer McpLineFramer;
+
+/* Called once per complete, non-blank line; @line is not NUL-terminated and
+ * is only valid during the call. */
+typedef void (*McpLineFunc) (const char *line,
+                             gsize       length,
+                             gpointer    user_data);
+
+McpLineFramer *mcp_line_framer_new      (gsize           max_line);
+void           mcp_line_framer_free     (McpLineFramer  *framer);
+gboolean       mcp_line_framer_feed     (McpLineFramer  *framer,
+                                         const char     *data,
+                                         gsize           length,
+                                         McpLineFunc     func,
+                                         gpointer        user_data,
+                                         GError        **error);
+gsize          mcp_line_framer_buffered (McpLineFramer  *framer);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpLineFramer, mcp_line_framer_free)
+
+/* Callbacks of McpLineReader, all on the context the source is attached to.
+ * @message is borrowed. */
+typedef void (*McpMessageFunc) (json_t     *message,
+                                gpointer    user_data);
+/* A line that is not a JSON object; @error says why. */
+typedef void (*McpNoiseFunc)   (const char *line,
+                                gsize       length,
+                                GError     *error,
+                                gpointer    user_data);
+/* A line over the cap (@error is MCP_FRAMING_ERROR_LINE_TOO_LONG; reading
+ * goes on with the next line), or the end of the stream (@error NULL on
+ * EOF, set on a read error; the source is destroyed afterwards). */
+typedef void (*McpStreamFunc)  (GError     *error,
+                                gpointer    user_data);
+
+typedef struct {
+  McpMessageFunc on_message;
+  McpNoiseFunc   on_noise;      /* may be NULL: debug log and skip */
+  McpStreamFunc  on_too_long;
+  McpStreamFunc  on_closed;
+} McpLineReaderFuncs;
+
+GSource *mcp_line_reader_new (int                        fd,
+                              gsize                      max_line,
+                              const McpLineReaderFuncs  *funcs,
+                              gpointer                   user_data,
+                              GDestroyNotify             destroy);
+
+/* A raw reader for free-form streams (stderr): chunks as they arrive. */
+typedef void (*McpChunkFunc) (const char *data,
+                              gsize       length,
+                              gpointer    user_data);
+
+GSource *mcp_chunk_reader_new (int             fd,
+                               McpChunkFunc    on_chunk,
+                               McpStreamFunc   on_closed,
+                               gpointer        user_data,
+                               GDestroyNotify  destroy);
+
+G_END_DECLS

@@ -1,0 +1,164 @@
+/* test-jsonrpc.c — message shapes, ids and line writing. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib-unix.h>
+
+#include "mcp-jsonrpc.h"
+
+static json_t *
+parse (const char *text)
+{
+  g_autoptr(GError) error = NULL;
+  json_t *value = mcp_jsonrpc_parse (text, strlen (text), &error);
+
+  g_assert_no_error (error);
+  return value;
+}
+
+static void
+test_classify (void)
+{
+  struct { const char *text; McpMessageKind kind; } cases[] = {
+    { "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\"}", MCP_MESSAGE_REQUEST },
+    { "{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"ping\"}", MCP_MESSAGE_REQUEST },
+    { "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", MCP_MESSAGE_NOTIFICATION },
+    { "{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}", MCP_MESSAGE_RESPONSE },
+    { "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":null}", MCP_MESSAGE_RESPONSE },
+    { "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"x\"}}", MCP_MESSAGE_RESPONSE },
+    { "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}", MCP_MESSAGE_INVALID },
+    { "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}", MCP_MESSAGE_INVALID },
+    { "{\"jsonrpc\":\"2.0\",\"method\":42}", MCP_MESSAGE_INVALID },
+    { "{\"jsonrpc\":\"2.0\",\"id\":3}", MCP_MESSAGE_INVALID },
+    { "{\"jsonrpc\":\"2.0\",\"id\":3,\"error\":\"oops\"}", MCP_MESSAGE_INVALID },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(json_t) message = parse (cases[i].text);
+      g_assert_cmpint (mcp_jsonrpc_classify (message), ==, cases[i].kind);
+    }
+}
+
+static void
+test_parse_refuses (void)
+{
+  const char *bad[] = { "not json", "[{\"id\":1}]", "42", "\"text\"", "{\"a\":" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(json_t) value = mcp_jsonrpc_parse (bad[i], strlen (bad[i]), &error);
+
+      g_assert_null (value);
+      g_assert_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_PARSE);
+    }
+}
+
+static void
+test_id_keys (void)
+{
+  g_autoptr(json_t) zero = json_integer (0);
+  g_autoptr(json_t) five = json_integer (5);
+  g_autoptr(json_t) five_text = json_string ("5");
+  g_autoptr(json_t) real = json_real (5.0);
+  g_autofree char *zero_key = mcp_jsonrpc_id_key (zero);
+  g_autofree char *five_key = mcp_jsonrpc_id_key (five);
+  g_autofree char *five_text_key = mcp_jsonrpc_id_key (five_text);
+
+  g_assert_true (mcp_jsonrpc_id_is_valid (zero));
+  g_assert_cmpstr (zero_key, ==, "i:0");
+  g_assert_cmpstr (five_key, !=, five_text_key);
+  g_assert_false (mcp_jsonrpc_id_is_valid (real));
+  g_assert_null (mcp_jsonrpc_id_key (real));
+}
+
+static void
+test_build (void)
+{
+  g_autoptr(json_t) params = json_pack ("{s:s}", "name", "echo");
+  g_autoptr(json_t) request = mcp_jsonrpc_request_new (0, "tools/call", params);
+  g_autoptr(json_t) id = json_string ("req-1");
+  g_autoptr(json_t) result = mcp_jsonrpc_result_new (id, json_pack ("{s:b}", "ok", 1));
+  g_autoptr(json_t) error = mcp_jsonrpc_error_new (NULL, MCP_JSONRPC_PARSE_ERROR, "Parse error", NULL);
+  g_autoptr(json_t) notification = mcp_jsonrpc_notification_new ("notifications/initialized", NULL);
+
+  g_assert_cmpint (mcp_jsonrpc_classify (request), ==, MCP_MESSAGE_REQUEST);
+  g_assert_cmpint (json_integer_value (json_object_get (request, "id")), ==, 0);
+  g_assert_cmpstr (mcp_json_get_string (request, "jsonrpc"), ==, "2.0");
+  g_assert_true (json_object_get (json_object_get (request, "params"), "name") != NULL);
+
+  g_assert_cmpint (mcp_jsonrpc_classify (result), ==, MCP_MESSAGE_RESPONSE);
+  g_assert_cmpstr (mcp_json_get_string (result, "id"), ==, "req-1");
+
+  g_assert_cmpint (mcp_jsonrpc_classify (error), ==, MCP_MESSAGE_RESPONSE);
+  g_assert_true (json_is_null (json_object_get (error, "id")));
+  g_assert_cmpint (json_integer_value (json_object_get (json_object_get (error, "error"), "code")),
+                   ==, -32700);
+
+  g_assert_cmpint (mcp_jsonrpc_classify (notification), ==, MCP_MESSAGE_NOTIFICATION);
+  g_assert_null (json_object_get (notification, "params"));
+}
+
+/* A newline inside a string must be escaped, or it would split the frame. */
+static void
+test_line_is_one_line (void)
+{
+  g_autoptr(json_t) message = mcp_jsonrpc_notification_new ("x", NULL);
+  g_autofree char *line = NULL;
+  gsize length;
+
+  json_object_set_new (message, "params", json_pack ("{s:s}", "text", "two\nlines\r\n"));
+  line = mcp_jsonrpc_to_line (message, &length, NULL);
+  g_assert_nonnull (line);
+  g_assert_cmpint (line[length - 1], ==, '\n');
+  g_assert_null (memchr (line, '\n', length - 1));
+}
+
+/* A peer that stops reading makes a write time out instead of blocking. */
+static void
+test_write_deadline (void)
+{
+  int fds[2];
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) message = mcp_jsonrpc_notification_new ("x", NULL);
+  g_autofree char *big = g_malloc (1024 * 1024);
+  gboolean ok;
+
+  memset (big, 'a', 1024 * 1024 - 1);
+  big[1024 * 1024 - 1] = '\0';
+  json_object_set_new (message, "params", json_pack ("{s:s}", "text", big));
+
+  g_assert_true (g_unix_open_pipe (fds, FD_CLOEXEC, NULL));
+  g_assert_true (g_unix_set_fd_nonblocking (fds[1], TRUE, NULL));
+  ok = mcp_jsonrpc_write_line (fds[1], message, g_get_monotonic_time () + 50 * 1000, &error);
+  g_assert_false (ok);
+  g_assert_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_WRITE_TIMEOUT);
+
+  /* And a closed reader is a write error, not SIGPIPE. */
+  g_clear_error (&error);
+  close (fds[0]);
+  ok = mcp_jsonrpc_write_line (fds[1], message, -1, &error);
+  g_assert_false (ok);
+  g_assert_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_WRITE);
+  close (fds[1]);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  signal (SIGPIPE, SIG_IGN);
+
+  g_test_add_func ("/jsonrpc/classify", test_classify);
+  g_test_add_func ("/jsonrpc/parse-refuses", test_parse_refuses);
+  g_test_add_func ("/jsonrpc/id-keys", test_id_keys);
+  g_test_add_func ("/jsonrpc/build", test_build);
+  g_test_add_func ("/jsonrpc/line-is-one-line", test_line_is_one_line);
+  g_test_add_func ("/jsonrpc/write-deadline", test_write_deadline);
+  return g_test_run ();
+}
