@@ -1,0 +1,62 @@
+/* mcp-server-config.h — how to start one MCP server, and reading it from a
+ * JSON config file in the common `mcpServers` format.
+ *
+ * A McpServerConfig is immutable once built and refcounted, so it can be
+ * shared between threads without a lock.
+ */
+#pragma once
+
+#include <glib.h>
+#include <jansson.h>
+
+G_BEGIN_DECLS
+
+#define MCP_CONFIG_ERROR (mcp_config_error_quark ())
+GQuark mcp_config_error_quark (void);
+
+typedef enum {
+  MCP_CONFIG_ERROR_READ,       /* the file cannot be read */
+  MCP_CONFIG_ERROR_SYNTAX,     /* not JSON; the message has line and column */
+  MCP_CONFIG_ERROR_INVALID,    /* JSON, but a field has the wrong type */
+  MCP_CONFIG_ERROR_NOT_FOUND,  /* no server of that name */
+} McpConfigError;
+
+#define MCP_START_TIMEOUT_DEFAULT_MS (60 * 1000)
+#define MCP_CALL_TIMEOUT_DEFAULT_MS  (30 * 1000)
+#define MCP_CALL_TIMEOUT_MAX_MS      (120 * 1000)
+
+typedef struct {
+  gatomicrefcount ref_count;
+  char   *name;
+  char   *source;             /* the file it came from, for messages */
+  char   *command;
+  GStrv   args;
+  GStrv   env;                /* KEY=VALUE pairs added to the pool's environment */
+  char   *cwd;                /* NULL: the pool's working directory */
+  char   *description;
+  gint64  start_timeout_ms;
+  gint64  call_timeout_ms;
+  gsize   max_line;           /* longest message accepted from the server */
+  gsize   stderr_capacity;    /* bytes of stderr kept for error messages */
+} McpServerConfig;
+
+McpServerConfig *mcp_server_config_new            (const char       *name,
+                                                   const char       *command,
+                                                   const char * const *args);
+McpServerConfig *mcp_server_config_new_from_json  (const char       *name,
+                                                   json_t           *entry,
+                                                   const char       *source,
+                                                   GError          **error);
+McpServerConfig *mcp_server_config_ref            (McpServerConfig  *config);
+void             mcp_server_config_unref          (McpServerConfig  *config);
+GStrv            mcp_server_config_build_argv     (const McpServerConfig *config);
+GStrv            mcp_server_config_build_envp     (const McpServerConfig *config);
+
+GPtrArray       *mcp_server_config_load_file      (const char       *path,
+                                                   GError          **error);
+McpServerConfig *mcp_server_config_find           (GPtrArray        *configs,
+                                                   const char       *name);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpServerConfig, mcp_server_config_unref)
+
+G_END_DECLS

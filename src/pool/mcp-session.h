@@ -1,0 +1,119 @@
+/* mcp-session.h — one child MCP server and its initialized session.
+ *
+ * A session owns the child process, its pipes and the bookkeeping of the
+ * requests in flight.  Reading happens on the GMainContext given at start
+ * (the main thread's, which must be iterated while the session lives);
+ * requests may be made from any number of other threads at once and are
+ * matched to their replies by id.  The session does not retry, reconnect or
+ * evict: that is the pool's job.  Every session must end with
+ * mcp_session_shutdown().
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <jansson.h>
+
+#include "mcp-server-config.h"
+
+G_BEGIN_DECLS
+
+#define MCP_SESSION_ERROR (mcp_session_error_quark ())
+GQuark mcp_session_error_quark (void);
+
+typedef enum {
+  MCP_SESSION_ERROR_START,     /* spawn, handshake or first tools/list failed */
+  MCP_SESSION_ERROR_VERSION,   /* the server answered a revision we do not speak */
+  MCP_SESSION_ERROR_PROTOCOL,  /* the server broke the protocol */
+  MCP_SESSION_ERROR_TIMEOUT,   /* no reply in time; the request was cancelled */
+  MCP_SESSION_ERROR_CANCELLED, /* the caller cancelled the request */
+  MCP_SESSION_ERROR_CLOSED,    /* the server exited, closed its pipes or failed a write */
+  MCP_SESSION_ERROR_REMOTE,    /* the server answered with a JSON-RPC error */
+} McpSessionError;
+
+typedef struct _McpSession McpSession;
+
+/* Called on the session's context.  @params is borrowed and may be NULL. */
+typedef void (*McpNotificationFunc)  (McpSession   *session,
+                                      const char   *method,
+                                      json_t       *params,
+                                      gpointer      user_data);
+/* Called on the session's context, once, when the session stops working. */
+typedef void (*McpSessionClosedFunc) (McpSession   *session,
+                                      const GError *reason,
+                                      gpointer      user_data);
+/* Called on the session's context for each progress notification that the
+ * server sends for a request; @params is borrowed. */
+typedef void (*McpProgressFunc)      (json_t       *params,
+                                      gpointer      user_data);
+
+/* @user_data must outlive the session. */
+typedef struct {
+  McpNotificationFunc  on_notification;
+  McpSessionClosedFunc on_closed;
+  gpointer             user_data;
+} McpSessionCallbacks;
+
+typedef struct {
+  gint64           timeout_ms;   /* <= 0: the server's call timeout */
+  GCancellable    *cancellable;
+  McpProgressFunc  progress;     /* asks the server for progress when set */
+  gpointer         progress_data;
+} McpCallOptions;
+
+/* Any thread but the context's; blocks for the spawn, the handshake and the
+ * whole tool list (bounded by the config's start timeout). */
+McpSession *mcp_session_start          (McpServerConfig            *config,
+                                        GMainContext               *context,
+                                        const McpSessionCallbacks  *callbacks,
+                                        GError                    **error);
+
+McpSession *mcp_session_ref            (McpSession      *session);
+void        mcp_session_unref          (McpSession      *session);
+
+/* Any thread but the context's; blocks until the reply, the timeout or the
+ * end of the session.  Returns the `result` member of the reply. */
+json_t     *mcp_session_call           (McpSession      *session,
+                                        const char      *method,
+                                        json_t          *params,
+                                        gint64           timeout_ms,
+                                        GError         **error);
+json_t     *mcp_session_call_full      (McpSession      *session,
+                                        const char      *method,
+                                        json_t          *params,
+                                        const McpCallOptions *options,
+                                        GError         **error);
+/* Any thread; blocks only while the server's stdin pipe is full. */
+gboolean    mcp_session_notify         (McpSession      *session,
+                                        const char      *method,
+                                        json_t          *params,
+                                        GError         **error);
+/* A fresh `tools/list`, every page; any thread but the context's. */
+json_t     *mcp_session_list_tools     (McpSession      *session,
+                                        gint64           timeout_ms,
+                                        GError         **error);
+
+/* Any thread, non-blocking. */
+const char *mcp_session_get_name             (McpSession *session);
+GPid        mcp_session_get_pid              (McpSession *session);
+const char *mcp_session_get_protocol_version (McpSession *session);
+json_t     *mcp_session_dup_server_info      (McpSession *session);
+json_t     *mcp_session_dup_tools            (McpSession *session);
+gboolean    mcp_session_is_alive             (McpSession *session);
+guint       mcp_session_get_in_flight        (McpSession *session);
+char       *mcp_session_dup_stderr_tail      (McpSession *session,
+                                              gsize       max_bytes);
+
+/* Any thread but the context's; blocks for at most about
+ * @stdin_grace + 2 × @term_grace µs (see mcp_child_terminate()).  Fails the
+ * requests still in flight, ends the process group and releases the
+ * session's I/O.  Later calls fail with MCP_SESSION_ERROR_CLOSED. */
+void        mcp_session_shutdown       (McpSession      *session,
+                                        gint64           stdin_grace,
+                                        gint64           term_grace);
+
+#define MCP_SESSION_STDIN_GRACE (2 * G_USEC_PER_SEC)
+#define MCP_SESSION_TERM_GRACE  (2 * G_USEC_PER_SEC)
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpSession, mcp_session_unref)
+
+G_END_DECLS

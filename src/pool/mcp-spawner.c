@@ -1,0 +1,285 @@
+/* mcp-spawner.c — starting and ending server processes.
+ *
+ * Exit is observed through a pidfd (poll()able from any thread, no SIGCHLD
+ * handler, nothing that a GLib child watch could race with).  Only
+ * mcp_child_terminate() reaps, so a pid is never reused while anyone may
+ * still signal it.
+ */
+#include "config.h"
+
+#include "mcp-spawner.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib-unix.h>
+#include <glib/gi18n-lib.h>
+
+G_DEFINE_QUARK (mcp-spawner-error-quark, mcp_spawner_error)
+
+/* How often an orphaned process group is checked for emptiness; there is no
+ * event for "the last member of a group is gone". */
+#define GROUP_POLL_INTERVAL_US (5 * 1000)
+/* The bound on waiting for a SIGKILLed process to vanish. */
+#define KILL_WAIT_US (2 * G_USEC_PER_SEC)
+
+struct _McpChild {
+  GPid pid;       /* also the process group id */
+  int  pidfd;
+};
+
+typedef struct {
+  const McpSpawnRequest *request;
+  int                   *stdin_fd, *stdout_fd, *stderr_fd;
+  McpChild              *child;
+  GError                *error;
+  gboolean               done;      /* protected by spawner_lock */
+} SpawnJob;
+
+static GAsyncQueue *spawner_queue;  /* of SpawnJob; lives forever */
+static GMutex       spawner_lock;
+static GCond        spawner_cond;
+
+/* Runs in the child between fork and exec: async-signal-safe calls only. */
+static void
+child_setup (gpointer user_data)
+{
+  pid_t parent = GPOINTER_TO_INT (user_data);
+  sigset_t none;
+
+  setpgid (0, 0);
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  /* The parent may have died before the line above took effect. */
+  if (getppid () != parent)
+    _exit (127);
+  /* The pool ignores SIGPIPE; servers should get the default back. */
+  signal (SIGPIPE, SIG_DFL);
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
+}
+
+static void
+run_spawn_job (SpawnJob *job)
+{
+  const McpSpawnRequest *request = job->request;
+  GPid pid = 0;
+  int pipes[3] = { -1, -1, -1 };
+
+  if (!g_spawn_async_with_pipes_and_fds (request->cwd, request->argv, request->envp,
+                                         G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
+                                         child_setup, GINT_TO_POINTER (getpid ()),
+                                         -1, -1, -1,
+                                         request->source_fds, request->target_fds,
+                                         request->n_fds,
+                                         &pid, &pipes[0], &pipes[1], &pipes[2],
+                                         &job->error))
+    return;
+
+  job->child = g_new0 (McpChild, 1);
+  job->child->pid = pid;
+  /* The pid cannot be reused before we reap it, so this cannot miss. */
+  job->child->pidfd = pidfd_open (pid, 0);
+  if (job->child->pidfd < 0)
+    g_warning ("pidfd_open (%d) failed: %s", pid, g_strerror (errno));
+
+  for (int i = 0; i < 3; i++)
+    g_unix_set_fd_nonblocking (pipes[i], TRUE, NULL);
+  *job->stdin_fd = pipes[0];
+  *job->stdout_fd = pipes[1];
+  *job->stderr_fd = pipes[2];
+}
+
+static gpointer
+spawner_thread (gpointer unused)
+{
+  for (;;)
+    {
+      SpawnJob *job = g_async_queue_pop (spawner_queue);
+
+      run_spawn_job (job);
+      g_mutex_lock (&spawner_lock);
+      job->done = TRUE;
+      g_cond_broadcast (&spawner_cond);
+      g_mutex_unlock (&spawner_lock);
+    }
+  return NULL;
+}
+
+static gpointer
+start_spawner (gpointer unused)
+{
+  /* Writing to a server that died must be an error, not death by SIGPIPE. */
+  signal (SIGPIPE, SIG_IGN);
+  if (prctl (PR_SET_CHILD_SUBREAPER, 1) != 0)
+    g_warning ("Could not become a child subreaper: %s", g_strerror (errno));
+
+  spawner_queue = g_async_queue_new ();
+  g_thread_unref (g_thread_new ("mcp-spawner", spawner_thread, NULL));
+  return NULL;
+}
+
+McpChild *
+mcp_spawner_spawn (const McpSpawnRequest *request,
+                   int                   *stdin_fd,
+                   int                   *stdout_fd,
+                   int                   *stderr_fd,
+                   GError               **error)
+{
+  static GOnce once = G_ONCE_INIT;
+  SpawnJob job = {
+    .request = request,
+    .stdin_fd = stdin_fd, .stdout_fd = stdout_fd, .stderr_fd = stderr_fd,
+  };
+
+  g_once (&once, start_spawner, NULL);
+
+  g_async_queue_push (spawner_queue, &job);
+  g_mutex_lock (&spawner_lock);
+  while (!job.done)
+    g_cond_wait (&spawner_cond, &spawner_lock);
+  g_mutex_unlock (&spawner_lock);
+
+  if (job.child == NULL)
+    {
+      g_set_error (error, MCP_SPAWNER_ERROR, MCP_SPAWNER_ERROR_FAILED,
+                   _("Could not start “%s”: %s"), request->argv[0], job.error->message);
+      g_error_free (job.error);
+    }
+  return job.child;
+}
+
+GPid
+mcp_child_get_pid (McpChild *child)
+{
+  return child->pid;
+}
+
+int
+mcp_child_get_pidfd (McpChild *child)
+{
+  return child->pidfd;
+}
+
+/* Looks without reaping, so that only mcp_child_terminate() ever reaps. */
+gboolean
+mcp_child_has_exited (McpChild *child,
+                      int      *wait_status)
+{
+  siginfo_t info = { 0 };
+
+  if (waitid (P_PID, child->pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+      info.si_pid == 0)
+    return FALSE;
+
+  /* Rebuild the status word that waitpid() would have given. */
+  if (wait_status != NULL)
+    *wait_status = info.si_code == CLD_EXITED
+                   ? (info.si_status & 0xff) << 8
+                   : (info.si_status & 0x7f);
+  return TRUE;
+}
+
+/* Waits for the leader to exit until @deadline (monotonic µs). */
+gboolean
+mcp_child_wait_exit (McpChild *child,
+                     gint64    deadline)
+{
+  for (;;)
+    {
+      struct pollfd pfd = { .fd = child->pidfd, .events = POLLIN };
+      gint64 left = deadline - g_get_monotonic_time ();
+      int ready;
+
+      if (child->pidfd < 0)
+        return mcp_child_has_exited (child, NULL);
+
+      ready = poll (&pfd, 1, left > 0 ? (int) MIN ((left + 999) / 1000, G_MAXINT) : 0);
+      if (ready > 0)
+        return TRUE;
+      if (ready == 0)
+        return FALSE;
+      if (errno != EINTR)
+        return mcp_child_has_exited (child, NULL);
+    }
+}
+
+/* Reaps members of the group that were orphaned to us; TRUE once none is
+ * left (zombies count as members until reaped). */
+gboolean
+mcp_child_group_is_empty (McpChild *child)
+{
+  for (;;)
+    {
+      siginfo_t info = { 0 };
+
+      if (waitid (P_PGID, child->pid, &info, WEXITED | WNOHANG) != 0 || info.si_pid == 0)
+        break;
+    }
+  return kill (-child->pid, 0) != 0 && errno == ESRCH;
+}
+
+static gboolean
+wait_group_empty (McpChild *child,
+                  gint64    deadline)
+{
+  while (!mcp_child_group_is_empty (child))
+    {
+      if (g_get_monotonic_time () >= deadline)
+        return FALSE;
+      g_usleep (GROUP_POLL_INTERVAL_US);
+    }
+  return TRUE;
+}
+
+char *
+mcp_child_describe_status (int wait_status)
+{
+  if (WIFEXITED (wait_status))
+    return g_strdup_printf (_("exited with status %d"), WEXITSTATUS (wait_status));
+  if (WIFSIGNALED (wait_status))
+    return g_strdup_printf (_("was killed by signal %d (%s)"),
+                            WTERMSIG (wait_status), g_strsignal (WTERMSIG (wait_status)));
+  return g_strdup (_("ended"));
+}
+
+void
+mcp_child_terminate (McpChild *child,
+                     gint64    stdin_grace,
+                     gint64    term_grace)
+{
+  int status;
+
+  if (!mcp_child_wait_exit (child, g_get_monotonic_time () + stdin_grace))
+    {
+      kill (-child->pid, SIGTERM);
+      if (!mcp_child_wait_exit (child, g_get_monotonic_time () + term_grace))
+        {
+          kill (-child->pid, SIGKILL);
+          mcp_child_wait_exit (child, g_get_monotonic_time () + KILL_WAIT_US);
+        }
+    }
+
+  while (waitpid (child->pid, &status, 0) < 0 && errno == EINTR)
+    ;
+
+  /* Grandchildren (an npx launcher's real server) may outlive the leader. */
+  if (!wait_group_empty (child, g_get_monotonic_time ()))
+    {
+      kill (-child->pid, SIGTERM);
+      if (!wait_group_empty (child, g_get_monotonic_time () + term_grace))
+        {
+          kill (-child->pid, SIGKILL);
+          if (!wait_group_empty (child, g_get_monotonic_time () + KILL_WAIT_US))
+            g_warning ("Process group %d still has members after SIGKILL", child->pid);
+        }
+    }
+
+  if (child->pidfd >= 0)
+    close (child->pidfd);
+  g_free (child);
+}

@@ -1,0 +1,65 @@
+/* mcp-spawner.h — starting and ending server processes.
+ *
+ * A child must die with the pool even when the pool is SIGKILLed, so every
+ * child gets PR_SET_PDEATHSIG.  That signal fires when the *thread* that
+ * forked exits, so all forks happen on one dedicated spawner thread that
+ * lives as long as the process, never on a pool worker that may retire.
+ *
+ * Each child leads a new process group, so that npx/uvx-style launchers and
+ * their grandchildren can be signalled together.  The process becomes a
+ * child subreaper, so a grandchild orphaned by its launcher is reparented to
+ * the pool and reaped here instead of lingering as a zombie.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define MCP_SPAWNER_ERROR (mcp_spawner_error_quark ())
+GQuark mcp_spawner_error_quark (void);
+
+typedef enum {
+  MCP_SPAWNER_ERROR_FAILED,
+} McpSpawnerError;
+
+typedef struct _McpChild McpChild;
+
+/* What to start.  Extra fds are passed to the child at the given numbers;
+ * the source fds stay owned by the caller. */
+typedef struct {
+  const char * const *argv;
+  const char * const *envp;       /* NULL: inherit the pool's environment */
+  const char         *cwd;        /* NULL: the pool's working directory */
+  const int          *source_fds;
+  const int          *target_fds;
+  gsize               n_fds;
+} McpSpawnRequest;
+
+/* Any thread; blocks until the spawner thread has forked.  The child's pipes
+ * are returned non-blocking and owned by the caller. */
+McpChild *mcp_spawner_spawn          (const McpSpawnRequest *request,
+                                      int                   *stdin_fd,
+                                      int                   *stdout_fd,
+                                      int                   *stderr_fd,
+                                      GError               **error);
+
+GPid      mcp_child_get_pid          (McpChild *child);
+int       mcp_child_get_pidfd        (McpChild *child);
+gboolean  mcp_child_has_exited       (McpChild *child,
+                                      int      *wait_status);
+gboolean  mcp_child_wait_exit        (McpChild *child,
+                                      gint64    deadline);
+gboolean  mcp_child_group_is_empty   (McpChild *child);
+char     *mcp_child_describe_status  (int       wait_status);
+
+/* Any thread but the main context's; blocks at most about
+ * @stdin_grace + 2 × @term_grace (µs).  Waits for the child to leave on its
+ * own (its stdin is closed by the caller beforehand), then SIGTERMs the
+ * group, then SIGKILLs it, reaps the leader and every orphan of the group,
+ * and frees @child.  Safe to call once per child. */
+void      mcp_child_terminate        (McpChild *child,
+                                      gint64    stdin_grace,
+                                      gint64    term_grace);
+
+G_END_DECLS

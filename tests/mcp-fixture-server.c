@@ -1,0 +1,1071 @@
+/* mcp-fixture-server.c - a scriptable stdio MCP server for the pool's tests
+ *
+ * The tests spawn this program as a child process and speak JSON-RPC 2.0
+ * to it over stdin/stdout, one compact JSON object per line.  Its
+ * behaviour, good and bad, is chosen with command-line flags so that each
+ * test can provoke exactly the server misbehaviour it wants to check.
+ *
+ * Flags (all optional, combinable):
+ *   --crash-after N            _exit(3) on receipt of the N-th tools/call
+ *   --noise                    write "this is not json" and an empty line
+ *                              before every message, end lines with "\r\n"
+ *   --stderr-flood BYTES       write BYTES bytes to stderr from a thread
+ *   --slow-start MS            sleep MS milliseconds before reading stdin
+ *   --fail-start               print a message on stderr and exit(2)
+ *   --hang-start               read stdin but never answer anything
+ *   --ignore-sigterm           ignore SIGTERM
+ *   --ignore-eof               on stdin EOF, block until killed
+ *   --grandchild               fork a sleeper in our process group (npx-like)
+ *   --notify-before-init       send list_changed before answering initialize
+ *   --list-changed-after-init  send tools/list_changed after initialized
+ *   --ping-client              ping the client after initialized (see stats)
+ *   --protocol-version V       answer initialize with protocol version V
+ *   --page-size N              paginate tools/list, N tools per page
+ *   --extra-tools N            add N tools named dummy_0 ... dummy_<N-1>
+ *   --help                     show usage and exit
+ *
+ * Tools:
+ *   echo {message}             text "Echo: <message>"
+ *   sleep {ms}                 sleep, then text "slept <ms>"
+ *   crash {}                   _exit(3) without replying
+ *   hang {}                    never reply
+ *   huge {bytes}               text of exactly <bytes> 'x' characters
+ *   progress {steps, delay_ms?}  notifications/progress, "done <steps> steps"
+ *   notify_list_changed {}     send tools/list_changed, then text "sent"
+ *   stats {}                   counters, as text and structuredContent
+ *   fail {}                    JSON-RPC error -32603
+ *   tool_error {}              result with isError true
+ *   stderr {bytes}             write <bytes> bytes to stderr
+ *   ask_client {method, params?}  send a request to the client, return it
+ *   dummy_<i> {}               text "dummy <i>" (with --extra-tools)
+ *
+ * Every tools/call runs in its own detached thread, so slow, hanging and
+ * fast calls overlap the way they do with real servers.
+ */
+
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#define FIXTURE_NAME      "mcp-pool-fixture"
+#define FIXTURE_VERSION   "1.0"
+#define LATEST_PROTOCOL   "2025-11-25"
+#define CLIENT_TIMEOUT_MS 10000
+#define STDERR_LINE_BYTES 100
+#define MAX_HUGE_BYTES    (1LL << 30)
+#define EXIT_USAGE        64
+
+#define N_ELEMENTS(array) (sizeof (array) / sizeof (array)[0])
+
+#define INVALID_PARAMS    -32602
+#define METHOD_NOT_FOUND  -32601
+#define INTERNAL_ERROR    -32603
+
+/* Boolean flags are ints so that getopt_long can set them itself. */
+static struct
+{
+  int noise, fail_start, hang_start, ignore_sigterm, ignore_eof, grandchild;
+  int notify_before_init, list_changed_after_init, ping_client;
+  long long crash_after, stderr_flood, slow_start_ms, page_size, extra_tools;
+  const char *protocol_version;
+} opts;
+
+/* One lock for stdout so that messages from concurrent calls never mix. */
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct
+{
+  long long calls, inflight, max_inflight;
+  bool initialized;
+  json_t *client_ping;
+} counters;
+
+static pid_t grandchild_pid;
+
+/* Requests we send to the client wait here until the stdin reader hands
+ * them their response, matched by id. */
+typedef struct Pending Pending;
+struct Pending
+{
+  json_int_t id;
+  json_t *response;
+  Pending *next;
+};
+
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pending_cond;
+static Pending *pending_head;
+static json_int_t next_server_id;
+
+/* Built once at start-up, read-only afterwards. */
+static json_t *tool_list;
+
+/* ---------------------------------------------------------------- output */
+
+static bool
+write_all (int fd, const char *buf, size_t len)
+{
+  while (len > 0)
+    {
+      ssize_t n = write (fd, buf, len);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return false;
+      buf += n;
+      len -= (size_t) n;
+    }
+  return true;
+}
+
+/* Takes ownership of @msg. */
+static void
+send_message (json_t *msg)
+{
+  static const char noise[] = "this is not json\n\n";
+  json_t *full = json_pack ("{s:s}", "jsonrpc", "2.0");
+  char *text;
+
+  /* Objects keep insertion order: "jsonrpc" comes first, as usual. */
+  json_object_update (full, msg);
+  json_decref (msg);
+  text = json_dumps (full, JSON_COMPACT);
+  json_decref (full);
+  if (text == NULL)
+    {
+      fputs ("fixture: cannot serialise a message\n", stderr);
+      return;
+    }
+
+  pthread_mutex_lock (&out_lock);
+  /* A failed write means the client went away; EOF on stdin follows. */
+  if ((!opts.noise || write_all (1, noise, sizeof noise - 1))
+      && write_all (1, text, strlen (text)))
+    write_all (1, opts.noise ? "\r\n" : "\n", opts.noise ? 2 : 1);
+  pthread_mutex_unlock (&out_lock);
+  free (text);
+}
+
+/* Takes ownership of @result. */
+static void
+send_result (json_t *id, json_t *result)
+{
+  send_message (json_pack ("{s:O, s:o}", "id", id, "result", result));
+}
+
+static void send_error (json_t *id, int code, const char *format, ...)
+  __attribute__ ((format (printf, 3, 4)));
+
+static void
+send_error (json_t *id, int code, const char *format, ...)
+{
+  va_list args;
+  char *message;
+
+  va_start (args, format);
+  if (vasprintf (&message, format, args) < 0)
+    message = NULL;
+  va_end (args);
+  send_message (json_pack ("{s:O, s:{s:i, s:s}}", "id", id, "error",
+                           "code", code,
+                           "message", message ? message : "error"));
+  free (message);
+}
+
+static void
+send_list_changed (void)
+{
+  send_message (json_pack ("{s:s}", "method",
+                           "notifications/tools/list_changed"));
+}
+
+/* Writes exactly @bytes bytes of 'e' lines, each at most
+ * STDERR_LINE_BYTES long with its newline.  Chunks are whole lines and
+ * smaller than PIPE_BUF, so concurrent writers never split a line. */
+static void
+write_stderr_bytes (long long bytes)
+{
+  char block[40 * STDERR_LINE_BYTES];
+  size_t i, n;
+  bool ok;
+
+  memset (block, 'e', sizeof block);
+  for (i = STDERR_LINE_BYTES - 1; i < sizeof block; i += STDERR_LINE_BYTES)
+    block[i] = '\n';
+
+  for (ok = true; ok && bytes > 0; bytes -= (long long) n)
+    {
+      n = bytes < (long long) sizeof block ? (size_t) bytes : sizeof block;
+      /* The last chunk may end in a short line, which needs its '\n'. */
+      block[n - 1] = '\n';
+      ok = write_all (2, block, n);
+    }
+}
+
+/* --------------------------------------------------------------- helpers */
+
+static void
+sleep_ms (long long ms)
+{
+  struct timespec ts;
+
+  ts.tv_sec = (time_t) (ms / 1000);
+  ts.tv_nsec = (long) (ms % 1000) * 1000000L;
+  while (nanosleep (&ts, &ts) < 0 && errno == EINTR)
+    ;
+}
+
+static void
+block_forever (void)
+{
+  for (;;)
+    pause ();
+}
+
+/* Strict decimal parsing: the whole string, within [min, max]. */
+static bool
+parse_number (const char *text, long long min, long long max,
+              long long *out)
+{
+  char *end;
+  long long value;
+
+  if (text == NULL || *text < '0' || *text > '9')
+    return false;
+  errno = 0;
+  value = strtoll (text, &end, 10);
+  if (errno != 0 || *end != '\0' || value < min || value > max)
+    return false;
+  *out = value;
+  return true;
+}
+
+static bool
+spawn_detached (void *(*func) (void *), void *data)
+{
+  pthread_attr_t attr;
+  pthread_t thread;
+  int rc;
+
+  pthread_attr_init (&attr);
+  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+  rc = pthread_create (&thread, &attr, func, data);
+  pthread_attr_destroy (&attr);
+  return rc == 0;
+}
+
+/* {content:[{type:"text", text}]}, taking ownership of @text. */
+static json_t *
+text_result_take (json_t *text)
+{
+  return json_pack ("{s:[{s:s, s:o}]}", "content", "type", "text",
+                    "text", text);
+}
+
+static json_t *text_result (const char *format, ...)
+  __attribute__ ((format (printf, 1, 2)));
+
+static json_t *
+text_result (const char *format, ...)
+{
+  va_list args;
+  char *text;
+  json_t *result;
+
+  va_start (args, format);
+  if (vasprintf (&text, format, args) < 0)
+    text = NULL;
+  va_end (args);
+  result = text_result_take (json_string (text ? text : ""));
+  free (text);
+  return result;
+}
+
+/* A text result holding @value as compact JSON, with @structured (taken)
+ * as its structuredContent. */
+static json_t *
+json_text_result (json_t *value, json_t *structured)
+{
+  char *text = json_dumps (value, JSON_COMPACT);
+  json_t *result = text_result_take (json_string (text ? text : "{}"));
+
+  json_object_set_new (result, "structuredContent", structured);
+  free (text);
+  return result;
+}
+
+/* ------------------------------------------------ requests to the client */
+
+/* Sends @method (with @params, borrowed, unless NULL) to the client and
+ * waits up to @timeout_ms for the answer.  Returns a new reference to the
+ * whole response object, or NULL on timeout. */
+static json_t *
+request_client (const char *method, json_t *params, long long timeout_ms)
+{
+  Pending pending = { 0 };
+  Pending **link;
+  struct timespec deadline;
+  json_t *request;
+
+  /* Register before sending: the answer may come before we wait. */
+  pthread_mutex_lock (&pending_lock);
+  pending.id = next_server_id++;
+  pending.next = pending_head;
+  pending_head = &pending;
+  pthread_mutex_unlock (&pending_lock);
+
+  request = json_pack ("{s:I, s:s}", "id", pending.id, "method", method);
+  if (params != NULL)
+    json_object_set (request, "params", params);
+  send_message (request);
+
+  clock_gettime (CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += (time_t) (timeout_ms / 1000);
+  deadline.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L)
+    {
+      deadline.tv_sec++;
+      deadline.tv_nsec -= 1000000000L;
+    }
+
+  pthread_mutex_lock (&pending_lock);
+  while (pending.response == NULL)
+    if (pthread_cond_timedwait (&pending_cond, &pending_lock,
+                                &deadline) == ETIMEDOUT)
+      break;
+  for (link = &pending_head; *link != &pending; link = &(*link)->next)
+    ;
+  *link = pending.next;
+  pthread_mutex_unlock (&pending_lock);
+
+  return pending.response;
+}
+
+/* Called by the stdin reader for each response the client sends us.
+ * Threads get their own copies of what the reader parsed: Jansson's
+ * reference counts are atomic, but json_decref() also peeks at them
+ * without atomics, and sharing nothing keeps the threads race-free. */
+static void
+deliver_response (json_t *msg)
+{
+  json_t *id = json_object_get (msg, "id");
+  Pending *p;
+
+  if (!json_is_integer (id))
+    return;
+
+  pthread_mutex_lock (&pending_lock);
+  for (p = pending_head; p != NULL; p = p->next)
+    if (p->id == json_integer_value (id) && p->response == NULL)
+      {
+        p->response = json_deep_copy (msg);
+        pthread_cond_broadcast (&pending_cond);
+        break;
+      }
+  pthread_mutex_unlock (&pending_lock);
+}
+
+/* ----------------------------------------------------------------- tools */
+
+enum
+{
+  TOOL_ECHO, TOOL_SLEEP, TOOL_CRASH, TOOL_HANG, TOOL_HUGE, TOOL_PROGRESS,
+  TOOL_NOTIFY_LIST_CHANGED, TOOL_STATS, TOOL_FAIL, TOOL_TOOL_ERROR,
+  TOOL_STDERR, TOOL_ASK_CLIENT, N_TOOLS
+};
+
+/* In enum order.  @args lists the arguments as "name:type",
+ * comma-separated; a '?' after the name makes the argument optional. */
+static const struct
+{
+  const char *name, *description, *args;
+} tools[N_TOOLS] = {
+  { "echo", "Echo a message back.", "message:string" },
+  { "sleep", "Sleep ms milliseconds, then answer.", "ms:integer" },
+  { "crash", "Exit at once without answering.", "" },
+  { "hang", "Never answer.", "" },
+  { "huge", "Answer with a text of the given length.", "bytes:integer" },
+  { "progress", "Report progress, then answer.",
+    "steps:integer,delay_ms?:integer" },
+  { "notify_list_changed", "Send notifications/tools/list_changed.", "" },
+  { "stats", "Report the fixture's counters.", "" },
+  { "fail", "Answer with a JSON-RPC error.", "" },
+  { "tool_error", "Answer with an isError result.", "" },
+  { "stderr", "Write bytes to stderr.", "bytes:integer" },
+  { "ask_client", "Send a request to the client, return its answer.",
+    "method:string,params?:object" },
+};
+
+static json_t *
+make_schema (const char *args)
+{
+  json_t *properties = json_object (), *required = json_array ();
+  char *copy = strdup (args), *save = NULL, *name, *type;
+
+  for (name = strtok_r (copy, ",", &save); name != NULL;
+       name = strtok_r (NULL, ",", &save))
+    {
+      type = strchr (name, ':');
+      *type++ = '\0';
+      if (type[-2] == '?')
+        type[-2] = '\0';
+      else
+        json_array_append_new (required, json_string (name));
+      json_object_set_new (properties, name,
+                           json_pack ("{s:s}", "type", type));
+      if (strcmp (type, "integer") == 0)
+        json_object_set_new (json_object_get (properties, name), "minimum",
+                             json_integer (0));
+    }
+  free (copy);
+  return json_pack ("{s:s, s:o, s:o}", "type", "object",
+                    "properties", properties, "required", required);
+}
+
+static void
+build_tool_list (void)
+{
+  long long i;
+
+  tool_list = json_array ();
+  for (i = 0; i < N_TOOLS; i++)
+    json_array_append_new (tool_list,
+                           json_pack ("{s:s, s:s, s:o}",
+                                      "name", tools[i].name,
+                                      "description", tools[i].description,
+                                      "inputSchema",
+                                      make_schema (tools[i].args)));
+
+  for (i = 0; i < opts.extra_tools; i++)
+    {
+      char name[32], description[32];
+
+      snprintf (name, sizeof name, "dummy_%lld", i);
+      snprintf (description, sizeof description, "dummy tool %lld", i);
+      json_array_append_new (tool_list,
+                             json_pack ("{s:s, s:s, s:o}", "name", name,
+                                        "description", description,
+                                        "inputSchema", make_schema ("")));
+    }
+}
+
+typedef struct
+{
+  json_t *request;  /* owned */
+  json_t *id;       /* borrowed from request */
+  json_t *params;   /* borrowed from request */
+  json_t *args;     /* borrowed from request, or NULL */
+} Call;
+
+/* The call stops counting as in flight before its answer leaves, so a
+ * client that has its answer also sees consistent stats. */
+static void
+call_done (void)
+{
+  pthread_mutex_lock (&stats_lock);
+  counters.inflight--;
+  pthread_mutex_unlock (&stats_lock);
+}
+
+/* Takes ownership of @result. */
+static void
+call_reply (Call *call, json_t *result)
+{
+  call_done ();
+  send_result (call->id, result);
+}
+
+static void
+call_bad_argument (Call *call, const char *name, const char *expected)
+{
+  call_done ();
+  send_error (call->id, INVALID_PARAMS,
+              "missing or invalid argument: %s (expected %s)",
+              name, expected);
+}
+
+/* Reads a non-negative integer argument; on a missing (if @required) or
+ * malformed one, answers with an error and returns false. */
+static bool
+arg_integer (Call *call, const char *name, bool required, long long fallback,
+             long long max, long long *out)
+{
+  json_t *value = json_object_get (call->args, name);
+
+  *out = fallback;
+  if (value == NULL && !required)
+    return true;
+  if (!json_is_integer (value) || json_integer_value (value) < 0
+      || json_integer_value (value) > max)
+    {
+      call_bad_argument (call, name, "a non-negative integer");
+      return false;
+    }
+  *out = json_integer_value (value);
+  return true;
+}
+
+static void
+tool_huge (Call *call)
+{
+  long long bytes;
+  char *buf;
+  json_t *text;
+
+  if (!arg_integer (call, "bytes", true, 0, MAX_HUGE_BYTES, &bytes))
+    return;
+  buf = malloc ((size_t) bytes + 1);
+  if (buf == NULL)
+    {
+      call_done ();
+      send_error (call->id, INTERNAL_ERROR, "out of memory");
+      return;
+    }
+  memset (buf, 'x', (size_t) bytes);
+  /* Plain ASCII: no need for a UTF-8 check of a very long string. */
+  text = json_stringn_nocheck (buf, (size_t) bytes);
+  free (buf);
+  call_reply (call, text_result_take (text));
+}
+
+static void
+tool_progress (Call *call)
+{
+  json_t *token = json_object_get (json_object_get (call->params, "_meta"),
+                                   "progressToken");
+  long long steps, delay_ms, i;
+
+  if (!arg_integer (call, "steps", true, 0, 1000000, &steps)
+      || !arg_integer (call, "delay_ms", false, 10, 3600000, &delay_ms))
+    return;
+  if (!json_is_string (token) && !json_is_integer (token))
+    token = NULL;
+
+  /* Without a token the work takes as long, it just goes unreported. */
+  for (i = 1; i <= steps; i++)
+    {
+      char message[32];
+
+      snprintf (message, sizeof message, "step %lld", i);
+      if (token != NULL)
+        send_message (json_pack ("{s:s, s:{s:O, s:I, s:I, s:s}}",
+                                 "method", "notifications/progress",
+                                 "params", "progressToken", token,
+                                 "progress", (json_int_t) i,
+                                 "total", (json_int_t) steps,
+                                 "message", message));
+      if (i < steps)
+        sleep_ms (delay_ms);
+    }
+  call_reply (call, text_result ("done %lld steps", steps));
+}
+
+static void
+tool_stats (Call *call)
+{
+  json_t *snapshot;
+
+  pthread_mutex_lock (&stats_lock);
+  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:b, s:o?, s:I}",
+                        "pid", (json_int_t) getpid (),
+                        "calls", (json_int_t) counters.calls,
+                        "inflight", (json_int_t) counters.inflight,
+                        "max_inflight", (json_int_t) counters.max_inflight,
+                        "initialized", counters.initialized,
+                        "client_ping",
+                        json_deep_copy (counters.client_ping),
+                        "grandchild_pid", (json_int_t) grandchild_pid);
+  pthread_mutex_unlock (&stats_lock);
+  call_reply (call, json_text_result (snapshot, snapshot));
+}
+
+static void
+tool_ask_client (Call *call)
+{
+  json_t *method = json_object_get (call->args, "method");
+  json_t *params = json_object_get (call->args, "params");
+  json_t *response, *result;
+
+  if (!json_is_string (method))
+    {
+      call_bad_argument (call, "method", "a string");
+      return;
+    }
+  if (params != NULL && !json_is_object (params))
+    {
+      call_bad_argument (call, "params", "an object");
+      return;
+    }
+
+  response = request_client (json_string_value (method), params,
+                             CLIENT_TIMEOUT_MS);
+  if (response == NULL)
+    {
+      result = text_result ("no answer from client");
+      json_object_set_new (result, "isError", json_true ());
+      call_reply (call, result);
+      return;
+    }
+  result = json_text_result (response,
+                             json_pack ("{s:O}", "response", response));
+  json_decref (response);
+  call_reply (call, result);
+}
+
+static void
+run_tool (Call *call, int tool)
+{
+  long long n;
+  json_t *result, *value;
+
+  switch (tool)
+    {
+    case TOOL_ECHO:
+      if (!json_is_string (value = json_object_get (call->args, "message")))
+        call_bad_argument (call, "message", "a string");
+      else
+        call_reply (call, text_result ("Echo: %s",
+                                       json_string_value (value)));
+      break;
+    case TOOL_SLEEP:
+      if (arg_integer (call, "ms", true, 0, LLONG_MAX, &n))
+        {
+          sleep_ms (n);
+          call_reply (call, text_result ("slept %lld", n));
+        }
+      break;
+    case TOOL_CRASH:
+      _exit (3);
+    case TOOL_HANG:
+      /* Only this thread blocks; the reader and other calls go on. */
+      block_forever ();
+      break;
+    case TOOL_HUGE:
+      tool_huge (call);
+      break;
+    case TOOL_PROGRESS:
+      tool_progress (call);
+      break;
+    case TOOL_NOTIFY_LIST_CHANGED:
+      send_list_changed ();
+      call_reply (call, text_result ("sent"));
+      break;
+    case TOOL_STATS:
+      tool_stats (call);
+      break;
+    case TOOL_FAIL:
+      call_done ();
+      send_error (call->id, INTERNAL_ERROR, "fixture failure as asked");
+      break;
+    case TOOL_TOOL_ERROR:
+      result = text_result ("tool failed as asked");
+      json_object_set_new (result, "isError", json_true ());
+      call_reply (call, result);
+      break;
+    case TOOL_STDERR:
+      if (arg_integer (call, "bytes", true, 0, LLONG_MAX, &n))
+        {
+          write_stderr_bytes (n);
+          call_reply (call, text_result ("wrote %lld", n));
+        }
+      break;
+    case TOOL_ASK_CLIENT:
+      tool_ask_client (call);
+      break;
+    default:
+      /* Past the real tools come the dummies, in tool_list order. */
+      call_reply (call, text_result ("dummy %d", tool - N_TOOLS));
+      break;
+    }
+}
+
+static void *
+call_thread (void *data)
+{
+  Call *call = data;
+  const char *name;
+  size_t i;
+
+  call->params = json_object_get (call->request, "params");
+  call->args = json_object_get (call->params, "arguments");
+  name = json_string_value (json_object_get (call->params, "name"));
+
+  if (name == NULL)
+    call_bad_argument (call, "name", "a string");
+  else if (call->args != NULL && !json_is_null (call->args)
+           && !json_is_object (call->args))
+    call_bad_argument (call, "arguments", "an object");
+  else
+    {
+      for (i = 0; i < json_array_size (tool_list); i++)
+        if (strcmp (name, json_string_value (json_object_get (
+                      json_array_get (tool_list, i), "name"))) == 0)
+          break;
+      if (i < json_array_size (tool_list))
+        run_tool (call, (int) i);
+      else
+        {
+          call_done ();
+          send_error (call->id, INVALID_PARAMS, "unknown tool: %s", name);
+        }
+    }
+
+  json_decref (call->request);
+  free (call);
+  return NULL;
+}
+
+/* ------------------------------------------------------ request handlers */
+
+static void
+handle_initialize (json_t *id, json_t *params)
+{
+  static const char *supported[] = {
+    "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25",
+  };
+  const char *requested, *version = opts.protocol_version;
+  size_t i;
+
+  if (version == NULL)
+    {
+      version = LATEST_PROTOCOL;
+      requested = json_string_value (json_object_get (params,
+                                                      "protocolVersion"));
+      for (i = 0; requested != NULL && i < N_ELEMENTS (supported); i++)
+        if (strcmp (requested, supported[i]) == 0)
+          version = requested;
+    }
+
+  /* Some real servers announce changes before they are even initialised. */
+  if (opts.notify_before_init)
+    send_list_changed ();
+
+  send_result (id, json_pack ("{s:s, s:{s:{s:b}}, s:{s:s, s:s}}",
+                              "protocolVersion", version,
+                              "capabilities", "tools", "listChanged", 1,
+                              "serverInfo", "name", FIXTURE_NAME,
+                              "version", FIXTURE_VERSION));
+}
+
+static void *
+ping_client_thread (void *data)
+{
+  json_t *response = request_client ("ping", NULL, CLIENT_TIMEOUT_MS);
+
+  (void) data;
+  pthread_mutex_lock (&stats_lock);
+  json_decref (counters.client_ping);
+  counters.client_ping = response;
+  pthread_mutex_unlock (&stats_lock);
+  return NULL;
+}
+
+static void
+handle_initialized (void)
+{
+  pthread_mutex_lock (&stats_lock);
+  counters.initialized = true;
+  pthread_mutex_unlock (&stats_lock);
+
+  if (opts.list_changed_after_init)
+    send_list_changed ();
+  /* Waiting for the answer must not stop the stdin reader. */
+  if (opts.ping_client && !spawn_detached (ping_client_thread, NULL))
+    fputs ("fixture: cannot start the ping thread\n", stderr);
+}
+
+static void
+handle_tools_list (json_t *id, json_t *params)
+{
+  json_t *cursor = json_object_get (params, "cursor");
+  size_t total = json_array_size (tool_list), end, i;
+  long long start = 0;
+  json_t *page, *result;
+
+  /* A cursor is the index of the page's first tool, in decimal. */
+  if (cursor != NULL && !json_is_null (cursor)
+      && (!parse_number (json_string_value (cursor), 0,
+                         (long long) total - 1, &start)))
+    {
+      send_error (id, INVALID_PARAMS, "invalid cursor");
+      return;
+    }
+
+  end = total;
+  if (opts.page_size > 0 && total - (size_t) start > (size_t) opts.page_size)
+    end = (size_t) start + (size_t) opts.page_size;
+
+  page = json_array ();
+  for (i = (size_t) start; i < end; i++)
+    json_array_append (page, json_array_get (tool_list, i));
+  result = json_pack ("{s:o}", "tools", page);
+  if (end < total)
+    {
+      char next[32];
+
+      snprintf (next, sizeof next, "%zu", end);
+      json_object_set_new (result, "nextCursor", json_string (next));
+    }
+  send_result (id, result);
+}
+
+static void
+handle_tools_call (json_t *msg)
+{
+  Call *call;
+
+  /* Counted here, in arrival order, rather than in the call's thread. */
+  pthread_mutex_lock (&stats_lock);
+  if (++counters.calls == opts.crash_after)
+    _exit (3);
+  if (++counters.inflight > counters.max_inflight)
+    counters.max_inflight = counters.inflight;
+  pthread_mutex_unlock (&stats_lock);
+
+  call = calloc (1, sizeof *call);
+  call->request = json_deep_copy (msg);
+  call->id = json_object_get (call->request, "id");
+  if (!spawn_detached (call_thread, call))
+    {
+      call_done ();
+      send_error (call->id, INTERNAL_ERROR, "cannot start a thread");
+      json_decref (call->request);
+      free (call);
+    }
+}
+
+static void
+handle_message (json_t *msg)
+{
+  json_t *method = json_object_get (msg, "method");
+  json_t *id = json_object_get (msg, "id");
+  json_t *params = json_object_get (msg, "params");
+  const char *name = json_string_value (method);
+
+  if (method == NULL)
+    {
+      if (id != NULL && (json_object_get (msg, "result") != NULL
+                         || json_object_get (msg, "error") != NULL))
+        deliver_response (msg);
+    }
+  else if (name == NULL)
+    return;
+  else if (id == NULL)
+    {
+      if (strcmp (name, "notifications/initialized") == 0)
+        handle_initialized ();
+    }
+  else if (strcmp (name, "initialize") == 0)
+    handle_initialize (id, params);
+  else if (strcmp (name, "ping") == 0)
+    send_result (id, json_object ());
+  else if (strcmp (name, "tools/list") == 0)
+    handle_tools_list (id, params);
+  else if (strcmp (name, "tools/call") == 0)
+    handle_tools_call (msg);
+  else
+    send_error (id, METHOD_NOT_FOUND, "method not found: %s", name);
+}
+
+/* ------------------------------------------------------------- start-up */
+
+static void *
+stderr_flood_thread (void *data)
+{
+  (void) data;
+  write_stderr_bytes (opts.stderr_flood);
+  return NULL;
+}
+
+/* Like a launcher (npx and friends) whose real server is its child: the
+ * grandchild shares our process group and stderr, not stdin or stdout. */
+static void
+spawn_grandchild (void)
+{
+  pid_t pid = fork ();
+  int fd;
+
+  if (pid < 0)
+    {
+      perror ("fixture: fork");
+      exit (1);
+    }
+  if (pid > 0)
+    {
+      grandchild_pid = pid;
+      return;
+    }
+
+  fd = open ("/dev/null", O_RDWR);
+  if (fd < 0 || dup2 (fd, 0) < 0 || dup2 (fd, 1) < 0)
+    {
+      close (0);
+      close (1);
+    }
+  if (fd > 1)
+    close (fd);
+  fprintf (stderr, "fixture: grandchild pid %ld\n", (long) getpid ());
+  block_forever ();
+}
+
+static const char usage_text[] =
+  "Usage: mcp-fixture-server [OPTION]...\n"
+  "A stdio MCP server for testing MCP clients.\n\n"
+  "  --crash-after N  --noise  --stderr-flood BYTES  --slow-start MS\n"
+  "  --fail-start  --hang-start  --ignore-sigterm  --ignore-eof\n"
+  "  --grandchild  --notify-before-init  --list-changed-after-init\n"
+  "  --ping-client  --protocol-version V  --page-size N  --extra-tools N\n"
+  "  --help\n\n"
+  "Tools: echo, sleep, crash, hang, huge, progress, notify_list_changed,\n"
+  "stats, fail, tool_error, stderr, ask_client, dummy_<i>.\n"
+  "The comment at the top of mcp-fixture-server.c describes them all.\n";
+
+static const struct option long_options[] = {
+  { "crash-after", required_argument, NULL, 'c' },
+  { "noise", no_argument, &opts.noise, 1 },
+  { "stderr-flood", required_argument, NULL, 'f' },
+  { "slow-start", required_argument, NULL, 's' },
+  { "fail-start", no_argument, &opts.fail_start, 1 },
+  { "hang-start", no_argument, &opts.hang_start, 1 },
+  { "ignore-sigterm", no_argument, &opts.ignore_sigterm, 1 },
+  { "ignore-eof", no_argument, &opts.ignore_eof, 1 },
+  { "grandchild", no_argument, &opts.grandchild, 1 },
+  { "notify-before-init", no_argument, &opts.notify_before_init, 1 },
+  { "list-changed-after-init", no_argument, &opts.list_changed_after_init,
+    1 },
+  { "ping-client", no_argument, &opts.ping_client, 1 },
+  { "protocol-version", required_argument, NULL, 'v' },
+  { "page-size", required_argument, NULL, 'p' },
+  { "extra-tools", required_argument, NULL, 'x' },
+  { "help", no_argument, NULL, 'h' },
+  { NULL, 0, NULL, 0 },
+};
+
+static void
+parse_options (int argc, char **argv)
+{
+  int c, which = 0;
+
+  /* No short options: the letters only tell the long ones apart. */
+  while ((c = getopt_long (argc, argv, "", long_options, &which)) != -1)
+    {
+      long long n = 0;
+
+      if (c == 0)
+        continue;
+      if (c == '?')
+        {
+          /* getopt_long has already named the bad flag. */
+          fputs ("fixture: try --help\n", stderr);
+          exit (EXIT_USAGE);
+        }
+      if (c == 'h')
+        {
+          fputs (usage_text, stdout);
+          exit (0);
+        }
+      if (c != 'v' && !parse_number (optarg, 0, INT_MAX, &n))
+        {
+          fprintf (stderr, "fixture: --%s needs a number from 0 to %d, "
+                   "not '%s'\n", long_options[which].name, INT_MAX, optarg);
+          exit (EXIT_USAGE);
+        }
+
+      switch (c)
+        {
+        case 'c': opts.crash_after = n; break;
+        case 'f': opts.stderr_flood = n; break;
+        case 's': opts.slow_start_ms = n; break;
+        case 'p': opts.page_size = n; break;
+        case 'x': opts.extra_tools = n; break;
+        case 'v': opts.protocol_version = optarg; break;
+        default: break;
+        }
+    }
+
+  if (optind < argc)
+    {
+      fprintf (stderr, "fixture: unexpected argument '%s'\n", argv[optind]);
+      exit (EXIT_USAGE);
+    }
+}
+
+int
+main (int argc, char **argv)
+{
+  pthread_condattr_t cond_attr;
+  char *line = NULL;
+  size_t capacity = 0;
+  ssize_t len;
+
+  parse_options (argc, argv);
+
+  if (opts.fail_start)
+    {
+      fputs ("fixture: failing to start as asked\n", stderr);
+      exit (2);
+    }
+
+  /* A client that goes away should make write() fail, not kill us. */
+  signal (SIGPIPE, SIG_IGN);
+
+  /* Fork before any thread exists, and before SIGTERM is ignored, so the
+   * grandchild dies with its process group. */
+  if (opts.grandchild)
+    spawn_grandchild ();
+  if (opts.ignore_sigterm)
+    signal (SIGTERM, SIG_IGN);
+
+  /* Timeouts must not move with the wall clock. */
+  pthread_condattr_init (&cond_attr);
+  pthread_condattr_setclock (&cond_attr, CLOCK_MONOTONIC);
+  pthread_cond_init (&pending_cond, &cond_attr);
+  pthread_condattr_destroy (&cond_attr);
+
+  build_tool_list ();
+
+  if (opts.stderr_flood > 0 && !spawn_detached (stderr_flood_thread, NULL))
+    fputs ("fixture: cannot start the stderr thread\n", stderr);
+
+  sleep_ms (opts.slow_start_ms);
+
+  while ((len = getline (&line, &capacity, stdin)) >= 0)
+    {
+      json_t *msg;
+
+      if (len > 0 && line[len - 1] == '\n')
+        len--;
+      if (len > 0 && line[len - 1] == '\r')
+        len--;
+      if (len == 0)
+        continue;
+
+      msg = json_loadb (line, (size_t) len, 0, NULL);
+      if (json_is_object (msg) && !opts.hang_start)
+        handle_message (msg);
+      json_decref (msg);
+    }
+  free (line);
+
+  if (opts.ignore_eof)
+    block_forever ();
+
+  /* exit() does not wait for the detached call threads. */
+  exit (0);
+}
