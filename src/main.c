@@ -1,0 +1,69 @@
+/* main.c — `mcp-pool`: the command-line front of the pool.
+ *
+ * Picks the subcommand; each subcommand parses its own options.
+ */
+#include "config.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+#include <jansson.h>
+
+#include "mcp-cli.h"
+
+typedef struct {
+  const char    *name;
+  McpCliCommand  run;
+  const char    *summary;
+} Subcommand;
+
+static const Subcommand subcommands[] = {
+  { "demo", mcp_cli_demo, N_("Show a cold start against warm calls on the example server") },
+  { "call", mcp_cli_call, N_("Call one tool of a configured server") },
+};
+
+static void
+print_usage (FILE *out)
+{
+  fprintf (out, "%s\n\n", _("Usage: mcp-pool [--version] COMMAND [OPTIONS…]"));
+  fprintf (out, "%s\n\n", _("Keeps MCP servers warm: each server starts once and serves every later call."));
+  fprintf (out, "%s\n", _("Commands:"));
+  for (gsize i = 0; i < G_N_ELEMENTS (subcommands); i++)
+    fprintf (out, "  %-8s %s\n", subcommands[i].name, _(subcommands[i].summary));
+  fprintf (out, "\n%s\n", _("Run “mcp-pool COMMAND --help” for the options of a command."));
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  setlocale (LC_ALL, "");
+  bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
+  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
+  textdomain (GETTEXT_PACKAGE);
+
+  /* Once, before any thread exists (Jansson's hash seed is global). */
+  json_object_seed (0);
+
+  if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0 ||
+      strcmp (argv[1], "help") == 0)
+    {
+      print_usage (argc < 2 ? stderr : stdout);
+      return argc < 2 ? 2 : 0;
+    }
+  if (strcmp (argv[1], "--version") == 0)
+    {
+      printf ("mcp-pool %s\n", PACKAGE_VERSION);
+      return 0;
+    }
+
+  for (gsize i = 0; i < G_N_ELEMENTS (subcommands); i++)
+    if (strcmp (argv[1], subcommands[i].name) == 0)
+      return subcommands[i].run (argc - 1, argv + 1);
+
+  g_printerr (_("mcp-pool: unknown command “%s”\n\n"), argv[1]);
+  print_usage (stderr);
+  return 2;
+}

@@ -1,0 +1,205 @@
+/* test-cli.c — the `mcp-pool` program as a user runs it. */
+#include "config.h"
+
+#include <string.h>
+
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <unistd.h>
+
+#include "test-util.h"
+
+typedef struct {
+  int   status;
+  char *out;
+  char *err;
+} RunResult;
+
+static void
+run_result_clear (RunResult *result)
+{
+  g_free (result->out);
+  g_free (result->err);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (RunResult, run_result_clear)
+
+static const char *
+mcp_pool_path (void)
+{
+  static char *path;
+
+  if (path == NULL)
+    path = g_strdup (g_getenv ("MCP_POOL_MCP_POOL"));
+  if (path == NULL)
+    path = g_test_build_filename (G_TEST_BUILT, "..", "src", "mcp-pool", NULL);
+  return path;
+}
+
+static void
+run (RunResult   *result,
+     const char  *first_arg,
+     ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr(GSubprocess) process = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *arg;
+  va_list args;
+
+  g_ptr_array_add (argv, (gpointer) mcp_pool_path ());
+  va_start (args, first_arg);
+  for (arg = first_arg; arg != NULL; arg = va_arg (args, const char *))
+    g_ptr_array_add (argv, (gpointer) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+
+  process = g_subprocess_newv ((const char * const *) argv->pdata,
+                               G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
+  g_assert_no_error (error);
+  g_subprocess_communicate_utf8 (process, NULL, NULL, &result->out, &result->err, &error);
+  g_assert_no_error (error);
+  result->status = g_subprocess_get_if_exited (process) ? g_subprocess_get_exit_status (process) : -1;
+}
+
+/* A config file naming the fixture with the given flags. */
+static char *
+write_config (const char *name,
+              const char *flags_json)
+{
+  g_autofree char *text = g_strdup_printf ("{\n  \"mcpServers\": {\n    \"%s\": {\"command\": \"%s\", \"args\": %s}\n  }\n}\n",
+                                           name, test_fixture_path (), flags_json);
+  g_autofree char *path = NULL;
+  g_autoptr(GError) error = NULL;
+  int fd = g_file_open_tmp ("mcp-pool-test-XXXXXX.json", &path, &error);
+
+  g_assert_no_error (error);
+  close (fd);
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+  return g_steal_pointer (&path);
+}
+
+static void
+test_version (void)
+{
+  g_auto(RunResult) result = { 0 };
+
+  run (&result, "--version", NULL);
+  g_assert_cmpint (result.status, ==, 0);
+  g_assert_cmpstr (result.out, ==, "mcp-pool " PACKAGE_VERSION "\n");
+}
+
+static void
+test_help (void)
+{
+  g_auto(RunResult) result = { 0 };
+  g_auto(RunResult) call_help = { 0 };
+  g_auto(RunResult) unknown = { 0 };
+
+  run (&result, "--help", NULL);
+  g_assert_cmpint (result.status, ==, 0);
+  g_assert_nonnull (strstr (result.out, "demo"));
+  g_assert_nonnull (strstr (result.out, "call"));
+
+  run (&call_help, "call", "--help", NULL);
+  g_assert_cmpint (call_help.status, ==, 0);
+  g_assert_nonnull (strstr (call_help.out, "--config"));
+
+  run (&unknown, "frobnicate", NULL);
+  g_assert_cmpint (unknown.status, ==, 2);
+  g_assert_nonnull (strstr (unknown.err, "frobnicate"));
+}
+
+static void
+test_demo (void)
+{
+  g_auto(RunResult) result = { 0 };
+
+  run (&result, "demo", "--calls", "200", NULL);
+  g_assert_cmpint (result.status, ==, 0);
+  g_assert_nonnull (strstr (result.out, "Cold call"));
+  g_assert_nonnull (strstr (result.out, "200 calls"));
+  test_assert_no_children ();
+}
+
+static void
+test_call (void)
+{
+  g_autofree char *config = write_config ("fixture", "[]");
+  g_auto(RunResult) json_args = { 0 };
+  g_auto(RunResult) pairs = { 0 };
+  g_auto(RunResult) as_json = { 0 };
+
+  run (&json_args, "call", "--config", config, "fixture", "echo", "{\"message\": \"one\"}", NULL);
+  g_assert_cmpint (json_args.status, ==, 0);
+  g_assert_cmpstr (json_args.out, ==, "Echo: one\n");
+
+  run (&pairs, "call", "--config", config, "fixture", "sleep", "ms=5", NULL);
+  g_assert_cmpint (pairs.status, ==, 0);
+  g_assert_cmpstr (pairs.out, ==, "slept 5\n");
+
+  run (&as_json, "call", "--config", config, "--json", "fixture", "stats", NULL);
+  g_assert_cmpint (as_json.status, ==, 0);
+  g_assert_nonnull (strstr (as_json.out, "\"structuredContent\""));
+  g_unlink (config);
+}
+
+static void
+test_call_errors (void)
+{
+  g_autofree char *config = write_config ("fixture", "[]");
+  g_autofree char *broken = write_config ("broken", "[\"--fail-start\"]");
+  g_autofree char *malformed = NULL;
+  g_auto(RunResult) unknown_server = { 0 };
+  g_auto(RunResult) crash = { 0 };
+  g_auto(RunResult) tool_error = { 0 };
+  g_auto(RunResult) start_failure = { 0 };
+  g_auto(RunResult) syntax = { 0 };
+  g_auto(RunResult) bad_args = { 0 };
+  int fd;
+
+  run (&unknown_server, "call", "--config", config, "nosuch", "echo", NULL);
+  g_assert_cmpint (unknown_server.status, ==, 1);
+  g_assert_nonnull (strstr (unknown_server.err, "nosuch"));
+
+  run (&crash, "call", "--config", config, "fixture", "crash", NULL);
+  g_assert_cmpint (crash.status, ==, 1);
+  g_assert_nonnull (strstr (crash.err, "fixture"));
+  g_assert_nonnull (strstr (crash.err, "status 3"));
+
+  run (&tool_error, "call", "--config", config, "fixture", "tool_error", NULL);
+  g_assert_cmpint (tool_error.status, ==, 1);
+  g_assert_nonnull (strstr (tool_error.out, "tool failed as asked"));
+
+  run (&start_failure, "call", "--config", broken, "broken", "echo", NULL);
+  g_assert_cmpint (start_failure.status, ==, 1);
+  g_assert_nonnull (strstr (start_failure.err, "failing to start as asked"));
+
+  fd = g_file_open_tmp ("mcp-pool-test-XXXXXX.json", &malformed, NULL);
+  close (fd);
+  g_assert_true (g_file_set_contents (malformed, "{\n  \"mcpServers\": {\n    \"x\": {\"command\": }\n  }\n}\n", -1, NULL));
+  run (&syntax, "call", "--config", malformed, "x", "echo", NULL);
+  g_assert_cmpint (syntax.status, ==, 1);
+  g_assert_nonnull (strstr (syntax.err, ":3:"));
+
+  run (&bad_args, "call", "--config", config, "fixture", "echo", "message", NULL);
+  g_assert_cmpint (bad_args.status, ==, 2);
+  g_assert_nonnull (strstr (bad_args.err, "key=value"));
+
+  g_unlink (config);
+  g_unlink (broken);
+  g_unlink (malformed);
+  test_assert_no_children ();
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/cli/version", test_version);
+  g_test_add_func ("/cli/help", test_help);
+  g_test_add_func ("/cli/demo", test_demo);
+  g_test_add_func ("/cli/call", test_call);
+  g_test_add_func ("/cli/call-errors", test_call_errors);
+  return g_test_run ();
+}
