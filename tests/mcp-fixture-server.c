@@ -36,7 +36,7 @@
  *   fail {}                    JSON-RPC error -32603
  *   tool_error {}              result with isError true
  *   stderr {bytes}             write <bytes> bytes to stderr
- *   ask_client {method, params?}  send a request to the client, return it
+ *   ask_client {method, params?}  ask the client, return its response
  *   dummy_<i> {}               text "dummy <i>" (with --extra-tools)
  *
  * Every tools/call runs in its own detached thread, so slow, hanging and

@@ -271,10 +271,13 @@ send_message (McpSession  *session,
 
   if (!ok)
     {
-      g_set_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_CLOSED,
-                   _("Could not send to server “%s”: %s"),
-                   session->config->name, local_error->message);
-      close_session (session, g_error_copy (*error));
+      GError *reason = g_error_new (MCP_SESSION_ERROR, MCP_SESSION_ERROR_CLOSED,
+                                    _("Could not send to server “%s”: %s"),
+                                    session->config->name, local_error->message);
+
+      if (error != NULL)
+        *error = g_error_copy (reason);
+      close_session (session, reason);
     }
   return ok;
 }
@@ -928,13 +931,24 @@ wait_for_stderr (McpSession *session)
   g_mutex_unlock (&session->lock);
 }
 
+/* Ends a session that did not start, with an error that says why in the
+ * user's terms: how the server ended, or that it was too slow, and the last
+ * lines it wrote on stderr.  The session is not shared yet, so nothing else
+ * can shut it down meanwhile. */
 static void
 fail_start (McpSession  *session,
             GError      *cause,
             GError     **error)
 {
+  g_autofree char *exit_status = NULL;
   g_autofree char *tail = NULL;
   g_autoptr(GString) message = g_string_new (NULL);
+
+  /* A server that died by itself has an exit status to tell; its broken
+   * pipe or EOF may have reached us a moment before its exit did. */
+  if (!g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_TIMEOUT) &&
+      mcp_child_wait_exit (session->child, g_get_monotonic_time () + EXIT_AFTER_EOF_WAIT_MS * 1000))
+    exit_status = describe_exit (session);
 
   /* Kill first: a hung server keeps stderr open until it is gone. */
   stop_child (session, 0, G_USEC_PER_SEC / 2);
@@ -942,7 +956,12 @@ fail_start (McpSession  *session,
   release_io (session);
   tail = mcp_session_dup_stderr_tail (session, STDERR_TAIL_IN_ERRORS);
 
-  if (g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_TIMEOUT))
+  if (g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_VERSION))
+    g_string_assign (message, cause->message);
+  else if (exit_status != NULL)
+    g_string_printf (message, _("Server “%s” failed to start: it %s"),
+                     session->config->name, exit_status);
+  else if (g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_TIMEOUT))
     g_string_printf (message, _("Server “%s” did not finish starting within %.1f s; "
                                 "raise its start timeout if it is just slow"),
                      session->config->name, session->config->start_timeout_ms / 1000.0);
