@@ -1,7 +1,12 @@
 /* test-cli.c — the `mcp-pool` program as a user runs it. */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
@@ -192,14 +197,79 @@ test_call_errors (void)
   test_assert_no_children ();
 }
 
+/* The first child of @pid, or 0 while it has none.  Children are listed
+ * per thread, and mcp-pool forks from its spawner thread. */
+static GPid
+first_child_of (GPid pid)
+{
+  g_autofree char *tasks = g_strdup_printf ("/proc/%d/task", pid);
+  g_autoptr(GDir) dir = g_dir_open (tasks, 0, NULL);
+  const char *task;
+
+  while (dir != NULL && (task = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (tasks, task, "children", NULL);
+      g_autofree char *text = NULL;
+
+      if (g_file_get_contents (path, &text, NULL, NULL) && text[0] != '\0')
+        return (GPid) g_ascii_strtoll (text, NULL, 10);
+    }
+  return 0;
+}
+
+static gboolean
+has_child (gpointer data)
+{
+  return first_child_of (*(GPid *) data) != 0;
+}
+
+static gboolean
+process_gone (gpointer data)
+{
+  return test_process_gone (*(GPid *) data);
+}
+
+/* The pool is SIGKILLed in the middle of a call: its server must die with
+ * it (PR_SET_PDEATHSIG), not linger as an orphan. */
+static void
+test_children_die_with_pool (void)
+{
+  g_autofree char *config = write_config ("fixture", "[]");
+  g_autoptr(GSubprocess) pool = NULL;
+  g_autoptr(GError) error = NULL;
+  GPid pool_pid, server_pid;
+  int status;
+
+  pool = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE, &error, mcp_pool_path (),
+                           "call", "--config", config, "fixture", "sleep", "ms=60000", NULL);
+  g_assert_no_error (error);
+  pool_pid = atoi (g_subprocess_get_identifier (pool));
+
+  g_assert_true (test_wait_for (has_child, &pool_pid, 10000));
+  server_pid = first_child_of (pool_pid);
+  g_subprocess_force_exit (pool);
+  g_subprocess_wait (pool, NULL, &error);
+  g_assert_no_error (error);
+
+  /* The orphaned server is reparented to this test (a subreaper): reap it. */
+  g_assert_cmpint (waitpid (server_pid, &status, 0), ==, server_pid);
+  g_assert_true (WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL);
+  g_assert_true (test_wait_for (process_gone, &server_pid, 10000));
+  g_unlink (config);
+  test_assert_no_children ();
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  /* Orphans of mcp-pool come to this process, so a leak shows as a child. */
+  prctl (PR_SET_CHILD_SUBREAPER, 1);
   g_test_add_func ("/cli/version", test_version);
   g_test_add_func ("/cli/help", test_help);
   g_test_add_func ("/cli/demo", test_demo);
   g_test_add_func ("/cli/call", test_call);
   g_test_add_func ("/cli/call-errors", test_call_errors);
+  g_test_add_func ("/cli/children-die-with-pool", test_children_die_with_pool);
   return g_test_run ();
 }

@@ -633,16 +633,17 @@ unpack_reply (McpSession  *session,
  * cancellation the server is told with notifications/cancelled and a late
  * reply is dropped by complete_request(). */
 static json_t *
-request (McpSession   *session,
-         const char   *method,
-         json_t       *params,
-         gint64        deadline,
-         GCancellable *cancellable,
-         McpProgressFunc progress,
-         gpointer      progress_data,
-         GError      **error)
+request (McpSession            *session,
+         const char            *method,
+         json_t                *params,
+         gint64                 deadline,
+         const McpCallOptions  *options,
+         GError               **error)
 {
-  PendingRequest pending = { .progress = progress, .progress_data = progress_data };
+  static const McpCallOptions no_options = { 0 };
+  const McpCallOptions *opts = options != NULL ? options : &no_options;
+  GCancellable *cancellable = opts->cancellable;
+  PendingRequest pending = { .progress = opts->progress, .progress_data = opts->progress_data };
   g_autoptr(json_t) message = NULL;
   g_autoptr(json_t) reply = NULL;
   g_autoptr(GError) failure = NULL;
@@ -665,7 +666,7 @@ request (McpSession   *session,
   session->in_flight++;
   g_mutex_unlock (&session->lock);
 
-  if (progress != NULL)
+  if (pending.progress != NULL)
     {
       /* Our token is the request id, so progress finds its request. */
       json_t *copy = params != NULL ? json_copy (params) : json_object ();
@@ -685,10 +686,8 @@ request (McpSession   *session,
   if (cancellable != NULL)
     cancel_handler = g_cancellable_connect (cancellable, G_CALLBACK (on_cancelled), session, NULL);
 
-  if (!send_message (session, message, deadline, NULL))
-    {
-      /* send_message() closed the session, which completed us. */
-    }
+  /* A failed write closes the session, which completes this request. */
+  send_message (session, message, deadline, NULL);
 
   g_mutex_lock (&session->lock);
   while (!pending.done)
@@ -751,8 +750,7 @@ mcp_session_call_full (McpSession            *session,
   gint64 timeout_ms = options->timeout_ms > 0 ? options->timeout_ms
                                               : session->config->call_timeout_ms;
 
-  return request (session, method, params, deadline_after_ms (timeout_ms),
-                  options->cancellable, options->progress, options->progress_data, error);
+  return request (session, method, params, deadline_after_ms (timeout_ms), options, error);
 }
 
 json_t *
@@ -780,8 +778,7 @@ list_tools_until (McpSession  *session,
   for (int page = 0; page < MAX_TOOL_PAGES; page++)
     {
       g_autoptr(json_t) params = cursor != NULL ? json_pack ("{s:s}", "cursor", cursor) : NULL;
-      g_autoptr(json_t) result = request (session, "tools/list", params, deadline,
-                                          NULL, NULL, NULL, error);
+      g_autoptr(json_t) result = request (session, "tools/list", params, deadline, NULL, error);
       json_t *page_tools;
       const char *next;
 
@@ -840,7 +837,7 @@ handshake (McpSession  *session,
   g_autoptr(json_t) result = NULL;
   const char *version;
 
-  result = request (session, "initialize", params, deadline, NULL, NULL, NULL, error);
+  result = request (session, "initialize", params, deadline, NULL, error);
   if (result == NULL)
     return FALSE;
 
