@@ -234,7 +234,8 @@ process_gone (gpointer data)
 static void
 test_children_die_with_pool (void)
 {
-  g_autofree char *config = write_config ("fixture", "[]");
+  /* It ignores stdin EOF, so only the parent-death signal can end it. */
+  g_autofree char *config = write_config ("fixture", "[\"--ignore-eof\"]");
   g_autoptr(GSubprocess) pool = NULL;
   g_autoptr(GError) error = NULL;
   GPid pool_pid, server_pid;
