@@ -28,6 +28,7 @@ config_alloc (const char *name)
   config->name = g_strdup (name);
   config->start_timeout_ms = MCP_START_TIMEOUT_DEFAULT_MS;
   config->call_timeout_ms = MCP_CALL_TIMEOUT_DEFAULT_MS;
+  config->idle_timeout_ms = MCP_IDLE_TIMEOUT_DEFAULT_MS;
   config->max_line = MCP_LINE_MAX_DEFAULT;
   config->stderr_capacity = MCP_RING_DEFAULT_CAPACITY;
   return config;
@@ -163,7 +164,41 @@ mcp_server_config_new_from_json (const char  *name,
                                      MCP_CALL_TIMEOUT_MAX_MS);
     }
 
+  value = json_object_get (entry, "idleTimeout");
+  if (value != NULL)
+    {
+      if (!json_is_number (value) || json_number_value (value) < 0)
+        return invalid_field (error, name, source, "idleTimeout",
+                              _("a number of seconds (0 keeps the server forever)")), NULL;
+      config->idle_timeout_ms = (gint64) (json_number_value (value) * 1000);
+    }
+
+  value = json_object_get (entry, "maxConcurrency");
+  if (value != NULL)
+    {
+      if (!json_is_integer (value) || json_integer_value (value) < 0 ||
+          json_integer_value (value) > G_MAXUINT)
+        return invalid_field (error, name, source, "maxConcurrency",
+                              _("a whole number (0 for no limit)")), NULL;
+      config->max_concurrency = (guint) json_integer_value (value);
+    }
+
   return g_steal_pointer (&config);
+}
+
+/* What decides whether a running session still matches its config: a
+ * change here means the server must be restarted. */
+char *
+mcp_server_config_fingerprint (const McpServerConfig *config)
+{
+  g_autoptr(GString) print = g_string_new (config->command);
+
+  for (char **arg = config->args; arg != NULL && *arg != NULL; arg++)
+    g_string_append_printf (print, "%carg=%s", 0x1f, *arg);
+  for (char **pair = config->env; pair != NULL && *pair != NULL; pair++)
+    g_string_append_printf (print, "%cenv=%s", 0x1f, *pair);
+  g_string_append_printf (print, "%ccwd=%s", 0x1f, config->cwd ? config->cwd : "");
+  return g_string_free (g_steal_pointer (&print), FALSE);
 }
 
 GStrv

@@ -24,6 +24,7 @@ typedef enum {
 #define MCP_START_TIMEOUT_DEFAULT_MS (60 * 1000)
 #define MCP_CALL_TIMEOUT_DEFAULT_MS  (30 * 1000)
 #define MCP_CALL_TIMEOUT_MAX_MS      (120 * 1000)
+#define MCP_IDLE_TIMEOUT_DEFAULT_MS  (10 * 60 * 1000)
 
 typedef struct {
   gatomicrefcount ref_count;
@@ -36,6 +37,8 @@ typedef struct {
   char   *description;
   gint64  start_timeout_ms;
   gint64  call_timeout_ms;
+  gint64  idle_timeout_ms;    /* a session unused this long is shut down; 0: never */
+  guint   max_concurrency;    /* requests in flight at once; 0: no limit */
   gsize   max_line;           /* longest message accepted from the server */
   gsize   stderr_capacity;    /* bytes of stderr kept for error messages */
 } McpServerConfig;
@@ -51,6 +54,7 @@ McpServerConfig *mcp_server_config_ref            (McpServerConfig  *config);
 void             mcp_server_config_unref          (McpServerConfig  *config);
 GStrv            mcp_server_config_build_argv     (const McpServerConfig *config);
 GStrv            mcp_server_config_build_envp     (const McpServerConfig *config);
+char            *mcp_server_config_fingerprint    (const McpServerConfig *config);
 
 GPtrArray       *mcp_server_config_load_file      (const char       *path,
                                                    GError          **error);
