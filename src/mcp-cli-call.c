@@ -128,7 +128,7 @@ run_call (gpointer data)
     return mcp_cli_fail (_("No server named “%s” is configured; check the name or the --config files"),
                          job->server);
 
-  session = mcp_session_start (config, NULL, NULL, &error);
+  session = mcp_session_start (config, NULL, NULL, NULL, &error);
   if (session == NULL)
     return mcp_cli_fail ("%s", error->message);
 

@@ -81,7 +81,7 @@ run_demo (gpointer data)
   printf (_("Example server: %s\n"), server);
 
   start = g_get_monotonic_time ();
-  session = mcp_session_start (config, NULL, NULL, &error);
+  session = mcp_session_start (config, NULL, NULL, NULL, &error);
   if (session != NULL)
     first = echo_call (session, 0, &error);
   cold = g_get_monotonic_time () - start;

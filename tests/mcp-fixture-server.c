@@ -12,6 +12,7 @@
  *   --stderr-flood BYTES       write BYTES bytes to stderr from a thread
  *   --slow-start MS            sleep MS milliseconds before reading stdin
  *   --fail-start               print a message on stderr and exit(2)
+ *   --fail-start-if-exists P   the same, but only while the file P exists
  *   --hang-start               read stdin but never answer anything
  *   --ignore-sigterm           ignore SIGTERM
  *   --ignore-eof               on stdin EOF, block until killed
@@ -31,7 +32,7 @@
  *   hang {}                    never reply
  *   huge {bytes}               text of exactly <bytes> 'x' characters
  *   progress {steps, delay_ms?}  notifications/progress, "done <steps> steps"
- *   notify_list_changed {}     send tools/list_changed, then text "sent"
+ *   notify_list_changed {count?} send tools/list_changed (count times), then "sent"
  *   stats {}                   counters, as text and structuredContent
  *   fail {}                    JSON-RPC error -32603
  *   tool_error {}              result with isError true
@@ -82,6 +83,7 @@ static struct
   int notify_before_init, list_changed_after_init, ping_client;
   long long crash_after, stderr_flood, slow_start_ms, page_size, extra_tools;
   const char *protocol_version;
+  const char *fail_start_if_exists;
 } opts;
 
 /* One lock for stdout so that messages from concurrent calls never mix. */
@@ -90,7 +92,7 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct
 {
-  long long calls, inflight, max_inflight;
+  long long calls, inflight, max_inflight, lists;
   bool initialized;
   json_t *client_ping;
 } counters;
@@ -403,7 +405,8 @@ static const struct
   { "huge", "Answer with a text of the given length.", "bytes:integer" },
   { "progress", "Report progress, then answer.",
     "steps:integer,delay_ms?:integer" },
-  { "notify_list_changed", "Send notifications/tools/list_changed.", "" },
+  { "notify_list_changed", "Send notifications/tools/list_changed (count times).",
+    "count?:integer" },
   { "stats", "Report the fixture's counters.", "" },
   { "fail", "Answer with a JSON-RPC error.", "" },
   { "tool_error", "Answer with an isError result.", "" },
@@ -582,9 +585,10 @@ tool_stats (Call *call)
   json_t *snapshot;
 
   pthread_mutex_lock (&stats_lock);
-  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:b, s:o?, s:I}",
+  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I}",
                         "pid", (json_int_t) getpid (),
                         "calls", (json_int_t) counters.calls,
+                        "lists", (json_int_t) counters.lists,
                         "inflight", (json_int_t) counters.inflight,
                         "max_inflight", (json_int_t) counters.max_inflight,
                         "initialized", counters.initialized,
@@ -663,8 +667,14 @@ run_tool (Call *call, int tool)
       tool_progress (call);
       break;
     case TOOL_NOTIFY_LIST_CHANGED:
-      send_list_changed ();
-      call_reply (call, text_result ("sent"));
+      {
+        /* A burst, as real servers send them. */
+        json_int_t count = json_integer_value (json_object_get (call->args, "count"));
+
+        for (json_int_t i = 0; i < (count > 1 ? count : 1); i++)
+          send_list_changed ();
+        call_reply (call, text_result ("sent"));
+      }
       break;
     case TOOL_STATS:
       tool_stats (call);
@@ -876,7 +886,12 @@ handle_message (json_t *msg)
   else if (strcmp (name, "ping") == 0)
     send_result (id, json_object ());
   else if (strcmp (name, "tools/list") == 0)
-    handle_tools_list (id, params);
+    {
+      pthread_mutex_lock (&stats_lock);
+      counters.lists++;
+      pthread_mutex_unlock (&stats_lock);
+      handle_tools_list (id, params);
+    }
   else if (strcmp (name, "tools/call") == 0)
     handle_tools_call (msg);
   else
@@ -928,7 +943,8 @@ static const char usage_text[] =
   "Usage: mcp-fixture-server [OPTION]...\n"
   "A stdio MCP server for testing MCP clients.\n\n"
   "  --crash-after N  --noise  --stderr-flood BYTES  --slow-start MS\n"
-  "  --fail-start  --hang-start  --ignore-sigterm  --ignore-eof\n"
+  "  --fail-start  --fail-start-if-exists PATH  --hang-start\n"
+  "  --ignore-sigterm  --ignore-eof\n"
   "  --grandchild  --notify-before-init  --list-changed-after-init\n"
   "  --ping-client  --protocol-version V  --page-size N  --extra-tools N\n"
   "  --help\n\n"
@@ -942,6 +958,7 @@ static const struct option long_options[] = {
   { "stderr-flood", required_argument, NULL, 'f' },
   { "slow-start", required_argument, NULL, 's' },
   { "fail-start", no_argument, &opts.fail_start, 1 },
+  { "fail-start-if-exists", required_argument, NULL, 'F' },
   { "hang-start", no_argument, &opts.hang_start, 1 },
   { "ignore-sigterm", no_argument, &opts.ignore_sigterm, 1 },
   { "ignore-eof", no_argument, &opts.ignore_eof, 1 },
@@ -980,7 +997,7 @@ parse_options (int argc, char **argv)
           fputs (usage_text, stdout);
           exit (0);
         }
-      if (c != 'v' && !parse_number (optarg, 0, INT_MAX, &n))
+      if (c != 'v' && c != 'F' && !parse_number (optarg, 0, INT_MAX, &n))
         {
           fprintf (stderr, "fixture: --%s needs a number from 0 to %d, "
                    "not '%s'\n", long_options[which].name, INT_MAX, optarg);
@@ -995,6 +1012,7 @@ parse_options (int argc, char **argv)
         case 'p': opts.page_size = n; break;
         case 'x': opts.extra_tools = n; break;
         case 'v': opts.protocol_version = optarg; break;
+        case 'F': opts.fail_start_if_exists = optarg; break;
         default: break;
         }
     }
@@ -1015,6 +1033,10 @@ main (int argc, char **argv)
   ssize_t len;
 
   parse_options (argc, argv);
+
+  /* A cause that a test can remove, to see the client recover. */
+  if (opts.fail_start_if_exists != NULL && access (opts.fail_start_if_exists, F_OK) == 0)
+    opts.fail_start = 1;
 
   if (opts.fail_start)
     {

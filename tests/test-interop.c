@@ -43,7 +43,7 @@ test_everything (void)
 
   io = test_io_thread_new ();
   config = mcp_server_config_new ("everything", "node", (const char *[]) { entry, "stdio", NULL });
-  session = mcp_session_start (config, test_io_thread_get_context (io), NULL, &error);
+  session = mcp_session_start (config, test_io_thread_get_context (io), NULL, NULL, &error);
   g_assert_no_error (error);
   pid = mcp_session_get_pid (session);
 

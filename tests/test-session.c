@@ -57,7 +57,7 @@ start_config (Fixture          *fixture,
   McpSessionCallbacks callbacks = { on_notification, on_closed, fixture };
 
   fixture->session = mcp_session_start (config, test_io_thread_get_context (fixture->io),
-                                        &callbacks, error);
+                                        &callbacks, NULL, error);
   if (fixture->session != NULL)
     fixture->pid = mcp_session_get_pid (fixture->session);
   return fixture->session;

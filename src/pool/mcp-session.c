@@ -73,6 +73,7 @@ struct _McpSession {
 
   GMutex               lock;
   GCond                stderr_cond;     /* signalled when stderr reaches EOF */
+  GCond                idle_cond;       /* signalled when in_flight drops to 0 */
   SessionState         state;           /* protected by lock */
   GError              *close_reason;    /* protected by lock */
   gboolean             closed_notified; /* protected by lock */
@@ -105,6 +106,9 @@ mcp_session_unref (McpSession *session)
   g_mutex_clear (&session->lock);
   g_mutex_clear (&session->write_lock);
   g_cond_clear (&session->stderr_cond);
+  g_cond_clear (&session->idle_cond);
+  if (session->callbacks.destroy != NULL)
+    session->callbacks.destroy (session->callbacks.user_data);
   g_clear_pointer (&session->pending, g_hash_table_unref);
   g_clear_pointer (&session->stderr_ring, mcp_ring_free);
   g_clear_error (&session->close_reason);
@@ -169,6 +173,18 @@ mcp_session_dup_stderr_tail (McpSession *session,
   g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&session->lock);
 
   return mcp_ring_tail (session->stderr_ring, max_bytes);
+}
+
+gboolean
+mcp_session_wait_idle (McpSession *session,
+                       gint64      deadline)
+{
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&session->lock);
+
+  while (session->in_flight > 0)
+    if (!g_cond_wait_until (&session->idle_cond, &session->lock, deadline))
+      break;
+  return session->in_flight == 0;
 }
 
 static gboolean
@@ -707,7 +723,8 @@ request (McpSession            *session,
     g_hash_table_remove (session->pending, key);
   while (pending.progress_running > 0)
     g_cond_wait (&pending.cond, &session->lock);
-  session->in_flight--;
+  if (--session->in_flight == 0)
+    g_cond_broadcast (&session->idle_cond);
   reply = g_steal_pointer (&pending.reply);
   failure = g_steal_pointer (&pending.error);
   g_mutex_unlock (&session->lock);
@@ -767,9 +784,10 @@ mcp_session_call (McpSession  *session,
 
 /* Follows nextCursor to the end; a cursor seen twice is a broken server. */
 static json_t *
-list_tools_until (McpSession  *session,
-                  gint64       deadline,
-                  GError     **error)
+list_tools_until (McpSession            *session,
+                  gint64                 deadline,
+                  const McpCallOptions  *options,
+                  GError               **error)
 {
   g_autoptr(json_t) tools = json_array ();
   g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
@@ -778,7 +796,7 @@ list_tools_until (McpSession  *session,
   for (int page = 0; page < MAX_TOOL_PAGES; page++)
     {
       g_autoptr(json_t) params = cursor != NULL ? json_pack ("{s:s}", "cursor", cursor) : NULL;
-      g_autoptr(json_t) result = request (session, "tools/list", params, deadline, NULL, error);
+      g_autoptr(json_t) result = request (session, "tools/list", params, deadline, options, error);
       json_t *page_tools;
       const char *next;
 
@@ -822,14 +840,16 @@ mcp_session_list_tools (McpSession  *session,
   return list_tools_until (session,
                            deadline_after_ms (timeout_ms > 0 ? timeout_ms
                                                              : session->config->call_timeout_ms),
-                           error);
+                           NULL, error);
 }
 
 static gboolean
-handshake (McpSession  *session,
-           gint64       deadline,
-           GError     **error)
+handshake (McpSession    *session,
+           gint64         deadline,
+           GCancellable  *cancellable,
+           GError       **error)
 {
+  McpCallOptions options = { .cancellable = cancellable };
   g_autoptr(json_t) params = json_pack ("{s:s, s:{}, s:{s:s, s:s}}",
                                         "protocolVersion", MCP_PROTOCOL_VERSION_NEWEST,
                                         "capabilities",
@@ -837,7 +857,7 @@ handshake (McpSession  *session,
   g_autoptr(json_t) result = NULL;
   const char *version;
 
-  result = request (session, "initialize", params, deadline, NULL, error);
+  result = request (session, "initialize", params, deadline, &options, error);
   if (result == NULL)
     return FALSE;
 
@@ -858,7 +878,7 @@ handshake (McpSession  *session,
   if (!mcp_session_notify (session, "notifications/initialized", NULL, error))
     return FALSE;
 
-  session->tools = list_tools_until (session, deadline, error);
+  session->tools = list_tools_until (session, deadline, &options, error);
   return session->tools != NULL;
 }
 
@@ -981,6 +1001,7 @@ McpSession *
 mcp_session_start (McpServerConfig            *config,
                    GMainContext               *context,
                    const McpSessionCallbacks  *callbacks,
+                   GCancellable               *cancellable,
                    GError                    **error)
 {
   g_auto(GStrv) argv = mcp_server_config_build_argv (config);
@@ -998,6 +1019,8 @@ mcp_session_start (McpServerConfig            *config,
   child = mcp_spawner_spawn (&spawn, &stdin_fd, &stdout_fd, &stderr_fd, &cause);
   if (child == NULL)
     {
+      if (callbacks != NULL && callbacks->destroy != NULL)
+        callbacks->destroy (callbacks->user_data);
       g_set_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_START,
                    _("Server “%s” (from %s) could not be started: %s"),
                    config->name, config->source ? config->source : _("the command line"),
@@ -1018,13 +1041,14 @@ mcp_session_start (McpServerConfig            *config,
   g_mutex_init (&session->lock);
   g_mutex_init (&session->write_lock);
   g_cond_init (&session->stderr_cond);
+  g_cond_init (&session->idle_cond);
   session->state = SESSION_STARTING;
   session->pending = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   session->stderr_ring = mcp_ring_new (config->stderr_capacity);
 
   watch_child (session, child, stdout_fd, stderr_fd);
 
-  if (!handshake (session, deadline_after_ms (config->start_timeout_ms), &cause))
+  if (!handshake (session, deadline_after_ms (config->start_timeout_ms), cancellable, &cause))
     {
       fail_start (session, cause, error);
       return NULL;

@@ -46,11 +46,13 @@ typedef void (*McpSessionClosedFunc) (McpSession   *session,
 typedef void (*McpProgressFunc)      (json_t       *params,
                                       gpointer      user_data);
 
-/* @user_data must outlive the session. */
+/* The session owns @user_data from mcp_session_start() on, even when the
+ * start fails, and releases it with @destroy (may be NULL). */
 typedef struct {
   McpNotificationFunc  on_notification;
   McpSessionClosedFunc on_closed;
   gpointer             user_data;
+  GDestroyNotify       destroy;
 } McpSessionCallbacks;
 
 typedef struct {
@@ -61,10 +63,12 @@ typedef struct {
 } McpCallOptions;
 
 /* Any thread but the context's; blocks for the spawn, the handshake and the
- * whole tool list (bounded by the config's start timeout). */
+ * whole tool list (bounded by the config's start timeout, or until
+ * @cancellable is cancelled). */
 McpSession *mcp_session_start          (McpServerConfig            *config,
                                         GMainContext               *context,
                                         const McpSessionCallbacks  *callbacks,
+                                        GCancellable               *cancellable,
                                         GError                    **error);
 
 McpSession *mcp_session_ref            (McpSession      *session);
@@ -102,6 +106,11 @@ gboolean    mcp_session_is_alive             (McpSession *session);
 guint       mcp_session_get_in_flight        (McpSession *session);
 char       *mcp_session_dup_stderr_tail      (McpSession *session,
                                               gsize       max_bytes);
+
+/* Any thread but the context's; blocks until no request is in flight or
+ * @deadline (monotonic µs) passes.  Returns TRUE if none is left. */
+gboolean    mcp_session_wait_idle            (McpSession *session,
+                                              gint64      deadline);
 
 /* Any thread but the context's; blocks for at most about
  * @stdin_grace + 2 × @term_grace µs (see mcp_child_terminate()).  Fails the

@@ -1,0 +1,146 @@
+/* mcp-pool.h — the persistent pool: one warm session per configured server.
+ *
+ * One entry per server, keyed by name.  An entry's mutex guards its state
+ * only and is never held across a spawn, a handshake or a wait for a reply:
+ * the first caller of an idle server becomes its starter while the others
+ * wait on the entry's condition, so N concurrent first calls cause one
+ * spawn.  Many requests share one session (replies are matched by id);
+ * `maxConcurrency` limits them per server.  A session that times out,
+ * crashes, breaks the protocol or fails a write is retired: the entry
+ * forgets it at once, calls already in flight on it run to their own
+ * deadlines, then it is shut down.  A tools/call is never replayed.  Start
+ * failures back off exponentially; idle sessions are reaped while the tool
+ * cache survives; tools/list_changed re-lists (debounced); a config change
+ * bumps the entry's generation so a start that finishes under an old
+ * generation is discarded.
+ *
+ * Threads: blocking calls (marked) run on workers; callbacks and timers run
+ * on the GMainContext given to mcp_pool_new(), which must be iterated.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <jansson.h>
+
+#include "mcp-server-config.h"
+#include "mcp-session.h"
+
+G_BEGIN_DECLS
+
+#define MCP_POOL_ERROR (mcp_pool_error_quark ())
+GQuark mcp_pool_error_quark (void);
+
+/* Failures of the pool itself; a failed call passes the session's
+ * MCP_SESSION_ERROR through. */
+typedef enum {
+  MCP_POOL_ERROR_UNKNOWN_SERVER,
+  MCP_POOL_ERROR_UNKNOWN_TOOL,
+  MCP_POOL_ERROR_BACKOFF,       /* recent start failures; retry later */
+  MCP_POOL_ERROR_REMOVED,       /* the server left the config meanwhile */
+  MCP_POOL_ERROR_SHUT_DOWN,
+} McpPoolError;
+
+typedef enum {
+  MCP_SERVER_IDLE,
+  MCP_SERVER_STARTING,
+  MCP_SERVER_READY,
+  MCP_SERVER_BACKOFF,
+} McpServerState;
+
+const char *mcp_server_state_to_string (McpServerState state);
+
+typedef struct _McpPool McpPool;
+
+/* Called on the pool's context. */
+typedef struct {
+  void     (*on_state_changed) (McpPool *pool, const char *server, McpServerState state,
+                                gpointer user_data);
+  void     (*on_tools_changed) (McpPool *pool, const char *server, gpointer user_data);
+  gpointer   user_data;
+} McpPoolCallbacks;
+
+/* Zero fields take the defaults. */
+typedef struct {
+  gint64 backoff_initial_ms;   /* 1 s */
+  gint64 backoff_max_ms;       /* 60 s */
+  gint64 relist_debounce_ms;   /* 200 ms */
+} McpPoolOptions;
+
+/* A snapshot of one server for listings. */
+typedef struct {
+  char           *name;
+  char           *source;
+  char           *description;
+  McpServerState  state;
+  GPid            pid;             /* 0 without a session */
+  int             n_tools;         /* -1 until listed once */
+  guint64         calls;
+  guint64         errors;
+  guint64         starts;
+  guint           in_flight;
+  char           *last_error;
+  gint64          last_used;       /* wall clock µs, 0 if never */
+  gint64          retry_in_ms;     /* in backoff: until the next start */
+  guint64         generation;
+} McpServerInfo;
+
+void mcp_server_info_free (McpServerInfo *info);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpServerInfo, mcp_server_info_free)
+
+/* How much of a tool to hand out: name and description, or everything. */
+typedef enum {
+  MCP_TOOL_DETAIL_SUMMARY,
+  MCP_TOOL_DETAIL_FULL,
+} McpToolDetail;
+
+gboolean    mcp_tool_detail_from_string (const char *text, McpToolDetail *detail);
+
+/* Any thread. */
+McpPool    *mcp_pool_new            (GMainContext            *context,
+                                     const McpPoolOptions    *options,
+                                     const McpPoolCallbacks  *callbacks);
+void        mcp_pool_set_servers    (McpPool                 *pool,
+                                     GPtrArray               *configs);
+GPtrArray  *mcp_pool_list_servers   (McpPool                 *pool);
+McpServerConfig *mcp_pool_dup_config (McpPool                *pool,
+                                      const char             *server);
+void        mcp_pool_evict          (McpPool                 *pool,
+                                     const char              *server);
+
+/* From the cache without starting anything; NULL if never listed.  An
+ * array of tools, each with a "server" member added. */
+json_t     *mcp_pool_dup_cached_tools (McpPool               *pool,
+                                       const char            *server,
+                                       McpToolDetail          detail);
+json_t     *mcp_pool_describe_tool  (McpPool                 *pool,
+                                     const char              *server,
+                                     const char              *tool,
+                                     GError                 **error);
+
+/* Blocking (worker threads). */
+gboolean    mcp_pool_start_server   (McpPool                 *pool,
+                                     const char              *server,
+                                     GError                 **error);
+json_t     *mcp_pool_list_tools     (McpPool                 *pool,
+                                     const char              *server,
+                                     McpToolDetail            detail,
+                                     GError                 **error);
+json_t     *mcp_pool_call_tool      (McpPool                 *pool,
+                                     const char              *server,
+                                     const char              *tool,
+                                     json_t                  *arguments,
+                                     const McpCallOptions    *options,
+                                     GError                 **error);
+
+/* Blocking, any thread but the context's: ends every session at once, in
+ * parallel, within about @stdin_grace + 2 × @term_grace µs.  Later calls
+ * fail with MCP_POOL_ERROR_SHUT_DOWN. */
+void        mcp_pool_shutdown       (McpPool                 *pool,
+                                     gint64                   stdin_grace,
+                                     gint64                   term_grace);
+/* After mcp_pool_shutdown(). */
+void        mcp_pool_free           (McpPool                 *pool);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpPool, mcp_pool_free)
+
+G_END_DECLS
