@@ -4,7 +4,10 @@
 
 #include <string.h>
 
+#include <glib/gstdio.h>
+
 #include "mcp-jsonrpc.h"
+#include "mcp-pool.h"
 #include "mcp-protocol.h"
 #include "mcp-session.h"
 #include "test-util.h"
@@ -72,11 +75,155 @@ test_everything (void)
   test_assert_no_children ();
 }
 
+/* A pool with the three real servers, as a user would configure them. */
+typedef struct {
+  TestIoThread *io;
+  McpPool      *pool;
+  char         *scratch;
+  char         *everything;
+  char         *filesystem;
+  char         *memory;
+} PoolFixture;
+
+static void
+pool_setup (PoolFixture *fixture, gconstpointer data)
+{
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  McpServerConfig *memory;
+
+  fixture->everything = test_interop_file ("@modelcontextprotocol/server-everything/dist/index.js");
+  fixture->filesystem = test_interop_file ("@modelcontextprotocol/server-filesystem/dist/index.js");
+  fixture->memory = test_interop_file ("@modelcontextprotocol/server-memory/dist/index.js");
+  if (fixture->everything == NULL || fixture->filesystem == NULL || fixture->memory == NULL)
+    return;
+
+  fixture->scratch = g_dir_make_tmp ("mcp-pool-interop-XXXXXX", NULL);
+  fixture->io = test_io_thread_new ();
+  fixture->pool = mcp_pool_new (test_io_thread_get_context (fixture->io), NULL, NULL);
+
+  g_ptr_array_add (configs, mcp_server_config_new ("everything", "node",
+                                                   (const char *[]) { fixture->everything, "stdio", NULL }));
+  g_ptr_array_add (configs, mcp_server_config_new ("files", "node",
+                                                   (const char *[]) { fixture->filesystem, fixture->scratch, NULL }));
+  memory = mcp_server_config_new ("memory", "node", (const char *[]) { fixture->memory, NULL });
+  g_strfreev (memory->env);
+  memory->env = g_new0 (char *, 2);
+  memory->env[0] = g_strdup_printf ("MEMORY_FILE_PATH=%s/memory.jsonl", fixture->scratch);
+  g_ptr_array_add (configs, memory);
+  mcp_pool_set_servers (fixture->pool, configs);
+}
+
+static void
+pool_teardown (PoolFixture *fixture, gconstpointer data)
+{
+  if (fixture->pool != NULL)
+    {
+      /* The budget of a client that closes stdin, then SIGTERMs. */
+      mcp_pool_shutdown (fixture->pool, G_USEC_PER_SEC, G_USEC_PER_SEC);
+      mcp_pool_free (fixture->pool);
+      test_assert_no_children ();
+      test_io_thread_free (fixture->io);
+      g_autofree char *command = g_strdup_printf ("rm -rf '%s'", fixture->scratch);
+      g_assert_true (g_spawn_command_line_sync (command, NULL, NULL, NULL, NULL));
+    }
+  g_free (fixture->scratch);
+  g_free (fixture->everything);
+  g_free (fixture->filesystem);
+  g_free (fixture->memory);
+}
+
+static json_t *
+pool_call (PoolFixture *fixture, const char *server, const char *tool, json_t *arguments)
+{
+  g_autoptr(GError) error = NULL;
+  json_t *result = mcp_pool_call_tool (fixture->pool, server, tool, arguments, NULL, &error);
+
+  json_decref (arguments);
+  g_assert_no_error (error);
+  g_assert_false (json_is_true (json_object_get (result, "isError")));
+  return result;
+}
+
+static const char *
+text_of (json_t *result)
+{
+  return mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text");
+}
+
+static void
+count_progress (json_t *params, gpointer user_data)
+{
+  g_atomic_int_inc ((int *) user_data);
+}
+
+static void
+test_pool_everything (PoolFixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) sum = NULL;
+  g_autoptr(json_t) echo = NULL;
+  g_autoptr(json_t) long_run = NULL;
+  g_autoptr(GError) error = NULL;
+  int progress = 0;
+  McpCallOptions options = { .progress = count_progress, .progress_data = &progress };
+
+  if (fixture->pool == NULL)
+    return;
+  sum = pool_call (fixture, "everything", "get-sum", json_pack ("{s:i, s:i}", "a", 2, "b", 3));
+  g_assert_nonnull (strstr (text_of (sum), "5"));
+  echo = pool_call (fixture, "everything", "echo", json_pack ("{s:s}", "message", "warm"));
+  g_assert_cmpstr (text_of (echo), ==, "Echo: warm");
+
+  /* Progress from a real server reaches the caller. */
+  long_run = mcp_pool_call_tool (fixture->pool, "everything", "trigger-long-running-operation",
+                                 json_pack ("{s:i, s:i}", "duration", 1, "steps", 3), &options, &error);
+  g_assert_no_error (error);
+  g_assert_true (json_is_array (json_object_get (long_run, "content")));
+  g_assert_cmpint (g_atomic_int_get (&progress), >=, 1);
+}
+
+static void
+test_pool_filesystem (PoolFixture *fixture, gconstpointer data)
+{
+  g_autofree char *path = NULL;
+  g_autoptr(json_t) written = NULL;
+  g_autoptr(json_t) read = NULL;
+  g_autoptr(json_t) listing = NULL;
+
+  if (fixture->pool == NULL)
+    return;
+  path = g_build_filename (fixture->scratch, "note.txt", NULL);
+  written = pool_call (fixture, "files", "write_file",
+                       json_pack ("{s:s, s:s}", "path", path, "content", "kept warm"));
+  read = pool_call (fixture, "files", "read_text_file", json_pack ("{s:s}", "path", path));
+  g_assert_cmpstr (text_of (read), ==, "kept warm");
+  listing = pool_call (fixture, "files", "list_directory", json_pack ("{s:s}", "path", fixture->scratch));
+  g_assert_nonnull (strstr (text_of (listing), "note.txt"));
+}
+
+static void
+test_pool_memory (PoolFixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) created = NULL;
+  g_autoptr(json_t) graph = NULL;
+
+  if (fixture->pool == NULL)
+    return;
+  created = pool_call (fixture, "memory", "create_entities",
+                       json_pack ("{s:[{s:s, s:s, s:[s]}]}", "entities", "name", "mcp-pool",
+                                  "entityType", "project", "observations", "keeps servers warm"));
+  /* The same warm session remembers it. */
+  graph = pool_call (fixture, "memory", "read_graph", json_object ());
+  g_assert_nonnull (strstr (text_of (graph), "keeps servers warm"));
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   json_object_seed (0);
   g_test_add_func ("/interop/server-everything/handshake-tools-echo", test_everything);
+  g_test_add ("/interop/pool/everything", PoolFixture, NULL, pool_setup, test_pool_everything, pool_teardown);
+  g_test_add ("/interop/pool/filesystem", PoolFixture, NULL, pool_setup, test_pool_filesystem, pool_teardown);
+  g_test_add ("/interop/pool/memory", PoolFixture, NULL, pool_setup, test_pool_memory, pool_teardown);
   return g_test_run ();
 }
