@@ -1,9 +1,15 @@
-/* mcp-server-config.c — how to start one MCP server, and reading it from a
- * JSON config file in the common `mcpServers` format:
+/* mcp-server-config.c — how to start one MCP server, and parsing one
+ * server entry of the config formats that MCP clients write:
  *
  *   { "mcpServers": { "NAME": { "command": "...", "args": [...],
  *                               "env": {...}, "cwd": "...",
- *                               "description": "...", "timeout": S } } }
+ *                               "description": "...", "timeout": S,
+ *                               "disabled": false } } }
+ *
+ * VS Code's `servers` has the same entries plus "type": "stdio"; OpenCode's
+ * `mcp` has { "type": "local", "command": [...], "environment": {...},
+ * "enabled": true }.  Which file holds which format is discovery's business
+ * (mcp-config-discovery.c).
  */
 #include "config.h"
 
@@ -69,6 +75,100 @@ mcp_server_config_unref (McpServerConfig *config)
   g_free (config);
 }
 
+/* ${VAR} and ${VAR:-default} in command, args and env values.  ${env:VAR}
+ * is the same as ${VAR}: it is how VS Code spells it.  Anything else that
+ * looks like a reference (${}, ${1x}, an unclosed ${) is kept as written,
+ * so that a literal dollar never breaks a command line. */
+
+/* @p points just after "${"; references may nest in a default. */
+static const char *
+find_closing_brace (const char *p)
+{
+  int depth = 1;
+
+  for (; *p != '\0'; p++)
+    {
+      if (p[0] == '$' && p[1] == '{')
+        {
+          depth++;
+          p++;
+        }
+      else if (*p == '}' && --depth == 0)
+        return p;
+    }
+  return NULL;
+}
+
+static gboolean
+is_variable_name (const char *name)
+{
+  if (!g_ascii_isalpha (*name) && *name != '_')
+    return FALSE;
+  for (name++; *name != '\0'; name++)
+    if (!g_ascii_isalnum (*name) && *name != '_')
+      return FALSE;
+  return TRUE;
+}
+
+/* Appends the value of one reference, the text between "${" and "}".
+ * FALSE if that text is not a variable reference. */
+static gboolean
+expand_reference (GString            *out,
+                  const char         *reference,
+                  gsize               length,
+                  const char * const *envp)
+{
+  g_autofree char *name = g_strndup (reference, length);
+  char *fallback = strstr (name, ":-");
+  const char *variable = name;
+  const char *value;
+
+  if (fallback != NULL)
+    {
+      *fallback = '\0';
+      fallback += 2;
+    }
+  if (g_str_has_prefix (variable, "env:"))
+    variable += strlen ("env:");
+  if (!is_variable_name (variable))
+    return FALSE;
+
+  value = envp != NULL ? g_environ_getenv ((char **) envp, variable) : g_getenv (variable);
+  /* As in the shell, ":-" also replaces a variable that is set but empty. */
+  if ((value == NULL || *value == '\0') && fallback != NULL)
+    {
+      g_autofree char *expanded = mcp_server_config_expand (fallback, envp);
+
+      g_string_append (out, expanded);
+    }
+  else if (value != NULL)
+    g_string_append (out, value);
+  return TRUE;
+}
+
+char *
+mcp_server_config_expand (const char         *text,
+                          const char * const *envp)
+{
+  g_autoptr(GString) out = g_string_sized_new (strlen (text));
+  const char *p = text;
+
+  while (*p != '\0')
+    {
+      const char *end = p[0] == '$' && p[1] == '{' ? find_closing_brace (p + 2) : NULL;
+
+      if (end == NULL)
+        {
+          g_string_append_c (out, *p++);
+          continue;
+        }
+      if (!expand_reference (out, p + 2, end - p - 2, envp))
+        g_string_append_len (out, p, end + 1 - p);
+      p = end + 1;
+    }
+  return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
 static gboolean
 invalid_field (GError    **error,
                const char *name,
@@ -100,66 +200,85 @@ read_optional_string (json_t      *entry,
   return TRUE;
 }
 
-/* Parses one entry of `mcpServers`. */
-McpServerConfig *
-mcp_server_config_new_from_json (const char  *name,
-                                 json_t      *entry,
-                                 const char  *source,
-                                 GError     **error)
+/* An array of strings, each one expanded; absent is an empty list. */
+static gboolean
+read_string_array (json_t             *entry,
+                   const char         *field,
+                   const char * const *envp,
+                   GStrv              *out,
+                   const char         *name,
+                   const char         *source,
+                   GError            **error)
 {
-  g_autoptr(McpServerConfig) config = config_alloc (name);
-  g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr(GPtrArray) env = g_ptr_array_new_with_free_func (g_free);
-  json_t *value;
-  const char *key;
+  g_autoptr(GPtrArray) strings = g_ptr_array_new_with_free_func (g_free);
+  json_t *array = json_object_get (entry, field);
+  json_t *item;
   size_t index;
 
-  config->source = g_strdup (source);
+  if (array != NULL && !json_is_null (array) && !json_is_array (array))
+    return invalid_field (error, name, source, field, _("an array of strings"));
+  json_array_foreach (array, index, item)
+    {
+      if (!json_is_string (item))
+        return invalid_field (error, name, source, field, _("an array of strings"));
+      g_ptr_array_add (strings, mcp_server_config_expand (json_string_value (item), envp));
+    }
+  g_ptr_array_add (strings, NULL);
+  *out = (GStrv) g_ptr_array_steal (strings, NULL);
+  return TRUE;
+}
 
-  if (!json_is_object (entry))
-    return invalid_field (error, name, source, name, _("an object")), NULL;
+/* An object of strings, as KEY=VALUE pairs with the values expanded. */
+static gboolean
+read_environment (json_t             *entry,
+                  const char         *field,
+                  const char * const *envp,
+                  GStrv              *out,
+                  const char         *name,
+                  const char         *source,
+                  GError            **error)
+{
+  g_autoptr(GPtrArray) pairs = g_ptr_array_new_with_free_func (g_free);
+  json_t *object = json_object_get (entry, field);
+  json_t *value;
+  const char *key;
 
-  if (!read_optional_string (entry, "command", &config->command, name, source, error) ||
-      !read_optional_string (entry, "cwd", &config->cwd, name, source, error) ||
+  if (object != NULL && !json_is_null (object) && !json_is_object (object))
+    return invalid_field (error, name, source, field, _("an object of strings"));
+  json_object_foreach (object, key, value)
+    {
+      g_autofree char *expanded = NULL;
+
+      if (!json_is_string (value))
+        return invalid_field (error, name, source, field, _("an object of strings"));
+      expanded = mcp_server_config_expand (json_string_value (value), envp);
+      g_ptr_array_add (pairs, g_strdup_printf ("%s=%s", key, expanded));
+    }
+  g_ptr_array_add (pairs, NULL);
+  *out = (GStrv) g_ptr_array_steal (pairs, NULL);
+  return TRUE;
+}
+
+/* The fields every format shares.  OpenCode's own "timeout" is in
+ * milliseconds and bounds the tool listing only, so it is not read there. */
+static gboolean
+read_settings (McpServerConfig *config,
+               json_t          *entry,
+               gboolean         read_timeout,
+               GError         **error)
+{
+  const char *name = config->name, *source = config->source;
+  json_t *value;
+
+  if (!read_optional_string (entry, "cwd", &config->cwd, name, source, error) ||
       !read_optional_string (entry, "description", &config->description, name, source, error))
-    return NULL;
-  if (config->command == NULL || config->command[0] == '\0')
-    {
-      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
-                   _("Server “%s” in %s has no “command”; add the program to start"),
-                   name, source);
-      return NULL;
-    }
+    return FALSE;
 
-  value = json_object_get (entry, "args");
-  if (value != NULL && !json_is_array (value))
-    return invalid_field (error, name, source, "args", _("an array of strings")), NULL;
-  json_array_foreach (value, index, value)
-    {
-      if (!json_is_string (value))
-        return invalid_field (error, name, source, "args", _("an array of strings")), NULL;
-      g_ptr_array_add (args, g_strdup (json_string_value (value)));
-    }
-  g_ptr_array_add (args, NULL);
-  config->args = (GStrv) g_ptr_array_steal (args, NULL);
-
-  value = json_object_get (entry, "env");
-  if (value != NULL && !json_is_object (value))
-    return invalid_field (error, name, source, "env", _("an object of strings")), NULL;
-  json_object_foreach (value, key, value)
-    {
-      if (!json_is_string (value))
-        return invalid_field (error, name, source, "env", _("an object of strings")), NULL;
-      g_ptr_array_add (env, g_strdup_printf ("%s=%s", key, json_string_value (value)));
-    }
-  g_ptr_array_add (env, NULL);
-  config->env = (GStrv) g_ptr_array_steal (env, NULL);
-
-  value = json_object_get (entry, "timeout");
+  value = read_timeout ? json_object_get (entry, "timeout") : NULL;
   if (value != NULL)
     {
       if (!json_is_number (value) || json_number_value (value) <= 0)
-        return invalid_field (error, name, source, "timeout", _("a positive number of seconds")), NULL;
+        return invalid_field (error, name, source, "timeout", _("a positive number of seconds"));
       config->call_timeout_ms = MIN ((gint64) (json_number_value (value) * 1000),
                                      MCP_CALL_TIMEOUT_MAX_MS);
     }
@@ -169,7 +288,7 @@ mcp_server_config_new_from_json (const char  *name,
     {
       if (!json_is_number (value) || json_number_value (value) < 0)
         return invalid_field (error, name, source, "idleTimeout",
-                              _("a number of seconds (0 keeps the server forever)")), NULL;
+                              _("a number of seconds (0 keeps the server forever)"));
       config->idle_timeout_ms = (gint64) (json_number_value (value) * 1000);
     }
 
@@ -179,10 +298,150 @@ mcp_server_config_new_from_json (const char  *name,
       if (!json_is_integer (value) || json_integer_value (value) < 0 ||
           json_integer_value (value) > G_MAXUINT)
         return invalid_field (error, name, source, "maxConcurrency",
-                              _("a whole number (0 for no limit)")), NULL;
+                              _("a whole number (0 for no limit)"));
       config->max_concurrency = (guint) json_integer_value (value);
     }
+  return TRUE;
+}
 
+static const char * const remote_types[] = {
+  "http", "sse", "streamable-http", "streamableHttp", "remote", NULL
+};
+
+/* A well-formed entry may still be one the pool must not start: switched
+ * off, or a server reached over the network, which the pool does not
+ * speak.  @switch_field is "disabled" or "enabled"; @off_value is the
+ * value of it that turns the server off. */
+static gboolean
+check_startable (const char  *name,
+                 json_t      *entry,
+                 const char  *source,
+                 const char  *switch_field,
+                 gboolean     off_value,
+                 GError     **error)
+{
+  json_t *toggle = json_object_get (entry, switch_field);
+  json_t *type = json_object_get (entry, "type");
+  json_t *url = json_object_get (entry, "url");
+
+  if (toggle != NULL && !json_is_boolean (toggle))
+    return invalid_field (error, name, source, switch_field, _("true or false"));
+  if (type != NULL && !json_is_string (type))
+    return invalid_field (error, name, source, "type", _("a string"));
+  if (url != NULL && !json_is_string (url))
+    return invalid_field (error, name, source, "url", _("a string"));
+
+  if (toggle != NULL && json_is_true (toggle) == off_value)
+    {
+      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_DISABLED,
+                   _("disabled in %s"), source);
+      return FALSE;
+    }
+  if (url != NULL)
+    {
+      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_REMOTE,
+                   _("remote server (url %s) is not supported: mcp-pool runs local stdio servers only"),
+                   json_string_value (url));
+      return FALSE;
+    }
+  if (type != NULL && g_strv_contains (remote_types, json_string_value (type)))
+    {
+      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_REMOTE,
+                   _("remote server (type %s) is not supported: mcp-pool runs local stdio servers only"),
+                   json_string_value (type));
+      return FALSE;
+    }
+  if (type != NULL && g_strcmp0 (json_string_value (type), "stdio") != 0 &&
+      g_strcmp0 (json_string_value (type), "local") != 0)
+    return invalid_field (error, name, source, "type", _("“stdio” or “local”"));
+  return TRUE;
+}
+
+static gboolean
+check_command (McpServerConfig  *config,
+               GError          **error)
+{
+  if (config->command != NULL && config->command[0] != '\0')
+    return TRUE;
+  g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
+               _("Server “%s” in %s has no “command”; add the program to start"),
+               config->name, config->source);
+  return FALSE;
+}
+
+static McpServerConfig *
+config_alloc_for_entry (const char  *name,
+                        json_t      *entry,
+                        const char  *source,
+                        GError     **error)
+{
+  McpServerConfig *config;
+
+  if (!json_is_object (entry))
+    return invalid_field (error, name, source, name, _("an object")), NULL;
+  config = config_alloc (name);
+  config->source = g_strdup (source);
+  return config;
+}
+
+/* Parses one entry of `mcpServers` (Claude, Cursor, Gemini CLI, Windsurf)
+ * or of VS Code's `servers`, which adds "type": "stdio". */
+McpServerConfig *
+mcp_server_config_new_from_json_full (const char          *name,
+                                      json_t              *entry,
+                                      const char          *source,
+                                      const char * const  *envp,
+                                      GError             **error)
+{
+  g_autoptr(McpServerConfig) config = config_alloc_for_entry (name, entry, source, error);
+  g_autofree char *command = NULL;
+
+  if (config == NULL ||
+      !check_startable (name, entry, source, "disabled", TRUE, error) ||
+      !read_optional_string (entry, "command", &command, name, source, error) ||
+      !read_string_array (entry, "args", envp, &config->args, name, source, error) ||
+      !read_environment (entry, "env", envp, &config->env, name, source, error) ||
+      !read_settings (config, entry, TRUE, error))
+    return NULL;
+  if (command != NULL)
+    config->command = mcp_server_config_expand (command, envp);
+  if (!check_command (config, error))
+    return NULL;
+  return g_steal_pointer (&config);
+}
+
+McpServerConfig *
+mcp_server_config_new_from_json (const char  *name,
+                                 json_t      *entry,
+                                 const char  *source,
+                                 GError     **error)
+{
+  return mcp_server_config_new_from_json_full (name, entry, source, NULL, error);
+}
+
+/* Parses one entry of OpenCode's `mcp`: "command" is the whole command
+ * line as an array, variables are in "environment", and "enabled": false
+ * switches the server off. */
+McpServerConfig *
+mcp_server_config_new_from_opencode (const char          *name,
+                                     json_t              *entry,
+                                     const char          *source,
+                                     const char * const  *envp,
+                                     GError             **error)
+{
+  g_autoptr(McpServerConfig) config = config_alloc_for_entry (name, entry, source, error);
+  g_auto(GStrv) command_line = NULL;
+
+  if (config == NULL ||
+      !check_startable (name, entry, source, "enabled", FALSE, error) ||
+      !read_string_array (entry, "command", envp, &command_line, name, source, error) ||
+      !read_environment (entry, "environment", envp, &config->env, name, source, error) ||
+      !read_settings (config, entry, FALSE, error))
+    return NULL;
+  config->command = g_strdup (command_line[0]);
+  config->args = g_strdupv (command_line[0] != NULL ? command_line + 1 : command_line);
+  if (!check_command (config, error))
+    return NULL;
   return g_steal_pointer (&config);
 }
 
@@ -228,37 +487,115 @@ mcp_server_config_build_envp (const McpServerConfig *config)
   return envp;
 }
 
-/* Reads every server of one file.  A syntax error names the file, line and
- * column, so that the user can find it. */
-GPtrArray *
-mcp_server_config_load_file (const char  *path,
+/* VS Code, Gemini CLI and OpenCode read their settings as JSONC, with
+ * comments and trailing commas.  Those are blanked out with spaces, keeping
+ * newlines, so that error positions still match the file. */
+
+/* Blanks the comment that starts at @start; returns the offset after it. */
+static gsize
+blank_comment (char  *text,
+               gsize  length,
+               gsize  start)
+{
+  gsize end = start + 2;
+
+  if (text[start + 1] == '/')
+    {
+      while (end < length && text[end] != '\n')
+        end++;
+    }
+  else
+    {
+      while (end + 1 < length && !(text[end] == '*' && text[end + 1] == '/'))
+        end++;
+      end = MIN (end + 2, length);
+    }
+  for (gsize i = start; i < end; i++)
+    if (text[i] != '\n')
+      text[i] = ' ';
+  return end;
+}
+
+static void
+blank_jsonc_extras (char  *text,
+                    gsize  length)
+{
+  gssize comma = -1;   /* the last comma, until something other than space follows */
+  gboolean in_string = FALSE;
+
+  for (gsize i = 0; i < length; i++)
+    {
+      char c = text[i];
+
+      if (in_string)
+        {
+          if (c == '\\')
+            i++;
+          else if (c == '"')
+            in_string = FALSE;
+          continue;
+        }
+      if (c == '/' && i + 1 < length && (text[i + 1] == '/' || text[i + 1] == '*'))
+        {
+          i = blank_comment (text, length, i) - 1;
+          continue;
+        }
+      if (g_ascii_isspace (c))
+        continue;
+      if ((c == '}' || c == ']') && comma >= 0)
+        text[comma] = ' ';
+      comma = c == ',' ? (gssize) i : -1;
+      in_string = c == '"';
+    }
+}
+
+/* Reads a JSON file.  A read error keeps its G_FILE_ERROR code, so that a
+ * missing file can be told apart; a syntax error is MCP_CONFIG_ERROR_SYNTAX
+ * and names the file, line and column, so that the user can find it. */
+json_t *
+mcp_server_config_read_json (const char  *path,
+                             gboolean     allow_comments,
                              GError     **error)
 {
   g_autofree char *contents = NULL;
   gsize length;
   json_error_t json_error;
-  g_autoptr(json_t) root = NULL;
+  json_t *root;
+
+  if (!g_file_get_contents (path, &contents, &length, error))
+    return NULL;
+  if (allow_comments)
+    blank_jsonc_extras (contents, length);
+  root = json_loadb (contents, length, 0, &json_error);
+  if (root == NULL)
+    g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_SYNTAX,
+                 _("%s:%d:%d: not valid JSON: %s"),
+                 path, json_error.line, json_error.column, json_error.text);
+  return root;
+}
+
+/* Reads every server of one `mcpServers` file; the first invalid entry
+ * fails it.  Disabled and remote entries are left out: discovery
+ * (mcp-config-discovery.h) is what reports them. */
+GPtrArray *
+mcp_server_config_load_file (const char  *path,
+                             GError     **error)
+{
+  g_autoptr(GError) local_error = NULL;
+  g_autoptr(json_t) root = mcp_server_config_read_json (path, FALSE, &local_error);
   g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
   json_t *servers, *entry;
   const char *name;
 
-  if (!g_file_get_contents (path, &contents, &length, error))
+  if (root == NULL && local_error->domain == G_FILE_ERROR)
     {
-      g_prefix_error (error, _("Cannot read the config file: "));
-      if (error != NULL && *error != NULL)
-        {
-          (*error)->domain = MCP_CONFIG_ERROR;
-          (*error)->code = MCP_CONFIG_ERROR_READ;
-        }
+      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_READ,
+                   _("Cannot read the config file: %s"), local_error->message);
       return NULL;
     }
-
-  root = json_loadb (contents, length, 0, &json_error);
   if (root == NULL)
     {
-      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_SYNTAX,
-                   _("%s:%d:%d: not valid JSON: %s"),
-                   path, json_error.line, json_error.column, json_error.text);
+      g_propagate_error (error, g_steal_pointer (&local_error));
       return NULL;
     }
 
@@ -273,11 +610,19 @@ mcp_server_config_load_file (const char  *path,
 
   json_object_foreach (servers, name, entry)
     {
-      McpServerConfig *config = mcp_server_config_new_from_json (name, entry, path, error);
+      McpServerConfig *config = mcp_server_config_new_from_json (name, entry, path, &local_error);
 
-      if (config == NULL)
-        return NULL;
-      g_ptr_array_add (configs, config);
+      if (config != NULL)
+        g_ptr_array_add (configs, config);
+      else if (g_error_matches (local_error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_DISABLED) ||
+               g_error_matches (local_error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_REMOTE))
+        g_debug ("Skipping server “%s”: %s", name, local_error->message);
+      else
+        {
+          g_propagate_error (error, g_steal_pointer (&local_error));
+          return NULL;
+        }
+      g_clear_error (&local_error);
     }
 
   return g_steal_pointer (&configs);

@@ -1,5 +1,7 @@
-/* mcp-server-config.h — how to start one MCP server, and reading it from a
- * JSON config file in the common `mcpServers` format.
+/* mcp-server-config.h — how to start one MCP server, and parsing one server
+ * entry of the config formats that MCP clients write (`mcpServers`, VS
+ * Code's `servers`, OpenCode's `mcp`).  Finding the files is
+ * mcp-config-discovery.h's job.
  *
  * A McpServerConfig is immutable once built and refcounted, so it can be
  * shared between threads without a lock.
@@ -19,6 +21,8 @@ typedef enum {
   MCP_CONFIG_ERROR_SYNTAX,     /* not JSON; the message has line and column */
   MCP_CONFIG_ERROR_INVALID,    /* JSON, but a field has the wrong type */
   MCP_CONFIG_ERROR_NOT_FOUND,  /* no server of that name */
+  MCP_CONFIG_ERROR_DISABLED,   /* a valid entry, switched off ("disabled": true) */
+  MCP_CONFIG_ERROR_REMOTE,     /* a valid entry for a server reached by URL */
 } McpConfigError;
 
 #define MCP_START_TIMEOUT_DEFAULT_MS (60 * 1000)
@@ -50,12 +54,35 @@ McpServerConfig *mcp_server_config_new_from_json  (const char       *name,
                                                    json_t           *entry,
                                                    const char       *source,
                                                    GError          **error);
+/* Parsing and expansion: any thread, no I/O.
+ *
+ * @envp supplies the variables for ${VAR} and ${VAR:-default} in command,
+ * args and env values; NULL means the process environment.  An unset
+ * variable without a default expands to "".  A valid entry that must not
+ * be started fails with MCP_CONFIG_ERROR_DISABLED or _REMOTE, whose
+ * message is the reason to show ("disabled in FILE"). */
+McpServerConfig *mcp_server_config_new_from_json_full (const char          *name,
+                                                       json_t              *entry,
+                                                       const char          *source,
+                                                       const char * const  *envp,
+                                                       GError             **error);
+McpServerConfig *mcp_server_config_new_from_opencode  (const char          *name,
+                                                       json_t              *entry,
+                                                       const char          *source,
+                                                       const char * const  *envp,
+                                                       GError             **error);
+char            *mcp_server_config_expand         (const char         *text,
+                                                   const char * const *envp);
 McpServerConfig *mcp_server_config_ref            (McpServerConfig  *config);
 void             mcp_server_config_unref          (McpServerConfig  *config);
 GStrv            mcp_server_config_build_argv     (const McpServerConfig *config);
 GStrv            mcp_server_config_build_envp     (const McpServerConfig *config);
 char            *mcp_server_config_fingerprint    (const McpServerConfig *config);
 
+/* Any thread; these read files and block. */
+json_t          *mcp_server_config_read_json      (const char       *path,
+                                                   gboolean          allow_comments,
+                                                   GError          **error);
 GPtrArray       *mcp_server_config_load_file      (const char       *path,
                                                    GError          **error);
 McpServerConfig *mcp_server_config_find           (GPtrArray        *configs,
