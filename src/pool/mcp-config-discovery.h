@@ -1,0 +1,73 @@
+/* mcp-config-discovery.h — finding the MCP servers a user has configured,
+ * in the config files of the MCP clients on the machine (DESIGN.md §5).
+ *
+ * Discovery owns no state: it reads the files named by its options and
+ * returns a fresh McpDiscovery that the caller owns.  It may run on any
+ * thread, several at once; it blocks on a few small file reads.
+ *
+ * Rules beyond the order of the sources:
+ *  - the first definition of a name wins; later ones are listed in
+ *    `skipped`, with a reason that names the file that won;
+ *  - a disabled entry holds its name too, so that "disabled": true in an
+ *    early file switches off a server that another client's file defines;
+ *    a remote, invalid or self-launching entry does not;
+ *  - in ~/.claude.json the current project's section is read before the
+ *    top level, as Claude Code gives its local scope precedence;
+ *  - the folders (~/MCPs, ~/.config/mcp/servers, ./mcp-servers), the files
+ *    given with --config, VS Code, Gemini CLI and OpenCode files may hold
+ *    comments and trailing commas (JSONC), as those clients allow;
+ *  - a folder file or a --config file may use any of the `mcpServers`,
+ *    `servers` (VS Code) or `mcp` (OpenCode) keys, or hold one server
+ *    object with a "command", named after the file's stem.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "mcp-server-config.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  MCP_SOURCE_LOADED,   /* read: its entries are in servers or in skipped */
+  MCP_SOURCE_MISSING,  /* not there, which is normal for a client not installed */
+  MCP_SOURCE_FAILED,   /* there but unusable (unreadable, not JSON): see error */
+} McpSourceStatus;
+
+typedef struct {
+  char            *path;
+  char            *label;      /* which client writes it, translated */
+  McpSourceStatus  status;
+  char            *error;      /* MCP_SOURCE_FAILED only: "FILE:LINE:COL: …" for a syntax error */
+  guint            n_servers;  /* entries of this source that are in servers */
+} McpConfigSource;
+
+typedef struct {
+  char *name;
+  char *source;   /* where it is defined, as McpServerConfig.source would say */
+  char *reason;   /* a translated sentence fragment: "disabled in FILE" */
+} McpSkippedServer;
+
+typedef struct {
+  GPtrArray *servers;      /* McpServerConfig*, first definition of a name wins, in discovery order */
+  GPtrArray *sources;      /* McpConfigSource*, every file looked at, in order */
+  GPtrArray *skipped;      /* McpSkippedServer*: disabled, remote, self, shadowed, invalid entries */
+  GPtrArray *watch_paths;  /* char*: files and directories a watcher must monitor, present or not */
+} McpDiscovery;
+
+typedef struct {
+  const char * const *config_files;  /* --config / MCP_POOL_CONFIG: when non-empty, ONLY these
+                                      * files are read; relative paths are taken from cwd */
+  const char         *home;          /* NULL: g_get_home_dir () */
+  const char         *cwd;           /* NULL: the current directory */
+  const char         *self_path;     /* this program's executable; NULL: /proc/self/exe */
+  const char * const *envp;          /* for ${VAR}; NULL: the process environment */
+} McpDiscoveryOptions;
+
+/* Any thread; blocks on file reads.  @options may be NULL for defaults. */
+McpDiscovery *mcp_config_discover    (const McpDiscoveryOptions *options);
+void          mcp_discovery_free     (McpDiscovery              *discovery);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpDiscovery, mcp_discovery_free)
+
+G_END_DECLS

@@ -1,0 +1,614 @@
+/* test-discovery.c — finding servers in every client's config files.
+ * Each test runs in a scratch home and project directory. */
+#include "config.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "mcp-config-discovery.h"
+
+typedef struct {
+  char                *home;
+  char                *cwd;
+  char                *self_path;
+  McpDiscoveryOptions  options;
+} Fixture;
+
+static const char * const test_envp[] = {
+  "TOKEN=s3cret", "EMPTY=", "TOOLS=/opt/tools", "PATH=/usr/bin:/bin", NULL
+};
+
+static void
+setup (Fixture       *fixture,
+       gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+
+  fixture->home = g_dir_make_tmp ("mcp-discovery-home-XXXXXX", &error);
+  g_assert_no_error (error);
+  fixture->cwd = g_dir_make_tmp ("mcp-discovery-cwd-XXXXXX", &error);
+  g_assert_no_error (error);
+  fixture->self_path = g_build_filename (fixture->home, "bin", "real-pool", NULL);
+  fixture->options.home = fixture->home;
+  fixture->options.cwd = fixture->cwd;
+  fixture->options.self_path = fixture->self_path;
+  fixture->options.envp = test_envp;
+}
+
+static void
+remove_tree (const char *path)
+{
+  if (g_file_test (path, G_FILE_TEST_IS_DIR) && !g_file_test (path, G_FILE_TEST_IS_SYMLINK))
+    {
+      g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+      const char *name;
+
+      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+        {
+          g_autofree char *child = g_build_filename (path, name, NULL);
+
+          remove_tree (child);
+        }
+    }
+  g_assert_cmpint (g_remove (path), ==, 0);
+}
+
+static void
+teardown (Fixture       *fixture,
+          gconstpointer  data)
+{
+  remove_tree (fixture->home);
+  remove_tree (fixture->cwd);
+  g_free (fixture->home);
+  g_free (fixture->cwd);
+  g_free (fixture->self_path);
+}
+
+/* Writes @json with ' standing for ", which keeps the tests readable;
+ * returns the file's path. */
+static char *
+write_json (const char *base,
+            const char *relative,
+            const char *json)
+{
+  g_autofree char *path = g_build_filename (base, relative, NULL);
+  g_autofree char *parent = g_path_get_dirname (path);
+  g_autofree char *text = g_strdup (json);
+  g_autoptr(GError) error = NULL;
+
+  g_strdelimit (text, "'", '"');
+  g_assert_cmpint (g_mkdir_with_parents (parent, 0700), ==, 0);
+  g_file_set_contents (path, text, -1, &error);
+  g_assert_no_error (error);
+  return g_steal_pointer (&path);
+}
+
+static McpDiscovery *
+discover (Fixture *fixture)
+{
+  return mcp_config_discover (&fixture->options);
+}
+
+static McpServerConfig *
+find_server (McpDiscovery *discovery,
+             const char   *name)
+{
+  return mcp_server_config_find (discovery->servers, name);
+}
+
+static McpSkippedServer *
+find_skipped (McpDiscovery *discovery,
+              const char   *name,
+              const char   *source)
+{
+  for (guint i = 0; i < discovery->skipped->len; i++)
+    {
+      McpSkippedServer *skipped = g_ptr_array_index (discovery->skipped, i);
+
+      if (g_str_equal (skipped->name, name) && (source == NULL || g_str_equal (skipped->source, source)))
+        return skipped;
+    }
+  return NULL;
+}
+
+static McpConfigSource *
+find_source (McpDiscovery *discovery,
+             const char   *path)
+{
+  for (guint i = 0; i < discovery->sources->len; i++)
+    {
+      McpConfigSource *source = g_ptr_array_index (discovery->sources, i);
+
+      if (g_str_equal (source->path, path))
+        return source;
+    }
+  return NULL;
+}
+
+static void
+assert_skipped (McpDiscovery *discovery,
+                const char   *name,
+                const char   *source,
+                const char   *reason_part)
+{
+  McpSkippedServer *skipped = find_skipped (discovery, name, source);
+
+  g_assert_nonnull (skipped);
+  g_assert_nonnull (strstr (skipped->reason, reason_part));
+}
+
+static gboolean
+paths_contain (GPtrArray  *strings,
+               const char *string)
+{
+  for (guint i = 0; i < strings->len; i++)
+    if (g_str_equal (g_ptr_array_index (strings, i), string))
+      return TRUE;
+  return FALSE;
+}
+
+/* One file of each client's format, defining the server "srv". */
+typedef struct {
+  const char *test_path;
+  gboolean    in_home;
+  const char *file;
+  const char *label;
+  const char *json;
+  const char *cwd;      /* what the server's cwd must be */
+} FormatCase;
+
+#define SRV_ENTRY "{'command': 'prog', 'args': ['one', 'two'], 'env': {'KEY': 'value'}, 'cwd': '/srv/dir'}"
+
+static const FormatCase format_cases[] = {
+  { "mcp-folder", TRUE, "MCPs/servers.json", "MCP folder",
+    "{'mcpServers': {'srv': " SRV_ENTRY "}}", "/srv/dir" },
+  { "shared-folder", TRUE, ".config/mcp/servers/servers.json", "shared MCP folder",
+    "{'mcpServers': {'srv': " SRV_ENTRY "}}", "/srv/dir" },
+  { "project-folder", FALSE, "mcp-servers/servers.json", "project MCP folder",
+    "{'mcpServers': {'srv': " SRV_ENTRY "}}", "/srv/dir" },
+  { "folder-single-server", FALSE, "mcp-servers/srv.json", "project MCP folder",
+    SRV_ENTRY, "/srv/dir" },
+  { "claude-code-project", FALSE, ".mcp.json", "Claude Code project",
+    "{'mcpServers': {'srv': " SRV_ENTRY "}}", "/srv/dir" },
+  { "claude-code", TRUE, ".claude.json", "Claude Code",
+    "{'numStartups': 12, 'mcpServers': {'srv': " SRV_ENTRY "}, 'projects': {}}", "/srv/dir" },
+  { "claude-desktop", TRUE, ".config/Claude/claude_desktop_config.json", "Claude Desktop",
+    "{'globalShortcut': '', 'mcpServers': {'srv': " SRV_ENTRY "}}", "/srv/dir" },
+  { "cursor", TRUE, ".cursor/mcp.json", "Cursor",
+    "{'mcpServers': {'srv': " SRV_ENTRY "}}", "/srv/dir" },
+  { "cursor-project", FALSE, ".cursor/mcp.json", "Cursor project",
+    "{'mcpServers': {'srv': " SRV_ENTRY "}}", "/srv/dir" },
+  { "vscode", FALSE, ".vscode/mcp.json", "VS Code project",
+    "{\n  // Servers of this workspace\n  'inputs': [],\n  'servers': {\n"
+    "    'srv': {'type': 'stdio', 'command': 'prog', 'args': ['one', 'two',],\n"
+    "            'env': {'KEY': 'value'}, 'cwd': '/srv/dir'},\n  },\n}\n", "/srv/dir" },
+  { "gemini", TRUE, ".gemini/settings.json", "Gemini CLI",
+    "{\n  'theme': 'Default', /* the CLI's own settings */\n  'mcpServers': {'srv': " SRV_ENTRY "}\n}\n",
+    "/srv/dir" },
+  { "windsurf", TRUE, ".codeium/windsurf/mcp_config.json", "Windsurf",
+    "{'mcpServers': {'srv': " SRV_ENTRY "}}", "/srv/dir" },
+  { "opencode", TRUE, ".config/opencode/opencode.json", "OpenCode",
+    "{'$schema': 'https://opencode.ai/config.json', 'mcp': {'srv': {'type': 'local', "
+    "'command': ['prog', 'one', 'two'], 'environment': {'KEY': 'value'}, 'enabled': true}}}", NULL },
+};
+
+static void
+test_format (Fixture       *fixture,
+             gconstpointer  data)
+{
+  const FormatCase *format = data;
+  g_autofree char *path = write_json (format->in_home ? fixture->home : fixture->cwd,
+                                      format->file, format->json);
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+  McpServerConfig *config;
+  McpConfigSource *source;
+
+  g_assert_cmpuint (discovery->servers->len, ==, 1);
+  g_assert_cmpuint (discovery->skipped->len, ==, 0);
+  config = find_server (discovery, "srv");
+  g_assert_nonnull (config);
+  g_assert_cmpstr (config->command, ==, "prog");
+  g_assert_cmpstrv (config->args, ((const char * const []) { "one", "two", NULL }));
+  g_assert_cmpstrv (config->env, ((const char * const []) { "KEY=value", NULL }));
+  g_assert_cmpstr (config->cwd, ==, format->cwd);
+  g_assert_cmpstr (config->source, ==, path);
+
+  source = find_source (discovery, path);
+  g_assert_nonnull (source);
+  g_assert_cmpint (source->status, ==, MCP_SOURCE_LOADED);
+  g_assert_cmpstr (source->label, ==, format->label);
+  g_assert_cmpuint (source->n_servers, ==, 1);
+  for (guint i = 0; i < discovery->sources->len; i++)
+    {
+      McpConfigSource *other = g_ptr_array_index (discovery->sources, i);
+
+      if (other != source)
+        g_assert_cmpint (other->status, ==, MCP_SOURCE_MISSING);
+    }
+}
+
+/* Nothing configured: every source is missing, none is an error, and all
+ * of them are watched so that a new file is noticed. */
+static void
+test_nothing (Fixture       *fixture,
+              gconstpointer  data)
+{
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+  const char * const expected[] = {
+    "MCPs", ".config/mcp/servers", ".claude.json", ".config/Claude/claude_desktop_config.json",
+    ".cursor/mcp.json", ".gemini/settings.json", ".codeium/windsurf/mcp_config.json",
+    ".config/opencode/opencode.json",
+  };
+  const char * const expected_in_cwd[] = { "mcp-servers", ".mcp.json", ".cursor/mcp.json", ".vscode/mcp.json" };
+
+  g_assert_cmpuint (discovery->servers->len, ==, 0);
+  g_assert_cmpuint (discovery->skipped->len, ==, 0);
+  g_assert_cmpuint (discovery->sources->len, ==, G_N_ELEMENTS (expected) + G_N_ELEMENTS (expected_in_cwd));
+  for (guint i = 0; i < discovery->sources->len; i++)
+    {
+      McpConfigSource *source = g_ptr_array_index (discovery->sources, i);
+
+      g_assert_cmpint (source->status, ==, MCP_SOURCE_MISSING);
+      g_assert_null (source->error);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (expected); i++)
+    {
+      g_autofree char *path = g_build_filename (fixture->home, expected[i], NULL);
+      g_assert_true (paths_contain (discovery->watch_paths, path));
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (expected_in_cwd); i++)
+    {
+      g_autofree char *path = g_build_filename (fixture->cwd, expected_in_cwd[i], NULL);
+      g_assert_true (paths_contain (discovery->watch_paths, path));
+    }
+}
+
+/* Folder files are read in name order; hidden and non-JSON files are not. */
+static void
+test_folder_order (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autofree char *b = write_json (fixture->home, "MCPs/b.json", "{'mcpServers': {'zeta': {'command': 'z'}, 'same': {'command': 'from-b'}}}");
+  g_autofree char *a = write_json (fixture->home, "MCPs/a.json", "{'mcpServers': {'alpha': {'command': 'a'}, 'same': {'command': 'from-a'}}}");
+  g_autofree char *first = write_json (fixture->home, "MCPs/10-first.json", "{'command': 'f'}");
+  g_autofree char *hidden = write_json (fixture->home, "MCPs/.hidden.json", "{'command': 'h'}");
+  g_autofree char *notes = write_json (fixture->home, "MCPs/notes.txt", "not JSON");
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+  const char *expected[] = { "10-first", "alpha", "same", "zeta" };
+
+  g_assert_cmpuint (discovery->servers->len, ==, G_N_ELEMENTS (expected));
+  for (guint i = 0; i < G_N_ELEMENTS (expected); i++)
+    g_assert_cmpstr (((McpServerConfig *) g_ptr_array_index (discovery->servers, i))->name, ==, expected[i]);
+  g_assert_cmpstr (find_server (discovery, "same")->command, ==, "from-a");
+  assert_skipped (discovery, "same", b, a);
+  g_assert_null (find_source (discovery, hidden));
+  g_assert_null (find_source (discovery, notes));
+}
+
+static void
+test_first_wins (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  g_autofree char *first = write_json (fixture->home, "MCPs/a.json", "{'mcpServers': {'dup': {'command': 'first'}}}");
+  g_autofree char *project = write_json (fixture->cwd, ".mcp.json",
+                                         "{'mcpServers': {'dup': {'command': 'second'}, 'other': {'command': 'o'}}}");
+  g_autofree char *cursor = write_json (fixture->home, ".cursor/mcp.json", "{'mcpServers': {'dup': {'command': 'third'}}}");
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+
+  g_assert_cmpuint (discovery->servers->len, ==, 2);
+  g_assert_cmpstr (find_server (discovery, "dup")->command, ==, "first");
+  g_assert_cmpstr (find_server (discovery, "dup")->source, ==, first);
+  g_assert_nonnull (find_server (discovery, "other"));
+  g_assert_cmpuint (discovery->skipped->len, ==, 2);
+  assert_skipped (discovery, "dup", project, first);
+  assert_skipped (discovery, "dup", cursor, first);
+  g_assert_cmpuint (find_source (discovery, project)->n_servers, ==, 1);
+  g_assert_cmpuint (find_source (discovery, cursor)->n_servers, ==, 0);
+}
+
+/* Run from the home directory, ~/.cursor/mcp.json is also ./.cursor/mcp.json:
+ * read once, not reported as shadowing itself. */
+static void
+test_home_is_cwd (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  g_autofree char *path = write_json (fixture->home, ".cursor/mcp.json", "{'mcpServers': {'srv': {'command': 'prog'}}}");
+  g_autoptr(McpDiscovery) discovery = NULL;
+  guint n_cursor_sources = 0;
+
+  fixture->options.cwd = fixture->home;
+  discovery = discover (fixture);
+  g_assert_cmpuint (discovery->servers->len, ==, 1);
+  g_assert_cmpuint (discovery->skipped->len, ==, 0);
+  for (guint i = 0; i < discovery->sources->len; i++)
+    if (g_str_equal (((McpConfigSource *) g_ptr_array_index (discovery->sources, i))->path, path))
+      n_cursor_sources++;
+  g_assert_cmpuint (n_cursor_sources, ==, 1);
+}
+
+/* --config files are the only ones read, in the given order. */
+static void
+test_config_exclusive (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  g_autofree char *home_file = write_json (fixture->home, "MCPs/a.json", "{'mcpServers': {'home-server': {'command': 'h'}}}");
+  g_autofree char *custom = write_json (fixture->cwd, "custom.json", "{'mcpServers': {'custom': {'command': 'c'}}}");
+  g_autofree char *vscode = write_json (fixture->cwd, "sub/vs.json", "{'servers': {'vs': {'type': 'stdio', 'command': 'v'}}}");
+  g_autofree char *gone = g_build_filename (fixture->cwd, "gone.json", NULL);
+  const char * const files[] = { "custom.json", vscode, "gone.json", NULL };
+  g_autoptr(McpDiscovery) discovery = NULL;
+  McpConfigSource *missing;
+
+  fixture->options.config_files = files;
+  discovery = discover (fixture);
+
+  g_assert_cmpuint (discovery->servers->len, ==, 2);
+  g_assert_cmpstr (((McpServerConfig *) g_ptr_array_index (discovery->servers, 0))->name, ==, "custom");
+  g_assert_cmpstr (((McpServerConfig *) g_ptr_array_index (discovery->servers, 1))->name, ==, "vs");
+  g_assert_null (find_server (discovery, "home-server"));
+  g_assert_cmpuint (discovery->sources->len, ==, 3);
+  g_assert_cmpint (find_source (discovery, custom)->status, ==, MCP_SOURCE_LOADED);
+  g_assert_null (find_source (discovery, home_file));
+
+  /* Named by the user, so its absence is an error. */
+  missing = find_source (discovery, gone);
+  g_assert_nonnull (missing);
+  g_assert_cmpint (missing->status, ==, MCP_SOURCE_FAILED);
+  g_assert_nonnull (strstr (missing->error, gone));
+  g_assert_nonnull (strstr (missing->error, "--config"));
+
+  g_assert_cmpuint (discovery->watch_paths->len, ==, 3);
+  g_assert_true (paths_contain (discovery->watch_paths, custom));
+  g_assert_true (paths_contain (discovery->watch_paths, gone));
+}
+
+static void
+test_expand_text (void)
+{
+  const struct { const char *text, *expanded; } cases[] = {
+    { "plain", "plain" },
+    { "--token=${TOKEN}", "--token=s3cret" },
+    { "${TOOLS}/bin/${TOKEN}", "/opt/tools/bin/s3cret" },
+    { "[${UNSET}]", "[]" },
+    { "${UNSET:-fallback}", "fallback" },
+    { "${EMPTY:-for empty too}", "for empty too" },
+    { "${TOKEN:-unused}", "s3cret" },
+    { "${UNSET:-${TOKEN}}", "s3cret" },
+    { "${env:TOKEN}", "s3cret" },
+    { "$TOKEN and $", "$TOKEN and $" },
+    { "${not a name} ${} ${1X}", "${not a name} ${} ${1X}" },
+    { "costs ${", "costs ${" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *expanded = mcp_server_config_expand (cases[i].text, test_envp);
+
+      g_assert_cmpstr (expanded, ==, cases[i].expanded);
+    }
+}
+
+static void
+test_expand (Fixture       *fixture,
+             gconstpointer  data)
+{
+  g_autofree char *path = write_json (fixture->cwd, ".mcp.json",
+                                      "{'mcpServers': {'srv': {'command': '${TOOLS}/server',"
+                                      " 'args': ['--token=${TOKEN}', '${UNSET}', '${UNSET:-dflt}'],"
+                                      " 'env': {'API_KEY': '${TOKEN}', 'MODE': '${MODE:-fast}'}}}}");
+  g_autofree char *oc = write_json (fixture->home, ".config/opencode/opencode.json",
+                                    "{'mcp': {'oc': {'command': ['${TOOLS}/oc', '${TOKEN}'], 'environment': {'K': '${TOKEN}'}}}}");
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+  McpServerConfig *config = find_server (discovery, "srv");
+
+  g_assert_nonnull (config);
+  g_assert_cmpstr (config->command, ==, "/opt/tools/server");
+  g_assert_cmpstrv (config->args, ((const char * const []) { "--token=s3cret", "", "dflt", NULL }));
+  g_assert_cmpstrv (config->env, ((const char * const []) { "API_KEY=s3cret", "MODE=fast", NULL }));
+
+  config = find_server (discovery, "oc");
+  g_assert_nonnull (config);
+  g_assert_cmpstr (config->command, ==, "/opt/tools/oc");
+  g_assert_cmpstrv (config->args, ((const char * const []) { "s3cret", NULL }));
+  g_assert_cmpstrv (config->env, ((const char * const []) { "K=s3cret", NULL }));
+}
+
+/* A disabled entry is listed, and it still holds its name against later
+ * definitions. */
+static void
+test_disabled (Fixture       *fixture,
+               gconstpointer  data)
+{
+  g_autofree char *folder = write_json (fixture->home, "MCPs/a.json",
+                                        "{'mcpServers': {'off': {'command': 'x', 'disabled': true},"
+                                        " 'on': {'command': 'y', 'disabled': false}}}");
+  g_autofree char *project = write_json (fixture->cwd, ".mcp.json", "{'mcpServers': {'off': {'command': 'later'}}}");
+  g_autofree char *oc = write_json (fixture->home, ".config/opencode/opencode.json",
+                                    "{'mcp': {'oc-off': {'type': 'local', 'command': ['z'], 'enabled': false}}}");
+  g_autofree char *disabled_in_folder = g_strdup_printf ("disabled in %s", folder);
+  g_autofree char *disabled_in_oc = g_strdup_printf ("disabled in %s", oc);
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+
+  g_assert_cmpuint (discovery->servers->len, ==, 1);
+  g_assert_nonnull (find_server (discovery, "on"));
+  g_assert_cmpuint (discovery->skipped->len, ==, 3);
+  assert_skipped (discovery, "off", folder, disabled_in_folder);
+  assert_skipped (discovery, "oc-off", oc, disabled_in_oc);
+  assert_skipped (discovery, "off", project, folder);
+}
+
+static void
+test_self (Fixture       *fixture,
+           gconstpointer  data)
+{
+  g_autofree char *real = write_json (fixture->home, "bin/real-pool", "");
+  g_autofree char *link = g_build_filename (fixture->home, "bin", "pool-link", NULL);
+  g_autofree char *json = NULL;
+  g_autofree char *path = NULL;
+  g_autoptr(McpDiscovery) discovery = NULL;
+  const char *selves[] = { "plain", "daemon", "linked", "relative" };
+
+  g_assert_cmpint (symlink (real, link), ==, 0);
+  json = g_strdup_printf ("{'mcpServers': {'plain': {'command': 'mcp-pool', 'args': ['serve']},"
+                          " 'daemon': {'command': '/usr/libexec/mcp-poold'},"
+                          " 'linked': {'command': '%s'},"
+                          " 'relative': {'command': 'bin/pool-link', 'cwd': '%s'},"
+                          " 'fine': {'command': 'prog'}}}", link, fixture->home);
+  path = write_json (fixture->cwd, ".mcp.json", json);
+  discovery = discover (fixture);
+
+  g_assert_cmpuint (discovery->servers->len, ==, 1);
+  g_assert_nonnull (find_server (discovery, "fine"));
+  for (gsize i = 0; i < G_N_ELEMENTS (selves); i++)
+    assert_skipped (discovery, selves[i], path, "launches mcp-pool itself");
+}
+
+static void
+test_remote (Fixture       *fixture,
+             gconstpointer  data)
+{
+  g_autofree char *project = write_json (fixture->cwd, ".mcp.json",
+                                         "{'mcpServers': {'web': {'url': 'https://example.com/mcp'},"
+                                         " 'events': {'type': 'sse', 'url': 'https://example.com/sse'},"
+                                         " 'typed': {'type': 'streamable-http'},"
+                                         " 'local': {'command': 'prog'}}}");
+  g_autofree char *vscode = write_json (fixture->cwd, ".vscode/mcp.json",
+                                        "{'servers': {'vs': {'type': 'http', 'url': 'https://example.com/vs'}}}");
+  g_autofree char *oc = write_json (fixture->home, ".config/opencode/opencode.json",
+                                    "{'mcp': {'oc': {'type': 'remote', 'url': 'https://example.com/oc'}}}");
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+
+  g_assert_cmpuint (discovery->servers->len, ==, 1);
+  g_assert_nonnull (find_server (discovery, "local"));
+  g_assert_cmpuint (discovery->skipped->len, ==, 5);
+  assert_skipped (discovery, "web", project, "remote server (url https://example.com/mcp) is not supported");
+  assert_skipped (discovery, "events", project, "remote server (url https://example.com/sse)");
+  assert_skipped (discovery, "typed", project, "remote server (type streamable-http)");
+  assert_skipped (discovery, "vs", vscode, "remote server (url https://example.com/vs)");
+  assert_skipped (discovery, "oc", oc, "local stdio servers only");
+}
+
+/* A broken file is reported with its position; the others still load. */
+static void
+test_malformed (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autofree char *bad = write_json (fixture->home, "MCPs/bad.json",
+                                     "{\n  'mcpServers': {\n    'x' {'command': 'a'}\n  }\n}\n");
+  g_autofree char *array = write_json (fixture->home, "MCPs/list.json", "['not', 'an', 'object']");
+  g_autofree char *good = write_json (fixture->cwd, ".mcp.json", "{'mcpServers': {'good': {'command': 'prog'}}}");
+  g_autofree char *misspelt = write_json (fixture->cwd, ".cursor/mcp.json", "{'servers': {'s': {'command': 'prog'}}}");
+  g_autofree char *empty = write_json (fixture->cwd, ".vscode/mcp.json", "{}");
+  g_autofree char *position = g_strdup_printf ("%s:3:9: not valid JSON: ", bad);
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+  McpConfigSource *source = find_source (discovery, bad);
+
+  g_assert_cmpuint (discovery->servers->len, ==, 1);
+  g_assert_nonnull (find_server (discovery, "good"));
+  g_assert_nonnull (source);
+  g_assert_cmpint (source->status, ==, MCP_SOURCE_FAILED);
+  g_assert_true (g_str_has_prefix (source->error, position));
+  g_assert_cmpint (find_source (discovery, array)->status, ==, MCP_SOURCE_FAILED);
+  g_assert_cmpint (find_source (discovery, good)->status, ==, MCP_SOURCE_LOADED);
+
+  /* A file only for servers without its key is probably a typo... */
+  source = find_source (discovery, misspelt);
+  g_assert_cmpint (source->status, ==, MCP_SOURCE_FAILED);
+  g_assert_nonnull (strstr (source->error, "has no “mcpServers” object"));
+  /* ...but an empty one configures nothing, which is fine. */
+  g_assert_cmpint (find_source (discovery, empty)->status, ==, MCP_SOURCE_LOADED);
+}
+
+static void
+test_invalid_entry (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  g_autofree char *path = write_json (fixture->cwd, ".mcp.json",
+                                      "{'mcpServers': {'bad-args': {'command': 'x', 'args': '--flag'},"
+                                      " 'no-command': {'args': []},"
+                                      " 'good': {'command': 'prog'}}}");
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+  McpConfigSource *source = find_source (discovery, path);
+
+  g_assert_cmpuint (discovery->servers->len, ==, 1);
+  g_assert_nonnull (find_server (discovery, "good"));
+  assert_skipped (discovery, "bad-args", path, "“args” must be an array of strings");
+  assert_skipped (discovery, "no-command", path, "has no “command”");
+  g_assert_cmpint (source->status, ==, MCP_SOURCE_LOADED);
+  g_assert_cmpuint (source->n_servers, ==, 1);
+}
+
+/* ~/.claude.json: the top level, and the section of this project only. */
+static void
+test_claude_project (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  g_autofree char *json = g_strdup_printf ("{'mcpServers': {'user': {'command': 'u'}, 'both': {'command': 'top'}},"
+                                           " 'projects': {'%s': {'mcpServers': {'local': {'command': 'l'},"
+                                           "                                       'both': {'command': 'project'}}},"
+                                           "              '/some/other/project': {'mcpServers': {'other': {'command': 'o'}}}}}",
+                                           fixture->cwd);
+  g_autofree char *path = write_json (fixture->home, ".claude.json", json);
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+  McpServerConfig *local;
+  McpConfigSource *project_source = NULL;
+
+  g_assert_cmpuint (discovery->servers->len, ==, 3);
+  g_assert_nonnull (find_server (discovery, "user"));
+  local = find_server (discovery, "local");
+  g_assert_nonnull (local);
+  g_assert_true (g_str_has_prefix (local->source, path));
+  g_assert_nonnull (strstr (local->source, fixture->cwd));
+  g_assert_cmpstr (find_server (discovery, "both")->command, ==, "project");
+  g_assert_cmpstr (find_server (discovery, "user")->source, ==, path);
+  g_assert_null (find_server (discovery, "other"));
+  g_assert_null (find_skipped (discovery, "other", NULL));
+
+  for (guint i = 0; i < discovery->sources->len; i++)
+    {
+      McpConfigSource *source = g_ptr_array_index (discovery->sources, i);
+
+      if (g_str_equal (source->path, path) && strstr (source->label, "project") != NULL)
+        project_source = source;
+    }
+  g_assert_nonnull (project_source);
+  g_assert_cmpuint (project_source->n_servers, ==, 2);
+  g_assert_cmpuint (find_source (discovery, path)->n_servers, ==, 1);
+}
+
+static void
+add_test (const char    *path,
+          gconstpointer  data,
+          void         (*test) (Fixture *, gconstpointer))
+{
+  g_test_add (path, Fixture, data, setup, test, teardown);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (format_cases); i++)
+    {
+      g_autofree char *path = g_strconcat ("/discovery/format/", format_cases[i].test_path, NULL);
+
+      add_test (path, &format_cases[i], test_format);
+    }
+  add_test ("/discovery/nothing", NULL, test_nothing);
+  add_test ("/discovery/folder-order", NULL, test_folder_order);
+  add_test ("/discovery/first-wins", NULL, test_first_wins);
+  add_test ("/discovery/home-is-cwd", NULL, test_home_is_cwd);
+  add_test ("/discovery/config-exclusive", NULL, test_config_exclusive);
+  g_test_add_func ("/discovery/expand/text", test_expand_text);
+  add_test ("/discovery/expand/entries", NULL, test_expand);
+  add_test ("/discovery/disabled", NULL, test_disabled);
+  add_test ("/discovery/self", NULL, test_self);
+  add_test ("/discovery/remote", NULL, test_remote);
+  add_test ("/discovery/malformed", NULL, test_malformed);
+  add_test ("/discovery/invalid-entry", NULL, test_invalid_entry);
+  add_test ("/discovery/claude-project", NULL, test_claude_project);
+  return g_test_run ();
+}
