@@ -1,5 +1,6 @@
-/* test-discovery.c — finding servers in every client's config files.
- * Each test runs in a scratch home and project directory. */
+/* test-discovery.c — finding servers in every client's config files, and
+ * noticing when those files change.  Each test runs in a scratch home and
+ * project directory. */
 #include "config.h"
 
 #include <string.h>
@@ -8,12 +9,23 @@
 #include <glib/gstdio.h>
 
 #include "mcp-config-discovery.h"
+#include "mcp-config-watcher.h"
+
+typedef gboolean (*DiscoveryCheck) (McpDiscovery  *discovery,
+                                    gconstpointer  data);
 
 typedef struct {
   char                *home;
   char                *cwd;
   char                *self_path;
   McpDiscoveryOptions  options;
+  /* Watcher tests: on_change stores the newest discovery in latest. */
+  GMainContext        *context;
+  GMainLoop           *loop;
+  McpDiscovery        *latest;
+  DiscoveryCheck       check;
+  gconstpointer        check_data;
+  gboolean             satisfied;
 } Fixture;
 
 static const char * const test_envp[] = {
@@ -35,6 +47,10 @@ setup (Fixture       *fixture,
   fixture->options.cwd = fixture->cwd;
   fixture->options.self_path = fixture->self_path;
   fixture->options.envp = test_envp;
+
+  fixture->context = g_main_context_new ();
+  fixture->loop = g_main_loop_new (fixture->context, FALSE);
+  g_main_context_push_thread_default (fixture->context);
 }
 
 static void
@@ -59,6 +75,10 @@ static void
 teardown (Fixture       *fixture,
           gconstpointer  data)
 {
+  g_main_context_pop_thread_default (fixture->context);
+  g_clear_pointer (&fixture->latest, mcp_discovery_free);
+  g_main_loop_unref (fixture->loop);
+  g_main_context_unref (fixture->context);
   remove_tree (fixture->home);
   remove_tree (fixture->cwd);
   g_free (fixture->home);
@@ -578,6 +598,134 @@ test_claude_project (Fixture       *fixture,
   g_assert_cmpuint (find_source (discovery, path)->n_servers, ==, 1);
 }
 
+/* The watcher: on_change must bring the expected set within a bound. */
+
+static void
+on_change (McpDiscovery *discovery,
+           gpointer      user_data)
+{
+  Fixture *fixture = user_data;
+
+  g_clear_pointer (&fixture->latest, mcp_discovery_free);
+  fixture->latest = discovery;
+  if (fixture->check != NULL && fixture->check (discovery, fixture->check_data))
+    {
+      fixture->satisfied = TRUE;
+      g_main_loop_quit (fixture->loop);
+    }
+}
+
+static gboolean
+on_wait_timeout (gpointer user_data)
+{
+  Fixture *fixture = user_data;
+
+  g_main_loop_quit (fixture->loop);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+wait_for_change (Fixture        *fixture,
+                 DiscoveryCheck  check,
+                 gconstpointer   check_data)
+{
+  g_autoptr(GSource) timeout = g_timeout_source_new_seconds (30);
+
+  fixture->check = check;
+  fixture->check_data = check_data;
+  fixture->satisfied = FALSE;
+  g_source_set_callback (timeout, on_wait_timeout, fixture, NULL);
+  g_source_attach (timeout, fixture->context);
+  g_main_loop_run (fixture->loop);
+  g_source_destroy (timeout);
+  fixture->check = NULL;
+  return fixture->satisfied;
+}
+
+static gboolean
+has_server (McpDiscovery  *discovery,
+            gconstpointer  name)
+{
+  return find_server (discovery, name) != NULL;
+}
+
+static gboolean
+lacks_server (McpDiscovery  *discovery,
+              gconstpointer  name)
+{
+  return find_server (discovery, name) == NULL;
+}
+
+static gboolean
+srv_runs (McpDiscovery  *discovery,
+          gconstpointer  command)
+{
+  McpServerConfig *config = find_server (discovery, "srv");
+
+  return config != NULL && g_str_equal (config->command, command);
+}
+
+static McpConfigWatcher *
+watch (Fixture *fixture)
+{
+  return mcp_config_watcher_new (&fixture->options, fixture->context, on_change, fixture);
+}
+
+/* Files appear in folders that did not exist when the watcher started. */
+static void
+test_watch_create (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autoptr(McpConfigWatcher) watcher = watch (fixture);
+  g_autofree char *folder_file = NULL;
+  g_autofree char *cursor = NULL;
+
+  folder_file = write_json (fixture->home, "MCPs/new.json", "{'command': 'prog'}");
+  g_assert_true (wait_for_change (fixture, has_server, "new"));
+
+  cursor = write_json (fixture->home, ".cursor/mcp.json", "{'mcpServers': {'cur': {'command': 'c'}}}");
+  g_assert_true (wait_for_change (fixture, has_server, "cur"));
+  g_assert_nonnull (find_server (fixture->latest, "new"));
+}
+
+/* Changed by rename (as editors save) and in place. */
+static void
+test_watch_modify (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autofree char *path = write_json (fixture->cwd, ".mcp.json", "{'mcpServers': {'srv': {'command': 'old'}}}");
+  g_autoptr(McpConfigWatcher) watcher = watch (fixture);
+  g_autofree char *replaced = NULL;
+  FILE *file;
+
+  replaced = write_json (fixture->cwd, ".mcp.json", "{'mcpServers': {'srv': {'command': 'new'}}}");
+  g_assert_true (wait_for_change (fixture, srv_runs, "new"));
+
+  file = fopen (path, "w");
+  g_assert_nonnull (file);
+  fputs ("{\"mcpServers\": {\"srv\": {\"command\": \"newer\"}}}", file);
+  g_assert_cmpint (fclose (file), ==, 0);
+  g_assert_true (wait_for_change (fixture, srv_runs, "newer"));
+}
+
+static void
+test_watch_delete (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autofree char *kept = write_json (fixture->home, "MCPs/kept.json", "{'command': 'k'}");
+  g_autofree char *gone = write_json (fixture->home, "MCPs/gone.json", "{'command': 'g'}");
+  g_autofree char *claude = write_json (fixture->home, ".claude.json", "{'mcpServers': {'claude': {'command': 'c'}}}");
+  g_autoptr(McpConfigWatcher) watcher = watch (fixture);
+
+  g_assert_cmpint (g_remove (gone), ==, 0);
+  g_assert_true (wait_for_change (fixture, lacks_server, "gone"));
+  g_assert_nonnull (find_server (fixture->latest, "kept"));
+
+  g_assert_cmpint (g_remove (claude), ==, 0);
+  g_assert_true (wait_for_change (fixture, lacks_server, "claude"));
+  g_assert_nonnull (find_server (fixture->latest, "kept"));
+}
+
 static void
 add_test (const char    *path,
           gconstpointer  data,
@@ -610,5 +758,8 @@ main (int argc, char **argv)
   add_test ("/discovery/malformed", NULL, test_malformed);
   add_test ("/discovery/invalid-entry", NULL, test_invalid_entry);
   add_test ("/discovery/claude-project", NULL, test_claude_project);
+  add_test ("/discovery/watch/create", NULL, test_watch_create);
+  add_test ("/discovery/watch/modify", NULL, test_watch_modify);
+  add_test ("/discovery/watch/delete", NULL, test_watch_delete);
   return g_test_run ();
 }
