@@ -20,8 +20,12 @@ typedef struct {
 } Subcommand;
 
 static const Subcommand subcommands[] = {
-  { "demo", mcp_cli_demo, N_("Show a cold start against warm calls on the example server") },
-  { "call", mcp_cli_call, N_("Call one tool of a configured server") },
+  { "servers", mcp_cli_servers, N_("List the configured servers and their state") },
+  { "tools",   mcp_cli_tools,   N_("List the tools of every server, or of one") },
+  { "call",    mcp_cli_call,    N_("Call one tool of a configured server") },
+  { "evict",   mcp_cli_evict,   N_("Retire a server's session so the next call starts it afresh") },
+  { "doctor",  mcp_cli_doctor,  N_("Check bwrap, python3, the config files and every server") },
+  { "demo",    mcp_cli_demo,    N_("Show a cold start against warm calls on the example server") },
 };
 
 static void

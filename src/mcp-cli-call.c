@@ -1,5 +1,5 @@
 /* mcp-cli-call.c — `mcp-pool call SERVER TOOL [JSON | key=value …]`:
- * one tool call through a session, printed for a terminal. */
+ * one tool call through the pool, printed for a terminal. */
 #include "config.h"
 
 #include <stdio.h>
@@ -9,19 +9,17 @@
 
 #include "mcp-cli.h"
 #include "mcp-jsonrpc.h"
-#include "mcp-session.h"
 
 typedef struct {
-  char      **config_files;
-  double      timeout_s;
-  gboolean    json_output;
-  const char *server;
-  const char *tool;
-  json_t     *arguments;
+  McpCliCommon *common;
+  gboolean      json_output;
+  const char   *server;
+  const char   *tool;
+  json_t       *arguments;
 } CallJob;
 
-/* `key=value` pairs; a value that parses as JSON (numbers, booleans,
- * objects) is taken as JSON, anything else as a string. */
+/* One JSON object, or `key=value` pairs whose values are taken as JSON
+ * when they parse (numbers, booleans, objects) and as strings otherwise. */
 static json_t *
 parse_arguments (char   **words,
                  GError **error)
@@ -64,29 +62,6 @@ parse_arguments (char   **words,
   return g_steal_pointer (&arguments);
 }
 
-static GPtrArray *
-load_configs (char   **files,
-              GError **error)
-{
-  g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
-
-  for (; files != NULL && *files != NULL; files++)
-    {
-      g_autoptr(GPtrArray) some = mcp_server_config_load_file (*files, error);
-
-      if (some == NULL)
-        return NULL;
-      /* The first definition of a name wins. */
-      for (guint i = 0; i < some->len; i++)
-        {
-          McpServerConfig *config = g_ptr_array_index (some, i);
-          if (mcp_server_config_find (all, config->name) == NULL)
-            g_ptr_array_add (all, mcp_server_config_ref (config));
-        }
-    }
-  return g_steal_pointer (&all);
-}
-
 static void
 print_result (json_t *result)
 {
@@ -111,43 +86,17 @@ static int
 run_call (gpointer data)
 {
   CallJob *job = data;
+  g_autoptr(McpDiscovery) discovery = mcp_cli_discover (job->common);
+  McpCliPool *cli = mcp_cli_pool_new (discovery);
+  McpCallOptions options = { .timeout_ms = mcp_cli_timeout_ms (job->common) };
   g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) configs = NULL;
-  g_autoptr(McpSession) session = NULL;
-  g_autoptr(json_t) params = NULL;
   g_autoptr(json_t) result = NULL;
-  McpServerConfig *config;
-  gint64 timeout_ms;
 
-  configs = load_configs (job->config_files, &error);
-  if (configs == NULL)
-    return mcp_cli_fail ("%s", error->message);
-
-  config = mcp_server_config_find (configs, job->server);
-  if (config == NULL)
-    return mcp_cli_fail (_("No server named “%s” is configured; check the name or the --config files"),
-                         job->server);
-
-  session = mcp_session_start (config, NULL, NULL, NULL, &error);
-  if (session == NULL)
-    return mcp_cli_fail ("%s", error->message);
-
-  params = json_pack ("{s:s, s:O}", "name", job->tool, "arguments", job->arguments);
-  timeout_ms = job->timeout_s > 0 ? (gint64) (job->timeout_s * 1000) : 0;
-  result = mcp_session_call (session, "tools/call", params, timeout_ms, &error);
+  result = mcp_pool_call_tool (cli->pool, job->server, job->tool, job->arguments, &options, &error);
+  mcp_cli_pool_free (cli);
 
   if (result == NULL)
-    {
-      g_autofree char *tail = mcp_session_dup_stderr_tail (session, 2000);
-
-      mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
-      if (tail[0] != '\0')
-        return mcp_cli_fail (_("%s\nLast lines of its stderr:\n%s"), error->message, tail);
-      return mcp_cli_fail ("%s", error->message);
-    }
-
-  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
-
+    return mcp_cli_fail ("%s", error->message);
   if (job->json_output)
     {
       g_autofree char *dump = json_dumps (result, JSON_INDENT (2));
@@ -165,17 +114,12 @@ int
 mcp_cli_call (int    argc,
               char **argv)
 {
-  g_auto(GStrv) config_files = NULL;
+  McpCliCommon common = { 0 };
   g_auto(GStrv) rest = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) arguments = NULL;
-  double timeout_s = 0;
   gboolean json_output = FALSE;
   GOptionEntry entries[] = {
-    { "config", 'c', 0, G_OPTION_ARG_FILENAME_ARRAY, &config_files,
-      N_("Read servers from FILE (repeatable)"), N_("FILE") },
-    { "timeout", 't', 0, G_OPTION_ARG_DOUBLE, &timeout_s,
-      N_("Give up after S seconds (default: the server's call timeout, 30)"), N_("S") },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json_output, N_("Print the whole result as JSON"), NULL },
     { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_STRING_ARRAY, &rest, NULL, NULL },
     { NULL }
@@ -183,23 +127,18 @@ mcp_cli_call (int    argc,
   g_autoptr(GOptionContext) context =
     mcp_cli_option_context_new (_("SERVER TOOL [JSON | key=value …]"),
                                 _("Calls one tool of a configured server and prints what it returns."));
-  CallJob job = { 0 };
+  CallJob job = { &common };
 
   g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
+  mcp_cli_add_common_options (context, &common);
   if (!mcp_cli_parse (context, &argc, &argv))
     return 2;
 
   if (rest == NULL || g_strv_length (rest) < 2)
     {
-      g_printerr ("%s\n", _("mcp-pool call: give a server and a tool, e.g. mcp-pool call --config servers.json files read_file path=/etc/hostname"));
+      g_printerr ("%s\n", _("mcp-pool call: give a server and a tool, e.g. mcp-pool call files read_text_file path=/etc/hostname"));
       return 2;
     }
-  if (config_files == NULL)
-    {
-      g_printerr ("%s\n", _("mcp-pool call: give the config file with --config FILE"));
-      return 2;
-    }
-
   arguments = parse_arguments (rest + 2, &error);
   if (arguments == NULL)
     {
@@ -207,8 +146,6 @@ mcp_cli_call (int    argc,
       return 2;
     }
 
-  job.config_files = config_files;
-  job.timeout_s = timeout_s;
   job.json_output = json_output;
   job.server = rest[0];
   job.tool = rest[1];

@@ -5,6 +5,9 @@
 
 #include <glib.h>
 
+#include "mcp-config-discovery.h"
+#include "mcp-pool.h"
+
 G_BEGIN_DECLS
 
 /* A subcommand: parses its own options from @argv (argv[0] is the
@@ -26,7 +29,34 @@ gboolean mcp_cli_parse        (GOptionContext *context,
                                int            *argc,
                                char         ***argv);
 
+/* Options shared by every command that uses servers. */
+typedef struct {
+  char   **config_files;
+  double   timeout_s;
+  gboolean verbose;
+} McpCliCommon;
+
+void          mcp_cli_add_common_options (GOptionContext *context,
+                                          McpCliCommon   *common);
+gint64        mcp_cli_timeout_ms         (McpCliCommon   *common);
+/* Blocking (file reads); reports unreadable config files on stderr. */
+McpDiscovery *mcp_cli_discover           (McpCliCommon   *common);
+
+/* An in-process pool on the default main context, with a progress line on
+ * a terminal while a server is slow to start. */
+typedef struct {
+  McpPool *pool;
+  GSource *progress;
+} McpCliPool;
+
+McpCliPool   *mcp_cli_pool_new           (McpDiscovery   *discovery);
+void          mcp_cli_pool_free          (McpCliPool     *cli);
+
 int   mcp_cli_demo            (int argc, char **argv);
 int   mcp_cli_call            (int argc, char **argv);
+int   mcp_cli_servers         (int argc, char **argv);
+int   mcp_cli_tools           (int argc, char **argv);
+int   mcp_cli_evict           (int argc, char **argv);
+int   mcp_cli_doctor          (int argc, char **argv);
 
 G_END_DECLS

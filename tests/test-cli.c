@@ -12,6 +12,7 @@
 #include <glib/gstdio.h>
 #include <unistd.h>
 
+#include "mcp-jsonrpc.h"
 #include "test-util.h"
 
 typedef struct {
@@ -28,6 +29,8 @@ run_result_clear (RunResult *result)
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (RunResult, run_result_clear)
+
+static char *scratch_home;
 
 static const char *
 mcp_pool_path (void)
@@ -47,6 +50,7 @@ run (RunResult   *result,
      ...)
 {
   g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
   g_autoptr(GSubprocess) process = NULL;
   g_autoptr(GError) error = NULL;
   const char *arg;
@@ -59,8 +63,13 @@ run (RunResult   *result,
   va_end (args);
   g_ptr_array_add (argv, NULL);
 
-  process = g_subprocess_newv ((const char * const *) argv->pdata,
-                               G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
+  /* A home and a working folder of its own: the user's real config files
+   * must not leak into the tests, and discovery reads both. */
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_subprocess_launcher_setenv (launcher, "HOME", scratch_home, TRUE);
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_CONFIG");
+  g_subprocess_launcher_set_cwd (launcher, scratch_home);
+  process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, &error);
   g_assert_no_error (error);
   g_subprocess_communicate_utf8 (process, NULL, NULL, &result->out, &result->err, &error);
   g_assert_no_error (error);
@@ -217,10 +226,17 @@ first_child_of (GPid pid)
   return 0;
 }
 
+/* A child that has exec'd the fixture: its parent-death signal is armed
+ * (it is set between fork and exec). */
 static gboolean
-has_child (gpointer data)
+has_server_child (gpointer data)
 {
-  return first_child_of (*(GPid *) data) != 0;
+  GPid child = first_child_of (*(GPid *) data);
+  g_autofree char *path = g_strdup_printf ("/proc/%d/cmdline", child);
+  g_autofree char *cmdline = NULL;
+
+  return child != 0 && g_file_get_contents (path, &cmdline, NULL, NULL) &&
+         strstr (cmdline, "mcp-fixture-server") != NULL;
 }
 
 static gboolean
@@ -246,7 +262,7 @@ test_children_die_with_pool (void)
   g_assert_no_error (error);
   pool_pid = atoi (g_subprocess_get_identifier (pool));
 
-  g_assert_true (test_wait_for (has_child, &pool_pid, 10000));
+  g_assert_true (test_wait_for (has_server_child, &pool_pid, 10000));
   server_pid = first_child_of (pool_pid);
   g_subprocess_force_exit (pool);
   g_subprocess_wait (pool, NULL, &error);
@@ -260,9 +276,124 @@ test_children_die_with_pool (void)
   test_assert_no_children ();
 }
 
+/* A file under the scratch home. */
+static char *
+write_home_file (const char *relative,
+                 const char *text)
+{
+  g_autofree char *path = g_build_filename (scratch_home, relative, NULL);
+  g_autofree char *dir = g_path_get_dirname (path);
+
+  g_assert_cmpint (g_mkdir_with_parents (dir, 0700), ==, 0);
+  g_assert_true (g_file_set_contents (path, text, -1, NULL));
+  return g_steal_pointer (&path);
+}
+
+static char *
+fixture_entry (const char *flags_json)
+{
+  return g_strdup_printf ("{\"command\": \"%s\", \"args\": %s}", test_fixture_path (), flags_json);
+}
+
+/* Servers found in the user's own files, shown with what is skipped. */
+static void
+test_servers (void)
+{
+  g_autofree char *good = fixture_entry ("[]");
+  g_autofree char *text = g_strdup_printf ("{\"mcpServers\": {\"alpha\": %s, \"beta\": %s, "
+                                           "\"remote\": {\"url\": \"https://example.invalid/mcp\"}, "
+                                           "\"off\": {\"command\": \"x\", \"disabled\": true}}}",
+                                           good, good);
+  g_autofree char *path = write_home_file (".claude.json", text);
+  g_auto(RunResult) table = { 0 };
+  g_auto(RunResult) json = { 0 };
+  g_autoptr(json_t) parsed = NULL;
+
+  run (&table, "servers", NULL);
+  g_assert_cmpint (table.status, ==, 0);
+  g_assert_true (g_str_has_prefix (table.out, "NAME"));
+  g_assert_nonnull (strstr (table.out, "alpha"));
+  g_assert_nonnull (strstr (table.out, "beta"));
+  g_assert_nonnull (strstr (table.out, "~/.claude.json"));
+  g_assert_nonnull (strstr (table.out, "idle"));
+  g_assert_nonnull (strstr (table.out, "remote"));
+  g_assert_nonnull (strstr (table.out, "disabled"));
+
+  run (&json, "servers", "--json", NULL);
+  g_assert_cmpint (json.status, ==, 0);
+  parsed = json_loads (json.out, 0, NULL);
+  g_assert_cmpuint (json_array_size (parsed), ==, 4);
+  g_unlink (path);
+}
+
+static void
+test_tools (void)
+{
+  g_autofree char *config = write_config ("fixture", "[\"--extra-tools\", \"2\"]");
+  g_auto(RunResult) text = { 0 };
+  g_auto(RunResult) json = { 0 };
+  g_auto(RunResult) unknown = { 0 };
+  g_autoptr(json_t) parsed = NULL;
+
+  run (&text, "tools", "--config", config, NULL);
+  g_assert_cmpint (text.status, ==, 0);
+  g_assert_nonnull (strstr (text.out, "fixture ("));
+  g_assert_nonnull (strstr (text.out, "echo"));
+  g_assert_nonnull (strstr (text.out, "dummy_1"));
+
+  run (&json, "tools", "--config", config, "--json", "fixture", NULL);
+  g_assert_cmpint (json.status, ==, 0);
+  parsed = json_loads (json.out, 0, NULL);
+  g_assert_true (json_is_object (json_object_get (json_array_get (parsed, 0), "inputSchema")));
+
+  run (&unknown, "tools", "--config", config, "nosuch", NULL);
+  g_assert_cmpint (unknown.status, ==, 1);
+  g_assert_nonnull (strstr (unknown.err, "nosuch"));
+  g_assert_nonnull (strstr (unknown.err, "fixture"));
+  g_unlink (config);
+  test_assert_no_children ();
+}
+
+static void
+test_doctor (void)
+{
+  g_autofree char *good = fixture_entry ("[]");
+  g_autofree char *bad = fixture_entry ("[\"--fail-start\"]");
+  g_autofree char *text = g_strdup_printf ("{\"mcpServers\": {\"good\": %s, \"bad\": %s}}", good, bad);
+  g_autofree char *config = write_home_file ("doctor.json", text);
+  g_auto(RunResult) result = { 0 };
+
+  run (&result, "doctor", "--config", config, NULL);
+  g_assert_cmpint (result.status, ==, 1);
+  g_assert_nonnull (strstr (result.out, "bwrap"));
+  g_assert_nonnull (strstr (result.out, "python3"));
+  g_assert_nonnull (strstr (result.out, "[ ok ] server “good”"));
+  g_assert_nonnull (strstr (result.out, "[FAIL] server “bad”"));
+  g_assert_nonnull (strstr (result.out, "failing to start as asked"));
+  g_unlink (config);
+  test_assert_no_children ();
+}
+
+static void
+test_evict (void)
+{
+  g_autofree char *config = write_config ("fixture", "[]");
+  g_auto(RunResult) known = { 0 };
+  g_auto(RunResult) unknown = { 0 };
+
+  run (&known, "evict", "--config", config, "fixture", NULL);
+  g_assert_cmpint (known.status, ==, 0);
+  run (&unknown, "evict", "--config", config, "nosuch", NULL);
+  g_assert_cmpint (unknown.status, ==, 1);
+  g_assert_nonnull (strstr (unknown.err, "nosuch"));
+  g_unlink (config);
+}
+
 int
 main (int argc, char **argv)
 {
+  int status;
+
   g_test_init (&argc, &argv, NULL);
   /* Orphans of mcp-pool come to this process, so a leak shows as a child. */
   prctl (PR_SET_CHILD_SUBREAPER, 1);
@@ -272,5 +403,16 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/call", test_call);
   g_test_add_func ("/cli/call-errors", test_call_errors);
   g_test_add_func ("/cli/children-die-with-pool", test_children_die_with_pool);
-  return g_test_run ();
+  g_test_add_func ("/cli/servers", test_servers);
+  g_test_add_func ("/cli/tools", test_tools);
+  g_test_add_func ("/cli/doctor", test_doctor);
+  g_test_add_func ("/cli/evict", test_evict);
+
+  scratch_home = g_dir_make_tmp ("mcp-pool-home-XXXXXX", NULL);
+  status = g_test_run ();
+  {
+    g_autofree char *command = g_strdup_printf ("rm -rf '%s'", scratch_home);
+    g_spawn_command_line_sync (command, NULL, NULL, NULL, NULL);
+  }
+  return status;
 }

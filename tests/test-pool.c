@@ -7,6 +7,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
+#include "mcp-config-watcher.h"
 #include "mcp-jsonrpc.h"
 #include "mcp-pool.h"
 #include "test-util.h"
@@ -596,6 +597,106 @@ test_shutdown (Fixture *fixture, gconstpointer data)
   g_assert_error (error, MCP_POOL_ERROR, MCP_POOL_ERROR_SHUT_DOWN);
 }
 
+/* File watching drives the pool: the watcher re-discovers, the pool
+ * applies the result by the generation rule. */
+typedef struct {
+  Fixture             *fixture;
+  McpDiscoveryOptions  options;
+  McpConfigWatcher    *watcher;
+  GMutex               lock;
+  GCond                cond;
+  gboolean             done;
+} WatchSetup;
+
+static void
+on_discovery (McpDiscovery *discovery, gpointer user_data)
+{
+  WatchSetup *setup = user_data;
+
+  mcp_pool_set_servers (setup->fixture->pool, discovery->servers);
+  mcp_discovery_free (discovery);
+}
+
+/* Watchers are created and freed on the thread that runs their context. */
+static gboolean
+toggle_watcher (gpointer user_data)
+{
+  WatchSetup *setup = user_data;
+
+  if (setup->watcher == NULL)
+    setup->watcher = mcp_config_watcher_new (&setup->options,
+                                             test_io_thread_get_context (setup->fixture->io),
+                                             on_discovery, setup);
+  else
+    g_clear_pointer (&setup->watcher, mcp_config_watcher_free);
+  g_mutex_lock (&setup->lock);
+  setup->done = TRUE;
+  g_cond_signal (&setup->cond);
+  g_mutex_unlock (&setup->lock);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+toggle_watcher_and_wait (WatchSetup *setup)
+{
+  setup->done = FALSE;
+  g_main_context_invoke (test_io_thread_get_context (setup->fixture->io), toggle_watcher, setup);
+  g_mutex_lock (&setup->lock);
+  while (!setup->done)
+    g_cond_wait (&setup->cond, &setup->lock);
+  g_mutex_unlock (&setup->lock);
+}
+
+typedef struct {
+  Fixture    *fixture;
+  json_int_t  old_pid;
+} PidChange;
+
+static gboolean
+server_restarted (gpointer data)
+{
+  PidChange *change = data;
+  g_autoptr(McpServerInfo) info = server_info (change->fixture, "watched");
+
+  return info != NULL && info->generation > 0;
+}
+
+static void
+test_reload_from_file (Fixture *fixture, gconstpointer data)
+{
+  g_autofree char *path = g_build_filename (fixture->scratch, "servers.json", NULL);
+  g_autofree char *first = g_strdup_printf ("{\"mcpServers\": {\"watched\": {\"command\": \"%s\"}}}",
+                                            test_fixture_path ());
+  g_autofree char *second = g_strdup_printf ("{\"mcpServers\": {\"watched\": {\"command\": \"%s\", "
+                                             "\"args\": [\"--extra-tools\", \"1\"]}}}", test_fixture_path ());
+  const char *files[] = { path, NULL };
+  WatchSetup setup = { fixture, { .config_files = files } };
+  g_autoptr(McpDiscovery) discovery = NULL;
+  PidChange change = { fixture, 0 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) result = NULL;
+
+  g_mutex_init (&setup.lock);
+  g_cond_init (&setup.cond);
+  g_assert_true (g_file_set_contents (path, first, -1, NULL));
+  toggle_watcher_and_wait (&setup);
+  discovery = mcp_config_discover (&setup.options);
+  mcp_pool_set_servers (fixture->pool, discovery->servers);
+  change.old_pid = stat_of (fixture, "watched", "pid");
+
+  g_assert_true (g_file_set_contents (path, second, -1, NULL));
+  g_assert_true (test_wait_for (server_restarted, &change, 10000));
+  result = call (fixture, "watched", "dummy_0", NULL, 0, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (stat_of (fixture, "watched", "pid"), !=, change.old_pid);
+  g_assert_true (test_wait_for (pid_gone, GINT_TO_POINTER (change.old_pid), 10000));
+
+  toggle_watcher_and_wait (&setup);
+  g_unlink (path);
+  g_mutex_clear (&setup.lock);
+  g_cond_clear (&setup.cond);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -617,6 +718,7 @@ main (int argc, char **argv)
   ADD ("/pool/generation/change", test_generation);
   ADD ("/pool/generation/late-start", test_generation_late_start);
   ADD ("/pool/flood-and-huge", test_flood_and_huge);
+  ADD ("/pool/generation/reload-from-file", test_reload_from_file);
   ADD ("/pool/shutdown", test_shutdown);
   return g_test_run ();
 }

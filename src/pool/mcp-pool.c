@@ -517,6 +517,21 @@ release_session (PoolEntry    *entry,
   mcp_session_unref (session);
 }
 
+/* A server that crashed or hung usually said why on stderr. */
+static void
+append_stderr_tail (McpSession *session,
+                    GError     *error)
+{
+  g_autofree char *tail = mcp_session_dup_stderr_tail (session, STDERR_TAIL_IN_ERRORS);
+  char *message;
+
+  if (tail[0] == '\0')
+    return;
+  message = g_strdup_printf (_("%s\nLast lines of its stderr:\n%s"), error->message, tail);
+  g_free (error->message);
+  error->message = message;
+}
+
 /* Lookup */
 
 static int
@@ -814,6 +829,9 @@ mcp_pool_call_tool (McpPool               *pool,
            : json_pack ("{s:s, s:{}}", "name", tool, "arguments");
   /* Never replayed: a crash mid-call may already have had effects. */
   result = mcp_session_call_full (session, "tools/call", params, &call_options, &failure);
+  if (failure != NULL && failure->code != MCP_SESSION_ERROR_REMOTE &&
+      failure->code != MCP_SESSION_ERROR_CANCELLED)
+    append_stderr_tail (session, failure);
   release_session (entry, session, TRUE, failure);
   if (failure != NULL)
     g_propagate_error (error, g_steal_pointer (&failure));

@@ -25,6 +25,8 @@ G_DEFINE_QUARK (mcp-spawner-error-quark, mcp_spawner_error)
 /* How often an orphaned process group is checked for emptiness; there is no
  * event for "the last member of a group is gone". */
 #define GROUP_POLL_INTERVAL_US (5 * 1000)
+/* What mcp_spawner_run_sync() keeps of each output stream. */
+#define RUN_OUTPUT_CAP (64 * 1024)
 /* The bound on waiting for a SIGKILLed process to vanish. */
 #define KILL_WAIT_US (2 * G_USEC_PER_SEC)
 
@@ -247,12 +249,12 @@ mcp_child_describe_status (int wait_status)
   return g_strdup (_("ended"));
 }
 
-void
+int
 mcp_child_terminate (McpChild *child,
                      gint64    stdin_grace,
                      gint64    term_grace)
 {
-  int status;
+  int status = 0;
 
   if (!mcp_child_wait_exit (child, g_get_monotonic_time () + stdin_grace))
     {
@@ -282,4 +284,76 @@ mcp_child_terminate (McpChild *child,
   if (child->pidfd >= 0)
     close (child->pidfd);
   g_free (child);
+  return status;
+}
+
+/* Appends what is readable on @fd to @buffer, up to @cap bytes; FALSE at
+ * EOF or on an error. */
+static gboolean
+drain (int      fd,
+       GString *buffer,
+       gsize    cap)
+{
+  char chunk[4096];
+  ssize_t n = read (fd, chunk, sizeof chunk);
+
+  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    return TRUE;
+  if (n <= 0)
+    return FALSE;
+  if (buffer->len < cap)
+    g_string_append_len (buffer, chunk, MIN ((gsize) n, cap - buffer->len));
+  return TRUE;
+}
+
+gboolean
+mcp_spawner_run_sync (const char * const  *argv,
+                      gint64               timeout,
+                      char               **standard_output,
+                      char               **standard_error,
+                      int                 *wait_status,
+                      GError             **error)
+{
+  McpSpawnRequest request = { .argv = argv };
+  g_autoptr(GString) out = g_string_new (NULL);
+  g_autoptr(GString) err = g_string_new (NULL);
+  gint64 deadline = g_get_monotonic_time () + timeout;
+  int fds[3];
+  struct pollfd pfds[2];
+  McpChild *child = mcp_spawner_spawn (&request, &fds[0], &fds[1], &fds[2], error);
+  int status;
+
+  if (child == NULL)
+    return FALSE;
+  close (fds[0]);
+  pfds[0] = (struct pollfd) { .fd = fds[1], .events = POLLIN };
+  pfds[1] = (struct pollfd) { .fd = fds[2], .events = POLLIN };
+
+  while ((pfds[0].fd >= 0 || pfds[1].fd >= 0) && g_get_monotonic_time () < deadline)
+    {
+      gint64 left = deadline - g_get_monotonic_time ();
+
+      if (poll (pfds, 2, (int) MAX (1, left / 1000)) < 0 && errno != EINTR)
+        break;
+      for (int i = 0; i < 2; i++)
+        if (pfds[i].fd >= 0 && pfds[i].revents != 0 &&
+            !drain (pfds[i].fd, i == 0 ? out : err, RUN_OUTPUT_CAP))
+          {
+            close (pfds[i].fd);
+            pfds[i].fd = -1;
+          }
+    }
+  for (int i = 0; i < 2; i++)
+    if (pfds[i].fd >= 0)
+      close (pfds[i].fd);
+
+  status = mcp_child_terminate (child, MAX (0, deadline - g_get_monotonic_time ()),
+                                G_USEC_PER_SEC / 10);
+  if (standard_output != NULL)
+    *standard_output = g_utf8_make_valid (out->str, out->len);
+  if (standard_error != NULL)
+    *standard_error = g_utf8_make_valid (err->str, err->len);
+  if (wait_status != NULL)
+    *wait_status = status;
+  return TRUE;
 }

@@ -57,9 +57,21 @@ char     *mcp_child_describe_status  (int       wait_status);
  * @stdin_grace + 2 × @term_grace (µs).  Waits for the child to leave on its
  * own (its stdin is closed by the caller beforehand), then SIGTERMs the
  * group, then SIGKILLs it, reaps the leader and every orphan of the group,
- * and frees @child.  Safe to call once per child. */
-void      mcp_child_terminate        (McpChild *child,
+ * and frees @child.  Returns the leader's wait status.  Call once per
+ * child. */
+int       mcp_child_terminate        (McpChild *child,
                                       gint64    stdin_grace,
                                       gint64    term_grace);
+
+/* Any thread; blocks.  Runs a short command like mcp_spawner_spawn() does
+ * (its own process group, reaped whole), with no input, collecting what it
+ * prints (64 KiB of each stream at most) until it ends or @timeout µs pass,
+ * when it is killed.  FALSE only if it could not be started. */
+gboolean  mcp_spawner_run_sync       (const char * const  *argv,
+                                      gint64               timeout,
+                                      char               **standard_output,
+                                      char               **standard_error,
+                                      int                 *wait_status,
+                                      GError             **error);
 
 G_END_DECLS
