@@ -11,6 +11,7 @@
  *                              before every message, end lines with "\r\n"
  *   --stderr-flood BYTES       write BYTES bytes to stderr from a thread
  *   --slow-start MS            sleep MS milliseconds before reading stdin
+ *   --crash-on-list N          exit(3) on receipt of the N-th tools/list
  *   --fail-start               print a message on stderr and exit(2)
  *   --fail-start-if-exists P   the same, but only while the file P exists
  *   --hang-start               read stdin but never answer anything
@@ -81,7 +82,7 @@ static struct
 {
   int noise, fail_start, hang_start, ignore_sigterm, ignore_eof, grandchild;
   int notify_before_init, list_changed_after_init, ping_client;
-  long long crash_after, stderr_flood, slow_start_ms, page_size, extra_tools;
+  long long crash_after, crash_on_list, stderr_flood, slow_start_ms, page_size, extra_tools;
   const char *protocol_version;
   const char *fail_start_if_exists;
 } opts;
@@ -887,9 +888,13 @@ handle_message (json_t *msg)
     send_result (id, json_object ());
   else if (strcmp (name, "tools/list") == 0)
     {
+      long long lists;
+
       pthread_mutex_lock (&stats_lock);
-      counters.lists++;
+      lists = ++counters.lists;
       pthread_mutex_unlock (&stats_lock);
+      if (opts.crash_on_list > 0 && lists == opts.crash_on_list)
+        _exit (3);
       handle_tools_list (id, params);
     }
   else if (strcmp (name, "tools/call") == 0)
@@ -942,7 +947,7 @@ spawn_grandchild (void)
 static const char usage_text[] =
   "Usage: mcp-fixture-server [OPTION]...\n"
   "A stdio MCP server for testing MCP clients.\n\n"
-  "  --crash-after N  --noise  --stderr-flood BYTES  --slow-start MS\n"
+  "  --crash-on-list N  --crash-after N  --noise  --stderr-flood BYTES  --slow-start MS\n"
   "  --fail-start  --fail-start-if-exists PATH  --hang-start\n"
   "  --ignore-sigterm  --ignore-eof\n"
   "  --grandchild  --notify-before-init  --list-changed-after-init\n"
@@ -954,6 +959,7 @@ static const char usage_text[] =
 
 static const struct option long_options[] = {
   { "crash-after", required_argument, NULL, 'c' },
+  { "crash-on-list", required_argument, NULL, 'l' },
   { "noise", no_argument, &opts.noise, 1 },
   { "stderr-flood", required_argument, NULL, 'f' },
   { "slow-start", required_argument, NULL, 's' },
@@ -1007,6 +1013,7 @@ parse_options (int argc, char **argv)
       switch (c)
         {
         case 'c': opts.crash_after = n; break;
+        case 'l': opts.crash_on_list = n; break;
         case 'f': opts.stderr_flood = n; break;
         case 's': opts.slow_start_ms = n; break;
         case 'p': opts.page_size = n; break;

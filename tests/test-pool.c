@@ -39,6 +39,10 @@ static void
 setup (Fixture *fixture, gconstpointer data)
 {
   McpPoolOptions options = { .backoff_initial_ms = 200, .backoff_max_ms = 1600 };
+
+  /* Tests that must not see a background re-list push it far out. */
+  if (g_strcmp0 (data, "no-relist") == 0)
+    options.relist_debounce_ms = 10 * 60 * 1000;
   McpPoolCallbacks callbacks = { on_state_changed, on_tools_changed, fixture };
 
   fixture->fds_before = test_count_open_fds ();
@@ -697,6 +701,49 @@ test_reload_from_file (Fixture *fixture, gconstpointer data)
   g_cond_clear (&setup.cond);
 }
 
+/* A tools/list that dies with its server is tried once more, on a new
+ * session (listing has no side effects, unlike tools/call). */
+static void
+test_list_retried (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) result = NULL;
+  g_autoptr(json_t) tools = NULL;
+  g_autoptr(McpServerInfo) info = NULL;
+
+  configure (fixture, test_fixture_config ("lister", "--crash-on-list", "2", NULL), NULL);
+  result = call (fixture, "lister", "notify_list_changed", NULL, 0, &error);
+  g_assert_no_error (error);
+
+  /* The cache is stale now; the re-list crashes the first server. */
+  tools = mcp_pool_list_tools (fixture->pool, "lister", MCP_TOOL_DETAIL_SUMMARY, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (json_array_size (tools), >, 5);
+  info = server_info (fixture, "lister");
+  g_assert_cmpuint (info->starts, ==, 2);
+}
+
+static void
+test_search (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) listed = NULL;
+  g_autoptr(json_t) found = NULL;
+  g_autoptr(json_t) nothing_yet = NULL;
+
+  configure (fixture, test_fixture_config ("one", NULL), test_fixture_config ("two", NULL), NULL);
+  nothing_yet = mcp_pool_search_tools (fixture->pool, "sleep", 0, MCP_TOOL_DETAIL_SUMMARY);
+  g_assert_cmpuint (json_array_size (nothing_yet), ==, 0);
+
+  listed = mcp_pool_list_tools (fixture->pool, "two", MCP_TOOL_DETAIL_SUMMARY, &error);
+  g_assert_no_error (error);
+  found = mcp_pool_search_tools (fixture->pool, "sleep milliseconds", 3, MCP_TOOL_DETAIL_FULL);
+  g_assert_cmpuint (json_array_size (found), >=, 1);
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (found, 0), "name"), ==, "sleep");
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (found, 0), "server"), ==, "two");
+  g_assert_nonnull (json_object_get (json_array_get (found, 0), "inputSchema"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -715,6 +762,8 @@ main (int argc, char **argv)
   ADD ("/pool/idle-reap", test_idle_reap);
   ADD ("/pool/list-changed", test_list_changed);
   ADD ("/pool/tools-detail", test_tools_detail);
+  ADD ("/pool/search", test_search);
+  g_test_add ("/pool/list-retried-once", Fixture, "no-relist", setup, test_list_retried, teardown);
   ADD ("/pool/generation/change", test_generation);
   ADD ("/pool/generation/late-start", test_generation_late_start);
   ADD ("/pool/flood-and-huge", test_flood_and_huge);

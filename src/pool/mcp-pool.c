@@ -10,6 +10,7 @@
 #include "mcp-pool.h"
 
 #include "mcp-jsonrpc.h"
+#include "mcp-tool-search.h"
 
 #include <glib/gi18n-lib.h>
 
@@ -77,6 +78,7 @@ typedef struct _BackgroundJob {
 } BackgroundJob;
 
 static void     retire_session      (McpPool *pool, McpSession *session);
+static GPtrArray *snapshot_entries  (McpPool *pool);
 static void     update_reaper       (McpPool *pool);
 static gboolean push_background_job (McpPool *pool, struct _BackgroundJob *job);
 static void     background_job_free (struct _BackgroundJob *job);
@@ -634,6 +636,30 @@ mcp_pool_dup_cached_tools (McpPool       *pool,
   return entry->tools != NULL ? present_tools (entry->name, entry->tools, detail) : NULL;
 }
 
+json_t *
+mcp_pool_search_tools (McpPool       *pool,
+                       const char    *query,
+                       guint          limit,
+                       McpToolDetail  detail)
+{
+  g_autoptr(GPtrArray) entries = snapshot_entries (pool);
+  g_autoptr(json_t) candidates = json_array ();
+
+  for (guint i = 0; i < entries->len; i++)
+    {
+      PoolEntry *entry = g_ptr_array_index (entries, i);
+
+      g_mutex_lock (&entry->lock);
+      if (entry->tools != NULL)
+        {
+          g_autoptr(json_t) presented = present_tools (entry->name, entry->tools, detail);
+          json_array_extend (candidates, presented);
+        }
+      g_mutex_unlock (&entry->lock);
+    }
+  return mcp_tool_search_rank (candidates, query, limit);
+}
+
 static json_t *
 find_tool (json_t     *tools,
            const char *name)
@@ -716,6 +742,18 @@ mcp_pool_start_server (McpPool     *pool,
   return session != NULL;
 }
 
+/* The cache, presented, if it is fresh; else NULL. */
+static json_t *
+fresh_tools (PoolEntry     *entry,
+             McpToolDetail  detail)
+{
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&entry->lock);
+
+  if (entry->tools == NULL || entry->tools_stale)
+    return NULL;
+  return present_tools (entry->name, entry->tools, detail);
+}
+
 /* The cache if it is fresh, else a tools/list (retried once on a new
  * session: listing has no side effects). */
 json_t *
@@ -735,28 +773,22 @@ mcp_pool_list_tools (McpPool        *pool,
       g_autoptr(json_t) tools = NULL;
       McpSession *session;
 
-      g_mutex_lock (&entry->lock);
-      if (entry->tools != NULL && !entry->tools_stale)
-        {
-          json_t *presented = present_tools (entry->name, entry->tools, detail);
-          g_mutex_unlock (&entry->lock);
-          return presented;
-        }
-      g_mutex_unlock (&entry->lock);
+      json_t *presented = fresh_tools (entry, detail);
+
+      if (presented != NULL)
+        return presented;
 
       session = acquire_session (entry, TRUE, error);
       if (session == NULL)
         return NULL;
 
       /* A fresh start listed the tools already. */
-      g_mutex_lock (&entry->lock);
-      if (entry->tools != NULL && !entry->tools_stale)
+      presented = fresh_tools (entry, detail);
+      if (presented != NULL)
         {
-          g_mutex_unlock (&entry->lock);
           release_session (entry, session, TRUE, NULL);
-          continue;
+          return presented;
         }
-      g_mutex_unlock (&entry->lock);
 
       tools = mcp_session_list_tools (session, 0, &local_error);
       if (tools != NULL)

@@ -112,6 +112,11 @@ void        mcp_pool_evict          (McpPool                 *pool,
 json_t     *mcp_pool_dup_cached_tools (McpPool               *pool,
                                        const char            *server,
                                        McpToolDetail          detail);
+/* Ranks the cached tools of every server against @query (0: no limit). */
+json_t     *mcp_pool_search_tools   (McpPool                 *pool,
+                                     const char              *query,
+                                     guint                    limit,
+                                     McpToolDetail            detail);
 json_t     *mcp_pool_describe_tool  (McpPool                 *pool,
                                      const char              *server,
                                      const char              *tool,
