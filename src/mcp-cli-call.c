@@ -114,7 +114,7 @@ int
 mcp_cli_call (int    argc,
               char **argv)
 {
-  McpCliCommon common = { 0 };
+  g_auto(McpCliCommon) common = { 0 };
   g_auto(GStrv) rest = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) arguments = NULL;

@@ -195,7 +195,7 @@ int
 mcp_cli_doctor (int    argc,
                 char **argv)
 {
-  McpCliCommon common = { 0 };
+  g_auto(McpCliCommon) common = { 0 };
   g_autoptr(GOptionContext) context =
     mcp_cli_option_context_new (NULL, _("Checks bubblewrap, python3, every config source and "
                                         "every server's start, with the reason when one fails."));

@@ -16,6 +16,12 @@
 #define PROGRESS_TICK_MS  250
 
 void
+mcp_cli_common_clear (McpCliCommon *common)
+{
+  g_clear_pointer (&common->config_files, g_strfreev);
+}
+
+void
 mcp_cli_add_common_options (GOptionContext *context,
                             McpCliCommon   *common)
 {

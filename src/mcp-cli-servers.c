@@ -74,7 +74,7 @@ print_table (GPtrArray *rows)
             for (guint pad = g_utf8_strlen (cell, -1); pad < widths[c] + 2; pad++)
               g_string_append_c (line, ' ');
         }
-      printf ("%s\n", line->str);
+      printf ("%s\n", g_strchomp (line->str));
     }
 }
 
@@ -261,7 +261,7 @@ list_command (int          argc,
               gboolean     needs_server,
               McpCliJob    run)
 {
-  McpCliCommon common = { 0 };
+  g_auto(McpCliCommon) common = { 0 };
   g_auto(GStrv) rest = NULL;
   gboolean json_output = FALSE;
   GOptionEntry entries[] = {

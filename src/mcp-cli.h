@@ -36,6 +36,9 @@ typedef struct {
   gboolean verbose;
 } McpCliCommon;
 
+void          mcp_cli_common_clear       (McpCliCommon   *common);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (McpCliCommon, mcp_cli_common_clear)
+
 void          mcp_cli_add_common_options (GOptionContext *context,
                                           McpCliCommon   *common);
 gint64        mcp_cli_timeout_ms         (McpCliCommon   *common);

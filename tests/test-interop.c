@@ -162,6 +162,7 @@ test_pool_everything (PoolFixture *fixture, gconstpointer data)
   g_autoptr(json_t) sum = NULL;
   g_autoptr(json_t) echo = NULL;
   g_autoptr(json_t) long_run = NULL;
+  g_autoptr(json_t) arguments = json_pack ("{s:i, s:i}", "duration", 1, "steps", 3);
   g_autoptr(GError) error = NULL;
   int progress = 0;
   McpCallOptions options = { .progress = count_progress, .progress_data = &progress };
@@ -175,7 +176,7 @@ test_pool_everything (PoolFixture *fixture, gconstpointer data)
 
   /* Progress from a real server reaches the caller. */
   long_run = mcp_pool_call_tool (fixture->pool, "everything", "trigger-long-running-operation",
-                                 json_pack ("{s:i, s:i}", "duration", 1, "steps", 3), &options, &error);
+                                 arguments, &options, &error);
   g_assert_no_error (error);
   g_assert_true (json_is_array (json_object_get (long_run, "content")));
   g_assert_cmpint (g_atomic_int_get (&progress), >=, 1);
