@@ -20,6 +20,7 @@ typedef struct {
 } Subcommand;
 
 static const Subcommand subcommands[] = {
+  { "serve",   mcp_cli_serve,   N_("Serve MCP on stdin/stdout with every server kept warm") },
   { "servers", mcp_cli_servers, N_("List the configured servers and their state") },
   { "tools",   mcp_cli_tools,   N_("List the tools of every server, or of one") },
   { "call",    mcp_cli_call,    N_("Call one tool of a configured server") },

@@ -62,22 +62,33 @@ mcp_cli_timeout_ms (McpCliCommon *common)
   return seconds > 0 ? (gint64) (seconds * 1000) : 0;
 }
 
-McpDiscovery *
-mcp_cli_discover (McpCliCommon *common)
+/* The discovery options of the command line and environment; @storage
+ * keeps what they point to. */
+void
+mcp_cli_discovery_options (McpCliCommon        *common,
+                           McpDiscoveryOptions *options,
+                           GStrv               *storage)
 {
-  g_auto(GStrv) from_env = NULL;
-  McpDiscoveryOptions options = { 0 };
-  McpDiscovery *discovery;
   const char *env_files = env_setting ("MCP_POOL_CONFIG", NULL);
 
   if (common->verbose || g_strcmp0 (g_getenv ("MCP_POOL_VERBOSE"), "1") == 0)
     g_log_set_debug_enabled (TRUE);
 
+  *options = (McpDiscoveryOptions) { 0 };
   if (common->config_files != NULL)
-    options.config_files = (const char * const *) common->config_files;
+    options->config_files = (const char * const *) common->config_files;
   else if (env_files != NULL)
-    options.config_files = (const char * const *) (from_env = g_strsplit (env_files, G_SEARCHPATH_SEPARATOR_S, -1));
+    options->config_files = (const char * const *) (*storage = g_strsplit (env_files, G_SEARCHPATH_SEPARATOR_S, -1));
+}
 
+McpDiscovery *
+mcp_cli_discover (McpCliCommon *common)
+{
+  g_auto(GStrv) storage = NULL;
+  McpDiscoveryOptions options;
+  McpDiscovery *discovery;
+
+  mcp_cli_discovery_options (common, &options, &storage);
   discovery = mcp_config_discover (&options);
 
   /* A broken file must not go unnoticed, but the others still work. */

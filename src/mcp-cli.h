@@ -42,6 +42,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (McpCliCommon, mcp_cli_common_clear)
 void          mcp_cli_add_common_options (GOptionContext *context,
                                           McpCliCommon   *common);
 gint64        mcp_cli_timeout_ms         (McpCliCommon   *common);
+void          mcp_cli_discovery_options  (McpCliCommon        *common,
+                                          McpDiscoveryOptions *options,
+                                          GStrv               *storage);
 /* Blocking (file reads); reports unreadable config files on stderr. */
 McpDiscovery *mcp_cli_discover           (McpCliCommon   *common);
 
@@ -61,5 +64,6 @@ int   mcp_cli_servers         (int argc, char **argv);
 int   mcp_cli_tools           (int argc, char **argv);
 int   mcp_cli_evict           (int argc, char **argv);
 int   mcp_cli_doctor          (int argc, char **argv);
+int   mcp_cli_serve           (int argc, char **argv);
 
 G_END_DECLS

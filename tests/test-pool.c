@@ -462,6 +462,10 @@ test_list_changed (Fixture *fixture, gconstpointer data)
 
   configure (fixture, test_fixture_config ("shifty", NULL), NULL);
   g_assert_cmpint (stat_of (fixture, "shifty", "lists"), ==, 1);
+  /* The first list, from the start, counts as a change too. */
+  changed = g_async_queue_timeout_pop (fixture->tools_changed, 10 * G_USEC_PER_SEC);
+  g_assert_cmpstr (changed, ==, "shifty");
+  g_clear_pointer (&changed, g_free);
 
   result = call (fixture, "shifty", "notify_list_changed", json_pack ("{s:i}", "count", 5), 0, &error);
   g_assert_no_error (error);

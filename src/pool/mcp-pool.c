@@ -51,6 +51,7 @@ typedef struct {
 } PoolEntry;
 
 struct _McpPool {
+  gatomicrefcount   ref_count;       /* the owner's, and one per pending event */
   GMainContext     *context;         /* immutable */
   McpPoolOptions    options;         /* immutable */
   McpPoolCallbacks  callbacks;       /* immutable */
@@ -185,21 +186,30 @@ dispatch_event (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+static void pool_unref (McpPool *pool);
+
 static void
 pool_event_free (PoolEvent *event)
 {
+  pool_unref (event->pool);
   g_free (event->server);
   g_free (event);
 }
 
-/* Tells the front on the pool's context; any thread, no lock needed. */
+/* Tells the front on the pool's context; any thread, no lock needed.  The
+ * event keeps the pool alive until it has been delivered. */
 static void
 emit_event (PoolEntry      *entry,
             McpServerState  state,
             gboolean        tools_changed)
 {
-  PoolEvent *event = g_new0 (PoolEvent, 1);
+  McpPoolCallbacks *callbacks = &entry->pool->callbacks;
+  PoolEvent *event;
 
+  if ((tools_changed ? (gpointer) callbacks->on_tools_changed : (gpointer) callbacks->on_state_changed) == NULL)
+    return;
+  event = g_new0 (PoolEvent, 1);
+  g_atomic_ref_count_inc (&entry->pool->ref_count);
   event->pool = entry->pool;
   event->server = g_strdup (entry->name);
   event->state = state;
@@ -386,9 +396,14 @@ start_locked (PoolEntry  *entry,
   entry->starts++;
   if (session != NULL)
     {
+      json_t *tools = mcp_session_dup_tools (session);
+
+      /* A first list, or a different one: proxies must re-list. */
+      if (entry->tools == NULL || !json_equal (entry->tools, tools))
+        emit_event (entry, MCP_SERVER_READY, TRUE);
       entry->session = session;
       json_decref (entry->tools);
-      entry->tools = mcp_session_dup_tools (session);
+      entry->tools = tools;
       entry->tools_stale = FALSE;
       entry->backoff_ms = 0;
       set_state_locked (entry, MCP_SERVER_READY);
@@ -1246,6 +1261,7 @@ mcp_pool_new (GMainContext            *context,
 {
   McpPool *pool = g_new0 (McpPool, 1);
 
+  g_atomic_ref_count_init (&pool->ref_count);
   pool->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
   if (options != NULL)
     pool->options = *options;
@@ -1361,12 +1377,11 @@ mcp_pool_shutdown (McpPool *pool,
   g_thread_pool_free (g_steal_pointer (&pool->background), FALSE, TRUE);
 }
 
-void
-mcp_pool_free (McpPool *pool)
+static void
+pool_unref (McpPool *pool)
 {
-  if (pool == NULL)
+  if (!g_atomic_ref_count_dec (&pool->ref_count))
     return;
-  g_warn_if_fail (pool->background == NULL);
   g_hash_table_unref (pool->entries);
   g_ptr_array_unref (pool->retiring);
   g_object_unref (pool->starts_cancellable);
@@ -1374,4 +1389,15 @@ mcp_pool_free (McpPool *pool)
   g_cond_clear (&pool->retired_cond);
   g_main_context_unref (pool->context);
   g_free (pool);
+}
+
+/* Drops the owner's reference; events still on their way to the context
+ * keep the memory until they are delivered. */
+void
+mcp_pool_free (McpPool *pool)
+{
+  if (pool == NULL)
+    return;
+  g_warn_if_fail (pool->background == NULL);
+  pool_unref (pool);
 }

@@ -1,0 +1,82 @@
+/* mcp-cli-serve.c — `mcp-pool serve`: parses the options and runs the MCP
+ * server on stdin/stdout (mcp-serve.c). */
+#include "config.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "mcp-cli.h"
+#include "mcp-serve.h"
+
+/* stdout carries only MCP messages: GLib's default writer would print
+ * debug and info messages there, so every log line goes to stderr. */
+static GLogWriterOutput
+log_to_stderr (GLogLevelFlags   level,
+               const GLogField *fields,
+               gsize            n_fields,
+               gpointer         user_data)
+{
+  g_autofree char *line = NULL;
+  const char *domain = NULL;
+
+  for (gsize i = 0; i < n_fields; i++)
+    if (g_str_equal (fields[i].key, "GLIB_DOMAIN"))
+      domain = fields[i].value;
+  if (g_log_writer_default_would_drop (level, domain))
+    return G_LOG_WRITER_HANDLED;
+
+  line = g_log_writer_format_fields (level, fields, n_fields, isatty (STDERR_FILENO));
+  fprintf (stderr, "%s\n", line);
+  return G_LOG_WRITER_HANDLED;
+}
+
+int
+mcp_cli_serve (int    argc,
+               char **argv)
+{
+  g_auto(McpCliCommon) common = { 0 };
+  g_autofree char *expose = NULL;
+  g_auto(GStrv) storage = NULL;
+  g_autoptr(GError) error = NULL;
+  GOptionEntry entries[] = {
+    { "expose", 'e', 0, G_OPTION_ARG_STRING, &expose,
+      N_("What the client sees: code, gateway, proxy, comma-separated (default code; $MCP_POOL_EXPOSE)"),
+      N_("LIST") },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context =
+    mcp_cli_option_context_new (NULL, _("Serves MCP on stdin and stdout, with every configured server "
+                                        "kept warm behind it. This is what MCP clients launch."));
+  McpDiscoveryOptions discovery;
+  McpServeOptions options = { 0 };
+  McpServe *serve;
+  int status;
+
+  g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
+  mcp_cli_add_common_options (context, &common);
+  if (!mcp_cli_parse (context, &argc, &argv))
+    return 2;
+  if (argc > 1)
+    {
+      g_printerr (_("mcp-pool serve: unexpected argument “%s”\n"), argv[1]);
+      return 2;
+    }
+  if (expose == NULL && g_getenv ("MCP_POOL_EXPOSE") != NULL)
+    expose = g_strdup (g_getenv ("MCP_POOL_EXPOSE"));
+  if (!mcp_expose_parse (expose, &options.expose, &error))
+    {
+      g_printerr ("mcp-pool serve: %s\n", error->message);
+      return 2;
+    }
+
+  g_log_set_writer_func (log_to_stderr, NULL, NULL);
+  mcp_cli_discovery_options (&common, &discovery, &storage);
+  options.call_timeout_ms = mcp_cli_timeout_ms (&common);
+
+  serve = mcp_serve_new (&discovery, NULL, STDIN_FILENO, STDOUT_FILENO, &options);
+  status = mcp_serve_run (serve);
+  mcp_serve_free (serve);
+  return status;
+}

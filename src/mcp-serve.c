@@ -1,0 +1,529 @@
+/* mcp-serve.c — `mcp-pool serve`: the MCP server on stdin/stdout.
+ *
+ * See mcp-serve.h for the threads.  serve->lock guards the requests in
+ * flight (for notifications/cancelled), the writer queue and the ending
+ * flag; it is never held across a call into the pool.  Only the writer
+ * thread writes to stdout, so lines never interleave.
+ */
+#include "config.h"
+
+#include "mcp-serve.h"
+
+#include <unistd.h>
+
+#include <glib-unix.h>
+#include <glib/gi18n-lib.h>
+
+#include "mcp-config-watcher.h"
+#include "mcp-framing.h"
+#include "mcp-jsonrpc.h"
+#include "mcp-protocol.h"
+
+#define WORKERS_DEFAULT        32
+/* A client that stops reading its stdin gets this long per line. */
+#define WRITE_TIMEOUT_US       (10 * G_USEC_PER_SEC)
+#define WRITE_TIMEOUT_ENDING   (G_USEC_PER_SEC / 2)
+/* Progress is dropped, never replies, when this many messages wait. */
+#define WRITER_QUEUE_SOFT_MAX  1000
+
+struct _McpServe {
+  McpServeOptions   options;         /* immutable */
+  GMainContext     *context;         /* immutable */
+  GMainLoop        *loop;
+  McpPool          *pool;
+  McpExpose        *expose;
+  McpConfigWatcher *watcher;         /* main context only */
+  GSource          *input;           /* main context only */
+  GSource          *signals[2];      /* main context only */
+  int               out_fd;          /* immutable */
+  GThreadPool      *workers;
+
+  GMutex            lock;
+  GThreadPool      *writer;          /* protected by lock; NULL once ending is done */
+  GHashTable       *in_flight;       /* protected by lock; id key → GCancellable */
+  gboolean          initialized;     /* protected by lock */
+  gboolean          ending;          /* protected by lock */
+};
+
+/* Writing */
+
+static gboolean
+is_ending (McpServe *serve)
+{
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&serve->lock);
+
+  return serve->ending;
+}
+
+/* The writer thread: blocks while the client is slow. */
+static void
+send_message (McpServe *serve,
+              json_t   *message)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 timeout = is_ending (serve) ? WRITE_TIMEOUT_ENDING : WRITE_TIMEOUT_US;
+
+  if (!mcp_jsonrpc_write_line (serve->out_fd, message, g_get_monotonic_time () + timeout, &error))
+    g_debug ("Could not write to the client: %s", error->message);
+}
+
+static void
+run_writer_job (gpointer data,
+                gpointer user_data)
+{
+  send_message (user_data, data);
+  json_decref (data);
+}
+
+/* Any thread: queues @message (stolen) for the writer thread.  One queue
+ * keeps the order: a request's progress is written before its reply.
+ * Droppable messages (progress) are dropped when the client lags far. */
+static void
+queue_message (McpServe *serve,
+            json_t   *message,
+            gboolean  droppable)
+{
+  g_mutex_lock (&serve->lock);
+  if (serve->writer != NULL &&
+      !(droppable && g_thread_pool_unprocessed (serve->writer) > WRITER_QUEUE_SOFT_MAX))
+    {
+      g_thread_pool_push (serve->writer, message, NULL);
+      message = NULL;
+    }
+  g_mutex_unlock (&serve->lock);
+  json_decref (message);
+}
+
+static json_t *
+error_reply (json_t     *id,
+             int         code,
+             const char *format,
+             ...) G_GNUC_PRINTF (3, 4);
+
+static json_t *
+error_reply (json_t     *id,
+             int         code,
+             const char *format,
+             ...)
+{
+  g_autofree char *text = NULL;
+  va_list args;
+
+  va_start (args, format);
+  text = g_strdup_vprintf (format, args);
+  va_end (args);
+  return mcp_jsonrpc_error_new (id, code, text, NULL);
+}
+
+/* Requests, on the workers */
+
+static json_t *
+handle_initialize (McpServe *serve,
+                   json_t   *params)
+{
+  const char *asked = mcp_json_get_string (params, "protocolVersion");
+  g_autofree char *instructions = mcp_expose_instructions (serve->expose);
+
+  /* The version asked for if we speak it, else our newest: the client
+   * decides whether it can live with that. */
+  return json_pack ("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}",
+                    "protocolVersion",
+                    mcp_protocol_version_is_known (asked) ? asked : MCP_PROTOCOL_VERSION_NEWEST,
+                    "capabilities", "tools", "listChanged", TRUE, "resources",
+                    "serverInfo", "name", PACKAGE_NAME, "version", PACKAGE_VERSION,
+                    "title", "MCP Pool",
+                    "instructions", instructions);
+}
+
+typedef struct {
+  McpServe *serve;
+  json_t   *token;
+} ProgressForward;
+
+/* On the pool's context: the server's progress, under the client's token. */
+static void
+forward_progress (json_t   *params,
+                  gpointer  user_data)
+{
+  ProgressForward *forward = user_data;
+  json_t *upstream = json_copy (params);
+
+  json_object_set (upstream, "progressToken", forward->token);
+  queue_message (forward->serve, mcp_jsonrpc_notification_new ("notifications/progress", upstream), TRUE);
+  json_decref (upstream);
+}
+
+static GCancellable *
+lookup_cancellable (McpServe *serve,
+                    json_t   *id)
+{
+  g_autofree char *key = mcp_jsonrpc_id_key (id);
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&serve->lock);
+  GCancellable *cancellable = g_hash_table_lookup (serve->in_flight, key);
+
+  return cancellable != NULL ? g_object_ref (cancellable) : NULL;
+}
+
+static json_t *
+handle_tools_call (McpServe *serve,
+                   json_t   *id,
+                   json_t   *params)
+{
+  const char *name = mcp_json_get_string (params, "name");
+  json_t *arguments = json_object_get (params, "arguments");
+  json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
+  g_autoptr(GCancellable) cancellable = lookup_cancellable (serve, id);
+  ProgressForward forward = { serve, token };
+  McpCallOptions options = { .cancellable = cancellable };
+  g_autoptr(GError) error = NULL;
+  json_t *result;
+
+  if (name == NULL)
+    return error_reply (id, MCP_JSONRPC_INVALID_PARAMS,
+                        _("tools/call needs “name”, the name of a tool from tools/list"));
+  if (arguments != NULL && !json_is_object (arguments) && !json_is_null (arguments))
+    return error_reply (id, MCP_JSONRPC_INVALID_PARAMS,
+                        _("tools/call: “arguments” must be an object"));
+  if (mcp_jsonrpc_id_is_valid (token))
+    {
+      options.progress = forward_progress;
+      options.progress_data = &forward;
+    }
+
+  result = mcp_expose_call_tool (serve->expose, name, json_is_object (arguments) ? arguments : NULL,
+                                 &options, &error);
+  if (result == NULL)
+    return error_reply (id, MCP_JSONRPC_INVALID_PARAMS, "%s", error->message);
+  return mcp_jsonrpc_result_new (id, result);
+}
+
+static json_t *
+handle_request (McpServe *serve,
+                json_t   *request)
+{
+  const char *method = mcp_json_get_string (request, "method");
+  json_t *id = json_object_get (request, "id");
+  json_t *params = json_object_get (request, "params");
+  g_autoptr(GError) error = NULL;
+
+  if (params != NULL && !json_is_object (params))
+    return error_reply (id, MCP_JSONRPC_INVALID_PARAMS, _("“params” of %s must be an object"), method);
+
+  if (g_str_equal (method, "initialize"))
+    return mcp_jsonrpc_result_new (id, handle_initialize (serve, params));
+  if (g_str_equal (method, "ping"))
+    return mcp_jsonrpc_result_new (id, json_object ());
+  if (g_str_equal (method, "tools/list"))
+    return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "tools", mcp_expose_list_tools (serve->expose)));
+  if (g_str_equal (method, "tools/call"))
+    return handle_tools_call (serve, id, params);
+  if (g_str_equal (method, "resources/list"))
+    return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "resources",
+                                                  mcp_expose_list_resources (serve->expose)));
+  if (g_str_equal (method, "resources/templates/list"))
+    return mcp_jsonrpc_result_new (id, json_pack ("{s:[]}", "resourceTemplates"));
+  if (g_str_equal (method, "resources/read"))
+    {
+      json_t *contents = mcp_expose_read_resource (serve->expose, mcp_json_get_string (params, "uri"), &error);
+
+      if (contents == NULL)
+        return error_reply (id, MCP_JSONRPC_RESOURCE_NOT_FOUND, "%s", error->message);
+      return mcp_jsonrpc_result_new (id, contents);
+    }
+  return error_reply (id, MCP_JSONRPC_METHOD_NOT_FOUND, _("Method not found: %s"), method);
+}
+
+static void
+run_request_job (gpointer data,
+                 gpointer user_data)
+{
+  McpServe *serve = user_data;
+  g_autoptr(json_t) request = data;
+  json_t *reply = handle_request (serve, request);
+  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (request, "id"));
+  GCancellable *cancellable;
+  gboolean cancelled;
+
+  g_mutex_lock (&serve->lock);
+  cancellable = g_hash_table_lookup (serve->in_flight, key);
+  cancelled = cancellable != NULL && g_cancellable_is_cancelled (cancellable);
+  g_hash_table_remove (serve->in_flight, key);
+  g_mutex_unlock (&serve->lock);
+
+  /* A cancelled request gets no answer, as the specification asks; any
+   * other answer goes through the writer queue, behind the progress this
+   * request caused. */
+  if (cancelled)
+    json_decref (reply);
+  else
+    queue_message (serve, reply, FALSE);
+}
+
+/* Input, on the main context */
+
+static void
+handle_notification (McpServe *serve,
+                     json_t   *message)
+{
+  const char *method = mcp_json_get_string (message, "method");
+  json_t *params = json_object_get (message, "params");
+
+  if (g_strcmp0 (method, "notifications/cancelled") == 0)
+    {
+      g_autoptr(GCancellable) cancellable = lookup_cancellable (serve, json_object_get (params, "requestId"));
+
+      /* Cancels the downstream request too: the session tells the server. */
+      if (cancellable != NULL)
+        g_cancellable_cancel (cancellable);
+    }
+  else if (g_strcmp0 (method, "notifications/initialized") == 0)
+    {
+      g_mutex_lock (&serve->lock);
+      serve->initialized = TRUE;
+      g_mutex_unlock (&serve->lock);
+    }
+}
+
+/* Registers the request, so that notifications/cancelled can find it. */
+static gboolean
+start_request (McpServe *serve,
+               json_t   *request)
+{
+  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (request, "id"));
+  json_t *refusal = NULL;
+
+  g_mutex_lock (&serve->lock);
+  if (serve->ending)
+    refusal = error_reply (json_object_get (request, "id"), MCP_JSONRPC_INTERNAL_ERROR,
+                           _("mcp-pool is shutting down"));
+  else if (g_hash_table_contains (serve->in_flight, key))
+    refusal = error_reply (json_object_get (request, "id"), MCP_JSONRPC_INVALID_REQUEST,
+                           _("The id %s is already used by a request in flight"), key + 2);
+  else
+    g_hash_table_insert (serve->in_flight, g_steal_pointer (&key), g_cancellable_new ());
+  g_mutex_unlock (&serve->lock);
+
+  if (refusal != NULL)
+    {
+      queue_message (serve, refusal, FALSE);
+      return FALSE;
+    }
+  g_thread_pool_push (serve->workers, json_incref (request), NULL);
+  return TRUE;
+}
+
+static void
+on_input_message (json_t   *message,
+                  gpointer  user_data)
+{
+  McpServe *serve = user_data;
+  json_t *id = json_object_get (message, "id");
+
+  switch (mcp_jsonrpc_classify (message))
+    {
+    case MCP_MESSAGE_REQUEST:
+      start_request (serve, message);
+      break;
+    case MCP_MESSAGE_NOTIFICATION:
+      handle_notification (serve, message);
+      break;
+    case MCP_MESSAGE_RESPONSE:
+      /* mcp-pool sends the client no requests. */
+      break;
+    case MCP_MESSAGE_INVALID:
+    default:
+      queue_message (serve, error_reply (mcp_jsonrpc_id_is_valid (id) ? id : NULL, MCP_JSONRPC_INVALID_REQUEST,
+                                      _("Invalid request: a JSON-RPC request needs a string “method” "
+                                        "and an integer or string “id”")), FALSE);
+      break;
+    }
+}
+
+static void
+on_input_noise (const char *line,
+                gsize       length,
+                GError     *error,
+                gpointer    user_data)
+{
+  queue_message (user_data, error_reply (NULL, MCP_JSONRPC_PARSE_ERROR, _("Parse error: %s"), error->message),
+              FALSE);
+}
+
+static void
+on_input_too_long (GError   *error,
+                   gpointer  user_data)
+{
+  queue_message (user_data, error_reply (NULL, MCP_JSONRPC_INVALID_REQUEST, _("Request refused: %s"),
+                                      error->message), FALSE);
+}
+
+/* Ending */
+
+typedef struct {
+  McpServe *serve;
+  gint64    stdin_grace;
+  gint64    term_grace;
+} Ending;
+
+static gpointer
+end_in_thread (gpointer data)
+{
+  Ending *ending = data;
+  McpServe *serve = ending->serve;
+  GThreadPool *writer;
+
+  mcp_pool_shutdown (serve->pool, ending->stdin_grace, ending->term_grace);
+  /* The requests in flight have failed by now and write their answers. */
+  g_thread_pool_free (g_steal_pointer (&serve->workers), FALSE, TRUE);
+  g_mutex_lock (&serve->lock);
+  writer = g_steal_pointer (&serve->writer);
+  g_mutex_unlock (&serve->lock);
+  g_thread_pool_free (writer, FALSE, TRUE);
+
+  g_main_loop_quit (serve->loop);
+  g_free (ending);
+  return NULL;
+}
+
+static void
+begin_ending (McpServe *serve,
+              gint64    stdin_grace,
+              gint64    term_grace)
+{
+  Ending *ending;
+
+  g_mutex_lock (&serve->lock);
+  if (serve->ending)
+    {
+      g_mutex_unlock (&serve->lock);
+      return;
+    }
+  serve->ending = TRUE;
+  g_mutex_unlock (&serve->lock);
+
+  g_source_destroy (serve->input);
+  g_clear_pointer (&serve->watcher, mcp_config_watcher_free);
+  ending = g_new0 (Ending, 1);
+  *ending = (Ending) { serve, stdin_grace, term_grace };
+  g_thread_unref (g_thread_new ("mcp-serve-end", end_in_thread, ending));
+}
+
+static void
+on_input_closed (GError   *error,
+                 gpointer  user_data)
+{
+  /* The client closed our stdin: it gives us about two seconds before
+   * SIGTERM, two more before SIGKILL. */
+  begin_ending (user_data, G_USEC_PER_SEC, G_USEC_PER_SEC);
+}
+
+static gboolean
+on_terminate_signal (gpointer user_data)
+{
+  begin_ending (user_data, 0, G_USEC_PER_SEC / 2);
+  return G_SOURCE_CONTINUE;
+}
+
+/* Pool events, on the main context */
+
+static void
+on_tools_changed (McpPool    *pool,
+                  const char *server,
+                  gpointer    user_data)
+{
+  McpServe *serve = user_data;
+  gboolean initialized;
+
+  g_mutex_lock (&serve->lock);
+  initialized = serve->initialized;
+  g_mutex_unlock (&serve->lock);
+  if (initialized && (serve->options.expose & MCP_EXPOSE_PROXY))
+    queue_message (serve, mcp_jsonrpc_notification_new ("notifications/tools/list_changed", NULL), TRUE);
+}
+
+static void
+on_config_changed (McpDiscovery *discovery,
+                   gpointer      user_data)
+{
+  McpServe *serve = user_data;
+
+  mcp_pool_set_servers (serve->pool, discovery->servers);
+  mcp_discovery_free (discovery);
+}
+
+McpServe *
+mcp_serve_new (const McpDiscoveryOptions *discovery_options,
+               GMainContext              *context,
+               int                        in_fd,
+               int                        out_fd,
+               const McpServeOptions     *options)
+{
+  static const McpLineReaderFuncs input_funcs = {
+    on_input_message, on_input_noise, on_input_too_long, on_input_closed,
+  };
+  McpServe *serve = g_new0 (McpServe, 1);
+  McpPoolCallbacks callbacks = { NULL, on_tools_changed, serve };
+  g_autoptr(McpDiscovery) discovery = NULL;
+  int signals[] = { SIGTERM, SIGINT };
+
+  serve->options = *options;
+  serve->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
+  serve->loop = g_main_loop_new (serve->context, FALSE);
+  serve->out_fd = out_fd;
+  if (!isatty (out_fd))
+    g_unix_set_fd_nonblocking (out_fd, TRUE, NULL);
+  g_mutex_init (&serve->lock);
+  serve->in_flight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+
+  serve->pool = mcp_pool_new (serve->context, NULL, &callbacks);
+  serve->expose = mcp_expose_new (serve->pool, options->expose, options->call_timeout_ms);
+  /* Watch first, so that no change between discovery and watching is lost. */
+  serve->watcher = mcp_config_watcher_new (discovery_options, serve->context, on_config_changed, serve);
+  discovery = mcp_config_discover (discovery_options);
+  mcp_pool_set_servers (serve->pool, discovery->servers);
+
+  serve->workers = g_thread_pool_new (run_request_job, serve,
+                                      options->workers > 0 ? (int) options->workers : WORKERS_DEFAULT,
+                                      FALSE, NULL);
+  serve->writer = g_thread_pool_new (run_writer_job, serve, 1, FALSE, NULL);
+
+  serve->input = mcp_line_reader_new (dup (in_fd), options->max_line, &input_funcs, serve, NULL);
+  g_source_attach (serve->input, serve->context);
+  for (guint i = 0; i < G_N_ELEMENTS (signals); i++)
+    {
+      serve->signals[i] = g_unix_signal_source_new (signals[i]);
+      g_source_set_callback (serve->signals[i], on_terminate_signal, serve, NULL);
+      g_source_attach (serve->signals[i], serve->context);
+    }
+  return serve;
+}
+
+int
+mcp_serve_run (McpServe *serve)
+{
+  g_main_loop_run (serve->loop);
+  return 0;
+}
+
+void
+mcp_serve_free (McpServe *serve)
+{
+  if (serve == NULL)
+    return;
+  for (guint i = 0; i < G_N_ELEMENTS (serve->signals); i++)
+    if (serve->signals[i] != NULL)
+      {
+        g_source_destroy (serve->signals[i]);
+        g_source_unref (serve->signals[i]);
+      }
+  g_source_destroy (serve->input);
+  g_source_unref (serve->input);
+  g_clear_pointer (&serve->watcher, mcp_config_watcher_free);
+  mcp_expose_free (serve->expose);
+  mcp_pool_free (serve->pool);
+  g_hash_table_unref (serve->in_flight);
+  g_mutex_clear (&serve->lock);
+  g_main_loop_unref (serve->loop);
+  g_main_context_unref (serve->context);
+  g_free (serve);
+}

@@ -1,0 +1,44 @@
+/* mcp-serve.h — `mcp-pool serve`: the MCP server on stdin/stdout that
+ * clients (Claude Desktop, Claude Code, IDEs) launch.
+ *
+ * Threads: the main context reads stdin and handles notifications; each
+ * request is a job on a worker pool; every message out (replies,
+ * progress, list_changed) goes through one queue to a writer thread that
+ * writes whole lines, so the order holds and neither the main context nor
+ * a worker blocks on a slow client.
+ *
+ * Ending: stdin EOF, SIGTERM or SIGINT stop the reading, shut every server
+ * down in parallel within the budget MCP clients allow (EOF: stdin closed,
+ * SIGTERM after 1 s, SIGKILL after 2 s; SIGTERM to mcp-pool: SIGTERM at
+ * once, SIGKILL after 0.5 s), let the requests in flight answer, and quit.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "mcp-config-discovery.h"
+#include "mcp-expose.h"
+
+G_BEGIN_DECLS
+
+typedef struct _McpServe McpServe;
+
+typedef struct {
+  McpExposeFlags expose;
+  gint64         call_timeout_ms;   /* 0: the servers' own */
+  gsize          max_line;          /* 0: MCP_LINE_MAX_DEFAULT */
+  guint          workers;           /* 0: a default */
+} McpServeOptions;
+
+/* Main thread.  Finds the servers with @discovery and keeps following
+ * their config files; reads @in_fd, writes @out_fd. */
+McpServe *mcp_serve_new   (const McpDiscoveryOptions *discovery,
+                           GMainContext          *context,
+                           int                    in_fd,
+                           int                    out_fd,
+                           const McpServeOptions *options);
+/* Main thread: runs until the client leaves or a signal ends it. */
+int       mcp_serve_run   (McpServe              *serve);
+void      mcp_serve_free  (McpServe              *serve);
+
+G_END_DECLS
