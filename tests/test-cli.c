@@ -131,8 +131,8 @@ test_demo (void)
 
   run (&result, "demo", "--calls", "200", NULL);
   g_assert_cmpint (result.status, ==, 0);
-  g_assert_nonnull (strstr (result.out, "Cold call"));
-  g_assert_nonnull (strstr (result.out, "200 calls"));
+  g_assert_nonnull (strstr (result.out, "First call"));
+  g_assert_nonnull (strstr (result.out, "200 warm calls"));
   test_assert_no_children ();
 }
 
