@@ -24,6 +24,7 @@ G_DEFINE_QUARK (mcp-expose-error-quark, mcp_expose_error)
 #define SEARCH_LIMIT_MAX        50
 #define TOOL_NAME_MAX           64
 #define PROXY_SEPARATOR         "__"
+#define NAMES_IN_ERRORS         20
 
 struct _McpExpose {
   McpPool        *pool;                /* immutable */
@@ -161,6 +162,13 @@ failure_result (const char   *server,
   return text_result (TRUE, error->message);
 }
 
+static int
+compare_strings (gconstpointer a,
+                 gconstpointer b)
+{
+  return g_strcmp0 (*(const char * const *) a, *(const char * const *) b);
+}
+
 /* Listing every server at once, bounded */
 
 typedef struct {
@@ -199,6 +207,7 @@ list_one_server (gpointer data)
   g_mutex_unlock (&listing->wait->lock);
 
   list_wait_unref (listing->wait);
+  mcp_pool_unref (listing->pool);
   g_free (listing->server);
   g_free (listing);
   return NULL;
@@ -226,7 +235,8 @@ list_every_server (McpExpose *expose)
       if (info->n_tools >= 0)
         continue;
       listing = g_new0 (ServerListing, 1);
-      listing->pool = expose->pool;
+      /* The thread may outlive this wait, and the serve that owns the pool. */
+      listing->pool = mcp_pool_ref (expose->pool);
       listing->server = g_strdup (info->name);
       listing->wait = wait;
       g_atomic_ref_count_inc (&wait->ref_count);
@@ -508,6 +518,43 @@ is_gateway_tool (const char *name)
   return g_strv_contains (names, name);
 }
 
+/* The names a client can call, for an error message; cut after a few. */
+static char *
+exposed_names (McpExpose *expose)
+{
+  g_autoptr(json_t) tools = (expose->flags & MCP_EXPOSE_GATEWAY) ? gateway_tools () : json_array ();
+  g_autoptr(GPtrArray) proxied = g_ptr_array_new ();
+  g_autoptr(GString) names = g_string_new (NULL);
+  guint shown = 0, total;
+  json_t *tool;
+  size_t index;
+
+  g_mutex_lock (&expose->lock);
+  if (expose->flags & MCP_EXPOSE_PROXY)
+    {
+      GHashTableIter iter;
+      gpointer name;
+
+      g_hash_table_iter_init (&iter, expose->proxy_names);
+      while (g_hash_table_iter_next (&iter, &name, NULL))
+        g_ptr_array_add (proxied, g_strdup (name));
+    }
+  g_mutex_unlock (&expose->lock);
+  g_ptr_array_set_free_func (proxied, g_free);
+  g_ptr_array_sort (proxied, compare_strings);
+
+  json_array_foreach (tools, index, tool)
+    g_string_append_printf (names, "%s%s", shown++ ? ", " : "", mcp_json_get_string (tool, "name"));
+  for (guint i = 0; i < proxied->len && shown < NAMES_IN_ERRORS; i++)
+    g_string_append_printf (names, "%s%s", shown++ ? ", " : "", (char *) g_ptr_array_index (proxied, i));
+  total = json_array_size (tools) + proxied->len;
+  if (total > shown)
+    g_string_append_printf (names, _(" and %u more"), total - shown);
+  if (total == 0)
+    g_string_assign (names, _("none yet"));
+  return g_string_free (g_steal_pointer (&names), FALSE);
+}
+
 /* The MCP-facing API */
 
 json_t *
@@ -565,8 +612,12 @@ mcp_expose_call_tool (McpExpose             *expose,
         return call_server_tool (expose, server, tool, arguments, &call_options);
     }
 
-  g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_TOOL,
-               _("Unknown tool “%s”; tools/list shows the tools this server offers"), name);
+  {
+    g_autofree char *known = exposed_names (expose);
+
+    g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_TOOL,
+                 _("Unknown tool “%s”; the tools are: %s"), name, known);
+  }
   return NULL;
 }
 

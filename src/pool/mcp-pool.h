@@ -143,8 +143,11 @@ json_t     *mcp_pool_call_tool      (McpPool                 *pool,
 void        mcp_pool_shutdown       (McpPool                 *pool,
                                      gint64                   stdin_grace,
                                      gint64                   term_grace);
-/* After mcp_pool_shutdown(). */
+/* The owner's last word, after mcp_pool_shutdown(); threads that may still
+ * touch the pool hold references of their own. */
 void        mcp_pool_free           (McpPool                 *pool);
+McpPool    *mcp_pool_ref            (McpPool                 *pool);
+void        mcp_pool_unref          (McpPool                 *pool);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpPool, mcp_pool_free)
 

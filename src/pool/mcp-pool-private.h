@@ -1,0 +1,123 @@
+/* mcp-pool-private.h — what the files of the pool share: the entry and
+ * pool structs with their lock rules (see mcp-pool.c), and the internal
+ * functions that cross between mcp-pool.c, mcp-pool-tools.c and
+ * mcp-pool-upkeep.c.  Not for the fronts. */
+#pragma once
+
+#include "mcp-pool.h"
+
+G_BEGIN_DECLS
+
+#define STDERR_TAIL_IN_ERRORS 2000
+
+typedef struct {
+  gatomicrefcount  ref_count;
+  McpPool         *pool;             /* outlives every entry's sessions */
+  char            *name;             /* immutable */
+
+  GMutex           lock;
+  GCond            cond;             /* state changes and freed concurrency slots */
+  McpServerConfig *config;           /* protected by lock */
+  char            *fingerprint;      /* protected by lock */
+  guint64          generation;       /* protected by lock */
+  McpServerState   state;            /* protected by lock */
+  McpSession      *session;          /* protected by lock; set only when READY */
+  json_t          *tools;            /* protected by lock; NULL until listed */
+  gboolean         tools_stale;      /* protected by lock */
+  guint            active;           /* protected by lock; calls holding a slot */
+  gboolean         removed;          /* protected by lock */
+  guint64          calls, errors, starts; /* protected by lock */
+  char            *last_error;       /* protected by lock */
+  gint64           last_used;        /* protected by lock; monotonic µs */
+  gint64           last_used_wall;   /* protected by lock; wall clock µs */
+  gint64           backoff_until;    /* protected by lock; monotonic µs */
+  gint64           backoff_ms;       /* protected by lock; the last delay */
+
+  GSource         *relist_source;    /* pool context only */
+} PoolEntry;
+
+struct _McpPool {
+  gatomicrefcount   ref_count;       /* the owner's, and one per pending event */
+  GMainContext     *context;         /* immutable */
+  McpPoolOptions    options;         /* immutable */
+  McpPoolCallbacks  callbacks;       /* immutable */
+  GThreadPool      *background;      /* re-lists and retirements */
+
+  GMutex            lock;
+  GCond             retired_cond;    /* signalled when a retiring session is gone */
+  GHashTable       *entries;         /* protected by lock; name → PoolEntry */
+  GPtrArray        *retiring;        /* protected by lock; McpSession being retired */
+  gboolean          shut_down;       /* protected by lock */
+  GSource          *reap_source;     /* protected by lock */
+  guint             starting;        /* protected by lock; starts under way */
+  GCancellable     *starts_cancellable; /* cancelled by shutdown */
+};
+
+typedef enum {
+  JOB_RETIRE,
+  JOB_RELIST,
+} JobKind;
+
+typedef struct _BackgroundJob {
+  JobKind     kind;
+  PoolEntry  *entry;     /* JOB_RELIST */
+  McpSession *session;
+} BackgroundJob;
+
+/* Entries: mcp-pool.c.  Any thread unless marked. */
+PoolEntry  *mcp_pool_entry_ref             (PoolEntry      *entry);
+void        mcp_pool_entry_unref           (PoolEntry      *entry);
+PoolEntry  *mcp_pool_lookup_entry          (McpPool        *pool,
+                                            const char     *server,
+                                            GError        **error);
+GPtrArray  *mcp_pool_snapshot_entries      (McpPool        *pool);
+void        mcp_pool_emit_event            (PoolEntry      *entry,
+                                            McpServerState  state,
+                                            gboolean        tools_changed);
+/* Called with entry->lock held. */
+McpSession *mcp_pool_detach_session_locked (PoolEntry      *entry,
+                                            McpSession     *only_if);
+void        mcp_pool_detach_and_retire     (PoolEntry      *entry,
+                                            McpSession     *only_if);
+/* Blocking. */
+McpSession *mcp_pool_acquire_session       (PoolEntry      *entry,
+                                            gboolean        take_slot,
+                                            GError        **error);
+void        mcp_pool_release_session       (PoolEntry      *entry,
+                                            McpSession     *session,
+                                            gboolean        took_slot,
+                                            const GError   *failure);
+
+/* Tools: mcp-pool-tools.c.  Called with entry->lock held where marked. */
+json_t     *mcp_pool_present_tool          (const char     *server,
+                                            json_t         *tool,
+                                            McpToolDetail   detail);
+json_t     *mcp_pool_present_tools         (const char     *server,
+                                            json_t         *tools,
+                                            McpToolDetail   detail);
+json_t     *mcp_pool_find_tool             (json_t         *tools,
+                                            const char     *name);
+/* entry->lock held. */
+void        mcp_pool_set_unknown_tool_error (PoolEntry     *entry,
+                                             const char    *tool,
+                                             GError       **error);
+
+/* Upkeep: mcp-pool-upkeep.c. */
+/* The pool's context. */
+void        mcp_pool_on_session_notification (McpSession   *session,
+                                              const char   *method,
+                                              json_t       *params,
+                                              gpointer      user_data);
+void        mcp_pool_on_session_closed     (McpSession     *session,
+                                            const GError   *reason,
+                                            gpointer        user_data);
+void        mcp_pool_retire_session        (McpPool        *pool,
+                                            McpSession     *session);
+void        mcp_pool_update_reaper         (McpPool        *pool);
+void        mcp_pool_run_background_job    (gpointer        data,
+                                            gpointer        user_data);
+void        mcp_pool_background_job_free   (BackgroundJob  *job);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (PoolEntry, mcp_pool_entry_unref)
+
+G_END_DECLS

@@ -1,0 +1,272 @@
+/* mcp-pool-upkeep.c — what keeps the pool healthy between calls: the
+ * sessions' notifications and deaths, re-listing after list_changed,
+ * retiring sessions once their calls are done, and reaping idle ones.
+ * Timers and session callbacks run on the pool's context; retirements and
+ * re-lists on background threads. */
+#include "config.h"
+
+#include "mcp-pool-private.h"
+
+#include <glib/gi18n-lib.h>
+
+#include "mcp-jsonrpc.h"
+
+/* A retired session waits this long past the longest call for its last
+ * requests before it is shut down regardless. */
+#define RETIRE_SLACK_MS (5 * 1000)
+
+/* FALSE once the pool is shut down. */
+static gboolean
+push_background_job (McpPool       *pool,
+                     BackgroundJob *job)
+{
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&pool->lock);
+
+  if (pool->shut_down)
+    return FALSE;
+  g_thread_pool_push (pool->background, job, NULL);
+  return TRUE;
+}
+
+/* Session callbacks, on the pool's context. */
+
+static gboolean
+on_relist_due (gpointer user_data)
+{
+  PoolEntry *entry = user_data;
+  BackgroundJob *job = g_new0 (BackgroundJob, 1);
+
+  entry->relist_source = NULL;
+  job->kind = JOB_RELIST;
+  job->entry = mcp_pool_entry_ref (entry);
+  if (!push_background_job (entry->pool, job))
+    mcp_pool_background_job_free (job);
+  return G_SOURCE_REMOVE;
+}
+
+void
+mcp_pool_on_session_notification (McpSession *session,
+                                  const char *method,
+                                  json_t     *params,
+                                  gpointer    user_data)
+{
+  PoolEntry *entry = user_data;
+
+  if (g_strcmp0 (method, "notifications/tools/list_changed") == 0)
+    {
+      g_mutex_lock (&entry->lock);
+      if (entry->session == session || entry->state == MCP_SERVER_STARTING)
+        entry->tools_stale = TRUE;
+      g_mutex_unlock (&entry->lock);
+
+      /* Servers send these in bursts: re-list once they settle. */
+      if (entry->relist_source != NULL)
+        g_source_destroy (entry->relist_source);
+      entry->relist_source = g_timeout_source_new (entry->pool->options.relist_debounce_ms);
+      g_source_set_callback (entry->relist_source, on_relist_due, mcp_pool_entry_ref (entry),
+                             (GDestroyNotify) mcp_pool_entry_unref);
+      g_source_attach (entry->relist_source, entry->pool->context);
+      g_source_unref (entry->relist_source);
+    }
+  else if (g_strcmp0 (method, "notifications/message") == 0)
+    {
+      g_autofree char *data = json_dumps (json_object_get (params, "data"), JSON_COMPACT | JSON_ENCODE_ANY);
+
+      g_debug ("Server “%s” says (%s): %s", entry->name,
+               mcp_json_get_string (params, "level") ?: "info", data ? data : "");
+    }
+}
+
+/* A session that died by itself (a crash while idle) is retired at once, so
+ * that listings show it idle and the next call starts afresh. */
+void
+mcp_pool_on_session_closed (McpSession   *session,
+                            const GError *reason,
+                            gpointer      user_data)
+{
+  PoolEntry *entry = user_data;
+
+  g_mutex_lock (&entry->lock);
+  if (entry->session == session)
+    {
+      entry->errors++;
+      g_free (entry->last_error);
+      entry->last_error = g_strdup (reason->message);
+    }
+  g_mutex_unlock (&entry->lock);
+  mcp_pool_detach_and_retire (entry, session);
+}
+
+/* Retirement and re-listing, on background threads */
+
+void
+mcp_pool_retire_session (McpPool    *pool,
+                         McpSession *session)
+{
+  BackgroundJob *job = g_new0 (BackgroundJob, 1);
+
+  job->kind = JOB_RETIRE;
+  job->session = session;   /* the caller's reference */
+
+  g_mutex_lock (&pool->lock);
+  if (!pool->shut_down)
+    {
+      g_ptr_array_add (pool->retiring, mcp_session_ref (session));
+      g_thread_pool_push (pool->background, job, NULL);
+      job = NULL;
+    }
+  g_mutex_unlock (&pool->lock);
+
+  /* After shutdown nothing may outlive it: end the session right here. */
+  if (job != NULL)
+    {
+      mcp_session_shutdown (session, 0, MCP_SESSION_TERM_GRACE / 4);
+      mcp_pool_background_job_free (job);
+    }
+}
+
+static void
+run_retire (McpPool    *pool,
+            McpSession *session)
+{
+  /* Calls already in flight may finish until their own deadlines. */
+  mcp_session_wait_idle (session, g_get_monotonic_time () +
+                         (MCP_CALL_TIMEOUT_MAX_MS + RETIRE_SLACK_MS) * G_TIME_SPAN_MILLISECOND);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+
+  g_mutex_lock (&pool->lock);
+  g_ptr_array_remove (pool->retiring, session);
+  g_cond_broadcast (&pool->retired_cond);
+  g_mutex_unlock (&pool->lock);
+}
+
+static void
+run_relist (PoolEntry *entry)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) tools = NULL;
+  McpSession *session;
+  gboolean changed = FALSE;
+
+  g_mutex_lock (&entry->lock);
+  session = entry->session != NULL ? mcp_session_ref (entry->session) : NULL;
+  g_mutex_unlock (&entry->lock);
+  /* Without a session the stale cache stays until the next start lists. */
+  if (session == NULL)
+    return;
+
+  tools = mcp_session_list_tools (session, 0, &error);
+  g_mutex_lock (&entry->lock);
+  if (tools != NULL && entry->session == session)
+    {
+      json_decref (entry->tools);
+      entry->tools = json_incref (tools);
+      entry->tools_stale = FALSE;
+      changed = TRUE;
+    }
+  g_mutex_unlock (&entry->lock);
+
+  if (changed)
+    mcp_pool_emit_event (entry, MCP_SERVER_READY, TRUE);
+  else if (error != NULL)
+    g_debug ("Re-listing the tools of “%s” failed: %s", entry->name, error->message);
+  mcp_session_unref (session);
+}
+
+void
+mcp_pool_background_job_free (BackgroundJob *job)
+{
+  g_clear_pointer (&job->session, mcp_session_unref);
+  g_clear_pointer (&job->entry, mcp_pool_entry_unref);
+  g_free (job);
+}
+
+void
+mcp_pool_run_background_job (gpointer data,
+                             gpointer user_data)
+{
+  BackgroundJob *job = data;
+
+  if (job->kind == JOB_RETIRE)
+    run_retire (user_data, job->session);
+  else
+    run_relist (job->entry);
+  mcp_pool_background_job_free (job);
+}
+
+
+/* Idle reaping, on the pool's context */
+
+static void
+reap_if_idle (PoolEntry *entry,
+              gint64     now)
+{
+  McpSession *idle = NULL;
+  gint64 limit;
+
+  g_mutex_lock (&entry->lock);
+  limit = entry->config->idle_timeout_ms;
+  if (entry->state == MCP_SERVER_READY && limit > 0 && entry->active == 0 &&
+      mcp_session_get_in_flight (entry->session) == 0 &&
+      now - entry->last_used >= limit * G_TIME_SPAN_MILLISECOND)
+    idle = mcp_pool_detach_session_locked (entry, NULL);   /* the tool cache stays */
+  g_mutex_unlock (&entry->lock);
+
+  if (idle != NULL)
+    {
+      g_debug ("Server “%s” was idle for %" G_GINT64_FORMAT " ms: shutting it down",
+               entry->name, limit);
+      mcp_pool_retire_session (entry->pool, idle);
+    }
+}
+
+static gboolean
+on_reap_tick (gpointer user_data)
+{
+  McpPool *pool = user_data;
+  g_autoptr(GPtrArray) entries = mcp_pool_snapshot_entries (pool);
+  gint64 now = g_get_monotonic_time ();
+
+  for (guint i = 0; i < entries->len; i++)
+    reap_if_idle (g_ptr_array_index (entries, i), now);
+  return G_SOURCE_CONTINUE;
+}
+
+/* Ticks at a quarter of the shortest idle timeout, so a session outlives
+ * its timeout by at most a quarter; no tick when nothing is ever reaped. */
+void
+mcp_pool_update_reaper (McpPool *pool)
+{
+  g_autoptr(GPtrArray) entries = mcp_pool_snapshot_entries (pool);
+  gint64 shortest = 0;
+  GSource *source = NULL;
+
+  for (guint i = 0; i < entries->len; i++)
+    {
+      PoolEntry *entry = g_ptr_array_index (entries, i);
+      gint64 limit;
+
+      g_mutex_lock (&entry->lock);
+      limit = entry->config->idle_timeout_ms;
+      g_mutex_unlock (&entry->lock);
+      if (limit > 0 && (shortest == 0 || limit < shortest))
+        shortest = limit;
+    }
+
+  if (shortest > 0)
+    {
+      source = g_timeout_source_new (CLAMP (shortest / 4, 20, 30 * 1000));
+      g_source_set_callback (source, on_reap_tick, pool, NULL);
+      g_source_attach (source, pool->context);
+    }
+
+  g_mutex_lock (&pool->lock);
+  if (pool->reap_source != NULL)
+    {
+      g_source_destroy (pool->reap_source);
+      g_source_unref (pool->reap_source);
+    }
+  pool->reap_source = source;
+  g_mutex_unlock (&pool->lock);
+}
+
