@@ -1,0 +1,474 @@
+// sdk-client.mjs — `mcp-pool serve` driven by the official MCP TypeScript
+// SDK client, launched over stdio the way IDE clients launch it.
+//
+// Usage: node sdk-client.mjs MCP_POOL CONFIG SCRATCH
+//
+// CONFIG defines the servers `everything`, `files` (rooted at SCRATCH) and
+// `memory` (MEMORY_FILE_PATH under SCRATCH); tests/test-interop.c writes it.
+// HOME is SCRATCH, so nothing touches a real home.  Prints one "ok - " line
+// per check; exits 0 only if every check passed, within TOTAL_MS.
+//
+// The SDK comes from the node_modules next to this file, or from
+// $MCP_POOL_NODE_MODULES when set (as for tests/test-util.c).
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const TOTAL_MS = 90_000;
+/* Processes must be gone this long after client.close() returns. */
+const GONE_MS = 10_000;
+/* StdioClientTransport.close() sends SIGTERM after this long. */
+const SDK_SIGTERM_MS = 2_000;
+const LOG_MESSAGES = 60;
+const LOG_MESSAGE_CHARS = 1_500;
+const STDERR_CHARS = 32_000;
+
+function sdkModule (subpath) {
+  const root = process.env.MCP_POOL_NODE_MODULES;
+
+  if (root)
+    return pathToFileURL (join (root, '@modelcontextprotocol', 'sdk', 'dist', 'esm', subpath)).href;
+  return `@modelcontextprotocol/sdk/${subpath}`;
+}
+
+const { Client } = await import (sdkModule ('client/index.js'));
+const { StdioClientTransport } = await import (sdkModule ('client/stdio.js'));
+
+if (process.argv.length !== 5) {
+  console.error ('usage: node sdk-client.mjs MCP_POOL CONFIG SCRATCH');
+  process.exit (2);
+}
+const [mcpPool, configPath, scratch] = process.argv.slice (2);
+
+/* Checks and failure */
+
+const sessions = [];
+let current = 'start';
+let passed = 0;
+
+function dumpDiagnostics () {
+  for (const session of sessions) {
+    console.error (`# --- ${session.label}: mcp-pool pid ${session.pid}, last ${session.traffic.length} messages ` +
+                   '(> sent by the client, < received) ---');
+    for (const { direction, message } of session.traffic)
+      console.error (`# ${direction} ${shorten (JSON.stringify (message), LOG_MESSAGE_CHARS)}`);
+    if (session.errors.length > 0)
+      console.error (`# client.onerror: ${session.errors.join (' | ')}`);
+    console.error (`# --- ${session.label}: stderr of mcp-pool ---`);
+    for (const line of session.stderr.split ('\n'))
+      if (line !== '')
+        console.error (`# ${line}`);
+  }
+}
+
+function fail (message) {
+  console.log (`not ok - ${current}`);
+  console.error (`FAILED: ${current}: ${message}`);
+  dumpDiagnostics ();
+  /* mcp-pool's servers die with it (PR_SET_PDEATHSIG). */
+  for (const session of sessions)
+    if (session.pid && isAlive (session.pid, session.startTime))
+      try { process.kill (session.pid, 'SIGKILL'); } catch { /* gone already */ }
+  process.exit (1);
+}
+
+const overall = setTimeout (() => fail (`no result after ${TOTAL_MS / 1000} s`), TOTAL_MS);
+
+process.on ('unhandledRejection', (error) => fail (`unhandled rejection: ${error?.stack ?? error}`));
+process.on ('uncaughtException', (error) => fail (`uncaught exception: ${error?.stack ?? error}`));
+
+async function check (name, body) {
+  const start = Date.now ();
+
+  current = name;
+  try {
+    await body ();
+  } catch (error) {
+    fail (error?.stack ?? String (error));
+  }
+  passed++;
+  console.log (`ok - ${name} (${Date.now () - start} ms)`);
+}
+
+/* Processes, from /proc */
+
+function readStat (pid) {
+  try {
+    const stat = readFileSync (`/proc/${pid}/stat`, 'utf8');
+    /* Fields after "pid (comm) ": state is field 3, ppid 4, starttime 22. */
+    const fields = stat.slice (stat.lastIndexOf (')') + 2).split (' ');
+    return { state: fields[0], ppid: Number (fields[1]), startTime: fields[19] };
+  } catch {
+    return null;
+  }
+}
+
+/* Alive: exists, is the same process (not a reused pid) and has not exited. */
+function isAlive (pid, startTime) {
+  const stat = readStat (pid);
+
+  return stat !== null && stat.startTime === startTime && stat.state !== 'Z' && stat.state !== 'X';
+}
+
+function childrenOf (pid) {
+  const children = [];
+  let tasks = [];
+
+  try {
+    tasks = readdirSync (`/proc/${pid}/task`);
+  } catch {
+    return children;
+  }
+  for (const task of tasks) {
+    try {
+      for (const child of readFileSync (`/proc/${pid}/task/${task}/children`, 'utf8').trim ().split (/\s+/))
+        if (child !== '')
+          children.push (Number (child));
+    } catch {
+      /* The thread ended meanwhile. */
+    }
+  }
+  return children;
+}
+
+/* Every descendant of @pid, with what identifies it. */
+function descendantsOf (pid) {
+  const found = [];
+  const queue = [pid];
+
+  while (queue.length > 0) {
+    for (const child of childrenOf (queue.shift ())) {
+      const stat = readStat (child);
+      let cmdline = '';
+
+      if (stat === null)
+        continue;
+      try {
+        cmdline = readFileSync (`/proc/${child}/cmdline`, 'utf8').split ('\0').join (' ').trim ();
+      } catch { /* gone */ }
+      found.push ({ pid: child, startTime: stat.startTime, cmdline });
+      queue.push (child);
+    }
+  }
+  return found;
+}
+
+async function waitGone (processes, timeoutMs) {
+  const deadline = Date.now () + timeoutMs;
+  let alive = processes;
+
+  while ((alive = alive.filter ((p) => isAlive (p.pid, p.startTime))).length > 0 && Date.now () < deadline)
+    await sleep (20);
+  return alive;
+}
+
+/* Sessions */
+
+function shorten (text, max) {
+  return text.length > max ? `${text.slice (0, max)}… (${text.length} chars)` : text;
+}
+
+async function connect (label, expose) {
+  const env = { HOME: scratch, PATH: process.env.PATH };
+  const session = { label, traffic: [], seq: 0, errors: [], stderr: '', pid: null, startTime: null };
+  const record = (direction, message) => {
+    session.traffic.push ({ seq: ++session.seq, direction, message, at: Date.now () });
+    if (session.traffic.length > LOG_MESSAGES)
+      session.traffic.shift ();
+  };
+
+  if (process.env.MCP_POOL_VERBOSE)
+    env.MCP_POOL_VERBOSE = process.env.MCP_POOL_VERBOSE;
+  session.transport = new StdioClientTransport ({
+    command: mcpPool,
+    args: ['serve', '--expose', expose, '--config', configPath],
+    env,
+    cwd: scratch,
+    stderr: 'pipe',
+  });
+  session.transport.stderr.on ('data', (chunk) => {
+    session.stderr = (session.stderr + chunk.toString ()).slice (-STDERR_CHARS);
+  });
+  /* Protocol.connect() chains these. */
+  session.transport.onmessage = (message) => record ('<', message);
+  const start = session.transport.start.bind (session.transport);
+  session.transport.start = async () => {
+    await start ();
+    session.pid = session.transport.pid;
+    session.startTime = readStat (session.pid)?.startTime;
+  };
+  const send = session.transport.send.bind (session.transport);
+  session.transport.send = (message, options) => {
+    record ('>', message);
+    return send (message, options);
+  };
+
+  session.client = new Client ({ name: 'mcp-pool-sdk-interop', version: '1.0.0' }, { capabilities: {} });
+  session.client.onerror = (error) => session.errors.push (String (error));
+  sessions.push (session);
+  await session.client.connect (session.transport);
+  return session;
+}
+
+function textOf (result) {
+  assert.ok (Array.isArray (result?.content), `no content array in ${JSON.stringify (result)}`);
+  return result.content.filter ((item) => item.type === 'text').map ((item) => item.text).join ('\n');
+}
+
+/* Calls @name and asserts that it did not fail. */
+async function call (session, name, args, options) {
+  const result = await session.client.callTool ({ name, arguments: args }, undefined, options);
+
+  assert.ok (!result.isError, `${name} ${JSON.stringify (args)} answered isError: ${textOf (result)}`);
+  return result;
+}
+
+function serverCommand (processes, needle) {
+  return processes.some ((p) => p.cmdline.includes (needle));
+}
+
+/* Closes the client as an IDE does; mcp-pool and every server it started
+ * must be gone. */
+async function closeAndCheck (session, servers) {
+  let processes;
+  let closeMs;
+
+  await check (`${session.label}: the ${servers.length} servers run as descendants of mcp-pool`, async () => {
+    const children = descendantsOf (session.pid);
+
+    for (const entry of servers)
+      assert.ok (serverCommand (children, entry),
+                 `no descendant of mcp-pool (pid ${session.pid}) runs ${entry}; descendants: ` +
+                 JSON.stringify (children));
+    processes = [{ pid: session.pid, startTime: session.startTime, cmdline: 'mcp-pool' }, ...children];
+    console.log (`# ${session.label}: mcp-pool ${session.pid}, descendants ` +
+                 children.map ((p) => p.pid).join (' '));
+  });
+
+  await check (`${session.label}: client.close() returns`, async () => {
+    const start = Date.now ();
+
+    await session.client.close ();
+    closeMs = Date.now () - start;
+    console.log (`# ${session.label}: client.close() took ${closeMs} ms`);
+  });
+
+  await check (`${session.label}: mcp-pool and its ${processes.length - 1} descendants are gone ` +
+               `within ${GONE_MS / 1000} s`, async () => {
+    const alive = await waitGone (processes, GONE_MS);
+
+    assert.deepEqual (alive.map ((p) => `${p.pid} ${p.cmdline}`), [],
+                      'still running after client.close()');
+  });
+
+  await check (`${session.label}: mcp-pool exited on stdin EOF, before the SDK's SIGTERM at ` +
+               `${SDK_SIGTERM_MS / 1000} s`, async () => {
+    assert.ok (closeMs < SDK_SIGTERM_MS, `client.close() took ${closeMs} ms: the SDK had to signal mcp-pool`);
+  });
+}
+
+/* The servers, as written in the config. */
+const config = JSON.parse (readFileSync (configPath, 'utf8'));
+const servers = Object.values (config.mcpServers).map ((entry) => entry.args[0]);
+const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/* a. The gateway */
+
+const gateway = await (async () => {
+  let session;
+
+  await check ('gateway: connect with --expose gateway', async () => {
+    session = await connect ('gateway', 'gateway');
+    assert.ok (session.client.getServerCapabilities ()?.tools, 'no tools capability');
+    assert.equal (session.client.getServerVersion ()?.name, 'mcp-pool');
+  });
+  return session;
+}) ();
+
+await check ('gateway: tools/list is list_servers, search_tools, describe_tool, call_tool', async () => {
+  const { tools } = await gateway.client.listTools ();
+
+  assert.deepEqual (tools.map ((tool) => tool.name).sort (),
+                    ['call_tool', 'describe_tool', 'list_servers', 'search_tools']);
+});
+
+await check ('gateway: list_servers shows everything, files, memory', async () => {
+  const result = await call (gateway, 'list_servers', {});
+  const listed = result.structuredContent?.servers;
+
+  assert.ok (Array.isArray (listed), `no structuredContent.servers: ${JSON.stringify (result)}`);
+  assert.deepEqual (listed.map ((server) => server.name).sort (), ['everything', 'files', 'memory']);
+});
+
+await check ('gateway: search_tools "echo" finds everything\'s echo', async () => {
+  const result = await call (gateway, 'search_tools', { query: 'echo' });
+  const found = result.structuredContent?.tools;
+
+  assert.ok (Array.isArray (found), `no structuredContent.tools: ${JSON.stringify (result)}`);
+  assert.ok (found.some ((tool) => tool.server === 'everything' && tool.name === 'echo'),
+             `echo of everything not among ${JSON.stringify (found)}`);
+});
+
+await check ('gateway: describe_tool everything get-sum has a and b', async () => {
+  const result = await call (gateway, 'describe_tool', { server: 'everything', tool: 'get-sum' });
+  const schema = result.structuredContent?.inputSchema;
+
+  assert.ok (schema, `no inputSchema in ${JSON.stringify (result)}`);
+  assert.ok (schema.properties?.a && schema.properties?.b, `no a and b in ${JSON.stringify (schema)}`);
+});
+
+await check ('gateway: call_tool everything echo', async () => {
+  const result = await call (gateway, 'call_tool',
+                             { server: 'everything', tool: 'echo', arguments: { message: 'hi' } });
+
+  assert.equal (textOf (result), 'Echo: hi');
+});
+
+await check ('gateway: call_tool files write_file, then read_text_file', async () => {
+  const path = join (scratch, 'note.txt');
+
+  await call (gateway, 'call_tool',
+              { server: 'files', tool: 'write_file', arguments: { path, content: 'kept warm' } });
+  assert.equal (readFileSync (path, 'utf8'), 'kept warm');
+  const read = await call (gateway, 'call_tool',
+                           { server: 'files', tool: 'read_text_file', arguments: { path } });
+  assert.equal (textOf (read), 'kept warm');
+});
+
+await check ('gateway: call_tool memory create_entities, then read_graph', async () => {
+  await call (gateway, 'call_tool', {
+    server: 'memory', tool: 'create_entities',
+    arguments: { entities: [{ name: 'mcp-pool', entityType: 'project', observations: ['keeps servers warm'] }] },
+  });
+  const graph = await call (gateway, 'call_tool', { server: 'memory', tool: 'read_graph', arguments: {} });
+  assert.match (textOf (graph), /keeps servers warm/);
+  assert.ok (existsSync (join (scratch, 'memory.jsonl')), 'MEMORY_FILE_PATH from the config was not used');
+});
+
+noteClientErrors (gateway);
+await closeAndCheck (gateway, servers);
+
+/* b. The proxy, in a second mcp-pool process */
+
+const proxy = await (async () => {
+  let session;
+
+  await check ('proxy: connect with --expose proxy', async () => {
+    session = await connect ('proxy', 'proxy');
+  });
+  return session;
+}) ();
+
+await check ('proxy: tools/list has SERVER__TOOL names, all valid and distinct', async () => {
+  const { tools } = await proxy.client.listTools ();
+  const names = tools.map ((tool) => tool.name);
+
+  for (const name of ['everything__echo', 'everything__get-sum', 'everything__trigger-long-running-operation',
+                      'files__read_text_file', 'files__write_file', 'memory__read_graph'])
+    assert.ok (names.includes (name), `${name} missing from ${JSON.stringify (names)}`);
+  assert.deepEqual (names.filter ((name) => !NAME_PATTERN.test (name)), [], 'names outside ^[a-zA-Z0-9_-]{1,64}$');
+  assert.equal (new Set (names).size, names.length, 'duplicate names');
+});
+
+await check ('proxy: everything__get-sum 2 + 3', async () => {
+  const result = await call (proxy, 'everything__get-sum', { a: 2, b: 3 });
+
+  assert.match (textOf (result), /\b5\b/);
+});
+
+await check ('proxy: memory__read_graph sees what the gateway session stored', async () => {
+  /* memory's tools declare an outputSchema: the SDK validates structuredContent. */
+  const graph = await call (proxy, 'memory__read_graph', {});
+
+  assert.match (textOf (graph), /keeps servers warm/);
+  assert.ok (graph.structuredContent?.entities?.some ((entity) => entity.name === 'mcp-pool'),
+             `no structuredContent entity mcp-pool: ${JSON.stringify (graph)}`);
+});
+
+/* What crossed the wire since @seq: requests and replies of @id, progress for it. */
+function wireSince (session, seq, id) {
+  return session.traffic.filter (({ seq: n, message }) =>
+    n > seq && (message.id === id || message.params?.progressToken === id || message.params?.requestId === id));
+}
+
+await check ('proxy: progress of trigger-long-running-operation arrives before its result', async () => {
+  const seq = proxy.seq;
+  const progress = [];
+  const result = await call (proxy, 'everything__trigger-long-running-operation', { duration: 2, steps: 4 },
+                             { onprogress: (p) => progress.push (p) });
+  const received = progress.length;
+  const request = proxy.traffic.find ((entry) => entry.seq > seq && entry.direction === '>');
+  const wire = wireSince (proxy, seq, request.message.id);
+  const reply = wire.findIndex ((entry) => entry.direction === '<' && entry.message.id === request.message.id);
+  const wireProgress = wire.filter ((entry) => entry.message.method === 'notifications/progress');
+
+  assert.ok (received >= 1, `no progress callback before the result: ${textOf (result)}`);
+  assert.equal (request.message.params._meta?.progressToken, request.message.id, 'the SDK sent no progressToken');
+  assert.ok (wireProgress.every ((entry) => wire.indexOf (entry) < reply),
+             `progress written after the reply: ${JSON.stringify (wire.map ((entry) => entry.message))}`);
+  for (let i = 1; i < wireProgress.length; i++)
+    assert.ok (wireProgress[i].message.params.progress > wireProgress[i - 1].message.params.progress,
+               `progress does not increase: ${JSON.stringify (wireProgress.map ((entry) => entry.message))}`);
+  console.log (`# progress on the wire before the reply: ` +
+               wireProgress.map ((entry) => `${entry.message.params.progress}/${entry.message.params.total}`).join (' ') +
+               `; onprogress callbacks: ${received}`);
+  if (received < wireProgress.length)
+    console.log ('# (the SDK client drops progress that it dispatches after the reply, and reports it ' +
+                 'through onerror: modelcontextprotocol/typescript-sdk#2580)');
+});
+
+await check ('proxy: an aborted call rejects, and the next call works', async () => {
+  const seq = proxy.seq;
+  const controller = new AbortController ();
+  let progressed = 0;
+  let firstProgress;
+  const progressSeen = new Promise ((resolve) => { firstProgress = resolve; });
+  const pending = proxy.client.callTool (
+    { name: 'everything__trigger-long-running-operation', arguments: { duration: 30, steps: 30 } },
+    undefined,
+    { signal: controller.signal, onprogress: () => { progressed++; firstProgress (); } });
+  const outcome = pending.then ((result) => ({ result }), (error) => ({ error }));
+
+  await Promise.race ([progressSeen, sleep (500)]);
+  controller.abort ();
+  const abortedAt = Date.now ();
+  const settled = await Promise.race ([outcome, sleep (5_000).then (() => null)]);
+  assert.ok (settled !== null, 'the aborted call did not settle within 5 s');
+  assert.ok (settled.error, `the aborted call resolved: ${JSON.stringify (settled.result)}`);
+  assert.match (String (settled.error), /abort/i);
+  console.log (`# aborted after ${progressed} progress notification(s): ${settled.error}`);
+
+  const request = proxy.traffic.find ((entry) => entry.seq > seq && entry.direction === '>');
+  const cancelled = proxy.traffic.find ((entry) => entry.seq > seq &&
+                                        entry.message.method === 'notifications/cancelled');
+  assert.equal (cancelled?.message.params.requestId, request.message.id,
+                'the SDK sent no notifications/cancelled for the aborted request');
+
+  const echo = await call (proxy, 'everything__echo', { message: 'after abort' });
+  assert.equal (textOf (echo), 'Echo: after abort');
+
+  /* The server reports progress every second: watch for a while whether
+   * anything still comes for the cancelled request. */
+  await sleep (Math.max (0, abortedAt + 2_500 - Date.now ()));
+  const late = wireSince (proxy, seq, request.message.id)
+    .filter ((entry) => entry.direction === '<' && entry.at > abortedAt);
+  const lateReply = late.filter ((entry) => entry.message.method === undefined);
+  assert.deepEqual (lateReply.map ((entry) => entry.message), [],
+                    `mcp-pool answered the cancelled request ${request.message.id}`);
+  console.log (`# after the abort: ${late.length} late message(s) for request ${request.message.id}` +
+               (late.length > 0 ? `: ${JSON.stringify (late.map ((entry) => entry.message))}` : ''));
+});
+
+function noteClientErrors (session) {
+  for (const error of session.errors)
+    console.log (`# ${session.label}: client.onerror: ${shorten (error, 400)}`);
+}
+
+noteClientErrors (proxy);
+await closeAndCheck (proxy, servers);
+
+clearTimeout (overall);
+console.log (`# ${passed} checks passed`);
+process.exit (0);
