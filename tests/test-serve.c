@@ -1,0 +1,879 @@
+/* test-serve.c — `mcp-pool serve` driven over its stdin and stdout, the way
+ * an MCP client drives it, with fixture servers in the pool behind it. */
+#include "config.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include "test-util.h"
+
+#define GONE_TIMEOUT_MS (10 * 1000)
+#define NULL_ID         TEST_CLIENT_NULL_ID
+
+static char *scratch_home;
+
+static const char *
+mcp_pool_path (void)
+{
+  static char *path;
+
+  /* Absolute: mcp-pool runs in a folder of its own. */
+  if (path == NULL && g_getenv ("MCP_POOL_MCP_POOL") != NULL)
+    path = g_canonicalize_filename (g_getenv ("MCP_POOL_MCP_POOL"), NULL);
+  if (path == NULL)
+    {
+      g_autofree char *built = g_test_build_filename (G_TEST_BUILT, "..", "src", "mcp-pool", NULL);
+
+      path = g_canonicalize_filename (built, NULL);
+    }
+  return path;
+}
+
+/* A config file with the fixture under each name; @servers alternates
+ * names and JSON arrays of fixture flags, NULL-terminated. */
+static char *
+write_config (const char * const *servers)
+{
+  g_autoptr(json_t) entries = json_object ();
+  g_autoptr(json_t) config = json_pack ("{s:O}", "mcpServers", entries);
+  g_autofree char *path = g_build_filename (scratch_home, "servers.json", NULL);
+  g_autofree char *fixture = g_canonicalize_filename (test_fixture_path (), NULL);
+
+  for (guint i = 0; servers[i] != NULL; i += 2)
+    json_object_set_new (entries, servers[i],
+                         json_pack ("{s:s, s:o}", "command", fixture,
+                                    "args", json_loads (servers[i + 1], 0, NULL)));
+  g_assert_cmpint (json_dump_file (config, path, JSON_INDENT (2)), ==, 0);
+  return g_steal_pointer (&path);
+}
+
+static TestClient *
+serve_new (const char *config,
+           const char *expose)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  const char *argv[] = { mcp_pool_path (), "serve", "--config", config, "--expose", expose, NULL };
+
+  if (expose == NULL)
+    argv[4] = NULL;
+  /* A home and a working folder of its own, so no real config leaks in. */
+  g_subprocess_launcher_setenv (launcher, "HOME", scratch_home, TRUE);
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_CONFIG");
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_EXPOSE");
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_TIMEOUT");
+  g_subprocess_launcher_set_cwd (launcher, scratch_home);
+  return test_client_new (launcher, argv);
+}
+
+/* initialize with id 0, as clients do; the result. */
+static json_t *
+serve_initialize (TestClient *client,
+                  const char *version)
+{
+  g_autoptr(json_t) reply = NULL;
+
+  test_client_send (client, json_pack ("{s:s, s:i, s:s, s:{s:s, s:{}, s:{s:s, s:s}}}",
+                                       "jsonrpc", "2.0", "id", 0, "method", "initialize", "params",
+                                       "protocolVersion", version, "capabilities",
+                                       "clientInfo", "name", "test-serve", "version", "1"));
+  reply = test_client_read_reply (client, 0);
+  g_assert_true (json_is_object (json_object_get (reply, "result")));
+  return json_incref (json_object_get (reply, "result"));
+}
+
+static void
+serve_ping (TestClient *client)
+{
+  g_autoptr(json_t) result = test_client_result (client, "ping", NULL);
+
+  g_assert_cmpuint (json_object_size (result), ==, 0);
+}
+
+/* Two round trips: whatever mcp-pool's main context had queued before the
+ * first is written before the second reply. */
+static void
+serve_settle (TestClient *client)
+{
+  serve_ping (client);
+  serve_ping (client);
+}
+
+/* Closing stdin is a normal end, with status 0. */
+static void
+serve_finish (TestClient *client)
+{
+  test_client_close_input (client);
+  test_client_wait_exit (client);
+  g_assert_true (g_subprocess_get_if_exited (client->process));
+  g_assert_cmpint (g_subprocess_get_exit_status (client->process), ==, 0);
+}
+
+/* Tools */
+
+/* Takes @arguments. */
+static json_t *
+call_tool (TestClient *client,
+           const char *name,
+           json_t     *arguments)
+{
+  return test_client_result (client, "tools/call",
+                             json_pack ("{s:s, s:o}", "name", name, "arguments", arguments));
+}
+
+/* tools/call params for the gateway's call_tool; takes @arguments.
+ * @timeout in seconds, 0 for the default. */
+static json_t *
+gateway_call_params (const char *server,
+                     const char *tool,
+                     json_t     *arguments,
+                     double      timeout)
+{
+  return json_pack ("{s:s, s:{s:s, s:s, s:o, s:o*}}", "name", "call_tool", "arguments",
+                    "server", server, "tool", tool, "arguments", arguments,
+                    "timeout", timeout > 0 ? json_real (timeout) : NULL);
+}
+
+/* A downstream tool through the gateway's call_tool; takes @arguments. */
+static json_t *
+gateway_call (TestClient *client,
+              const char *server,
+              const char *tool,
+              json_t     *arguments)
+{
+  return test_client_result (client, "tools/call", gateway_call_params (server, tool, arguments, 0));
+}
+
+/* The fixture's counters (pid, max_inflight, …) through the gateway. */
+static json_t *
+fixture_stats (TestClient *client,
+               const char *server)
+{
+  g_autoptr(json_t) result = gateway_call (client, server, "stats", json_object ());
+  json_t *stats = json_object_get (result, "structuredContent");
+
+  g_assert_true (json_is_object (stats));
+  return json_incref (stats);
+}
+
+static json_int_t
+fixture_stat (TestClient *client,
+              const char *server,
+              const char *counter)
+{
+  g_autoptr(json_t) stats = fixture_stats (client, server);
+
+  g_assert_true (json_is_integer (json_object_get (stats, counter)));
+  return json_integer_value (json_object_get (stats, counter));
+}
+
+static const char *
+result_text (json_t *result)
+{
+  return mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text");
+}
+
+/* Item @index of the array @key in a tool result's structuredContent. */
+static json_t *
+structured_item (json_t     *result,
+                 const char *key,
+                 guint       index)
+{
+  return json_array_get (json_object_get (json_object_get (result, "structuredContent"), key), index);
+}
+
+/* Checks isError and that the text names every NULL-terminated needle. */
+static void
+assert_result (json_t     *result,
+               gboolean    is_error,
+               const char *needle,
+               ...)
+{
+  const char *text = result_text (result);
+  va_list needles;
+
+  g_assert_nonnull (text);
+  g_assert_cmpint (json_is_true (json_object_get (result, "isError")), ==, is_error);
+  va_start (needles, needle);
+  for (; needle != NULL; needle = va_arg (needles, const char *))
+    if (strstr (text, needle) == NULL)
+      g_error ("“%s” is not in the result text “%s”", needle, text);
+  va_end (needles);
+}
+
+/* The tool named @name in a tools/list result, or NULL. */
+static json_t *
+find_tool (json_t     *tools,
+           const char *name)
+{
+  json_t *tool;
+  size_t i;
+
+  json_array_foreach (tools, i, tool)
+    if (g_strcmp0 (mcp_json_get_string (tool, "name"), name) == 0)
+      return tool;
+  return NULL;
+}
+
+static json_t *
+list_tools (TestClient *client)
+{
+  g_autoptr(json_t) result = test_client_result (client, "tools/list", NULL);
+
+  g_assert_true (json_is_array (json_object_get (result, "tools")));
+  return json_incref (json_object_get (result, "tools"));
+}
+
+/* Fixture: one mcp-pool serve, initialized */
+
+typedef struct {
+  const char *expose;
+  const char *servers[12];   /* name, flags as a JSON array, …, NULL */
+} ServeSetup;
+
+typedef struct {
+  char       *config;
+  TestClient *client;
+} Fixture;
+
+static void
+fixture_set_up (Fixture       *fixture,
+                gconstpointer  data)
+{
+  const ServeSetup *setup = data;
+
+  fixture->config = write_config (setup->servers);
+  fixture->client = serve_new (fixture->config, setup->expose);
+  json_decref (serve_initialize (fixture->client, "2025-11-25"));
+  test_client_notify (fixture->client, "notifications/initialized", NULL);
+}
+
+static void
+fixture_tear_down (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  if (!fixture->client->exited)
+    serve_finish (fixture->client);
+  g_clear_pointer (&fixture->client, test_client_free);
+  g_free (fixture->config);
+  test_assert_no_children ();
+}
+
+#define LONG_NAME "a-server-name-so-long-that-no-tool-name-built-on-it-fits-into-64-characters"
+
+static const ServeSetup gateway_setup = { "gateway", { "fixture", "[]", NULL } };
+static const ServeSetup proxy_setup = { "proxy", { "fixture", "[]", NULL } };
+static const ServeSetup proxy_names_setup = {
+  "proxy", { "one", "[]", "two", "[]", "my.server", "[]", LONG_NAME "-1", "[]", LONG_NAME "-2", "[]", NULL }
+};
+static const ServeSetup code_setup = { NULL, { "alpha", "[]", "beta", "[]", NULL } };
+static const ServeSetup slow_start_setup = { "gateway", { "slow", "[\"--slow-start\", \"60000\"]", NULL } };
+static const ServeSetup ending_setup = {
+  "gateway", { "stubborn", "[\"--ignore-sigterm\", \"--ignore-eof\"]", "launcher", "[\"--grandchild\"]", NULL }
+};
+
+/* Handshake */
+
+static void
+assert_initialize_result (json_t     *result,
+                          const char *version)
+{
+  json_t *info = json_object_get (result, "serverInfo");
+  const char *instructions = mcp_json_get_string (result, "instructions");
+
+  g_assert_cmpstr (mcp_json_get_string (result, "protocolVersion"), ==, version);
+  g_assert_cmpstr (mcp_json_get_string (info, "name"), ==, "mcp-pool");
+  g_assert_nonnull (mcp_json_get_string (info, "version"));
+  g_assert_nonnull (mcp_json_get_string (info, "title"));
+  g_assert_true (instructions != NULL && instructions[0] != '\0');
+  g_assert_true (json_is_true (json_object_get (json_object_get (json_object_get (result, "capabilities"),
+                                                                 "tools"), "listChanged")));
+}
+
+static void
+test_handshake (void)
+{
+  static const char * const servers[] = { "fixture", "[]", NULL };
+  static const struct {
+    const char *asked, *answered;
+  } versions[] = {
+    { "2024-11-05", "2024-11-05" },
+    { "2025-03-26", "2025-03-26" },
+    { "2025-06-18", "2025-06-18" },
+    { "2025-11-25", "2025-11-25" },
+    { "1999-01-01", "2025-11-25" },
+  };
+  g_autofree char *config = write_config (servers);
+
+  for (guint i = 0; i < G_N_ELEMENTS (versions); i++)
+    {
+      g_autoptr(TestClient) client = serve_new (config, "gateway");
+      g_autoptr(json_t) result = serve_initialize (client, versions[i].asked);
+
+      assert_initialize_result (result, versions[i].answered);
+      test_client_notify (client, "notifications/initialized", NULL);
+      serve_ping (client);
+      serve_finish (client);
+    }
+  test_assert_no_children ();
+}
+
+/* Gateway */
+
+static void
+test_gateway_list (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  static const char * const names[] = { "list_servers", "search_tools", "describe_tool", "call_tool" };
+  g_autoptr(json_t) tools = list_tools (fixture->client);
+
+  g_assert_cmpuint (json_array_size (tools), ==, G_N_ELEMENTS (names));
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      json_t *tool = find_tool (tools, names[i]);
+
+      g_assert_nonnull (tool);
+      g_assert_true (json_is_object (json_object_get (tool, "inputSchema")));
+    }
+}
+
+static void
+test_gateway_discovery (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) servers = call_tool (client, "list_servers", json_object ());
+  g_autoptr(json_t) summary = call_tool (client, "search_tools",
+                                         json_pack ("{s:s}", "query", "sleep milliseconds"));
+  g_autoptr(json_t) full = call_tool (client, "search_tools",
+                                      json_pack ("{s:s, s:s}", "query", "sleep milliseconds",
+                                                 "detail", "full"));
+  g_autoptr(json_t) described = call_tool (client, "describe_tool",
+                                           json_pack ("{s:s, s:s}", "server", "fixture", "tool", "sleep"));
+  json_t *first = structured_item (summary, "tools", 0);
+  json_t *first_full = structured_item (full, "tools", 0);
+  json_t *schema = json_object_get (json_object_get (described, "structuredContent"), "inputSchema");
+
+  assert_result (servers, FALSE, "fixture", NULL);
+  g_assert_cmpstr (mcp_json_get_string (structured_item (servers, "servers", 0), "name"), ==, "fixture");
+  g_assert_cmpstr (mcp_json_get_string (first, "name"), ==, "sleep");
+  g_assert_cmpstr (mcp_json_get_string (first, "server"), ==, "fixture");
+  g_assert_cmpstr (mcp_json_get_string (first_full, "name"), ==, "sleep");
+  g_assert_true (json_is_object (json_object_get (first_full, "inputSchema")));
+  g_assert_true (json_is_object (json_object_get (json_object_get (schema, "properties"), "ms")));
+}
+
+static void
+test_gateway_call (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) echo = gateway_call (client, "fixture", "echo", json_pack ("{s:s}", "message", "x"));
+  g_autoptr(json_t) no_server = call_tool (client, "call_tool", json_pack ("{s:s}", "tool", "echo"));
+  g_autoptr(json_t) unknown_server = gateway_call (client, "nosuch", "echo", json_object ());
+  g_autoptr(json_t) unknown_tool = gateway_call (client, "fixture", "nosuch", json_object ());
+
+  assert_result (echo, FALSE, "Echo: x", NULL);
+  assert_result (no_server, TRUE, "server", NULL);
+  assert_result (unknown_server, TRUE, "nosuch", "fixture", NULL);
+  assert_result (unknown_tool, TRUE, "nosuch", "echo", "sleep", "stats", NULL);
+}
+
+/* Proxy and code */
+
+static void
+test_proxy_names (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  g_autoptr(json_t) tools = list_tools (fixture->client);
+  g_autoptr(json_t) again = list_tools (fixture->client);
+  g_autoptr(GRegex) valid = g_regex_new ("^[a-zA-Z0-9_-]{1,64}$", 0, 0, NULL);
+  g_autoptr(GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  guint n_long = 0;
+  json_t *tool;
+  size_t i;
+
+  json_array_foreach (tools, i, tool)
+    {
+      const char *name = mcp_json_get_string (tool, "name");
+
+      g_assert_nonnull (name);
+      g_assert_true (g_regex_match (valid, name, 0, NULL));
+      g_assert_true (g_hash_table_add (seen, (gpointer) name));
+      g_assert_true (json_is_object (json_object_get (tool, "inputSchema")));
+      n_long += g_str_has_prefix (name, "a-server-name-so-long");
+    }
+  /* Five servers with the same tools: none lost, none merged. */
+  g_assert_cmpuint (json_array_size (tools) % 5, ==, 0);
+  g_assert_cmpuint (n_long, ==, json_array_size (tools) / 5 * 2);
+  g_assert_nonnull (find_tool (tools, "one__echo"));
+  g_assert_nonnull (find_tool (tools, "two__echo"));
+  g_assert_nonnull (find_tool (tools, "my_server__echo"));
+  g_assert_nonnull (find_tool (tools, "one__notify_list_changed"));
+  /* Stable from one listing to the next. */
+  g_assert_true (json_equal (tools, again));
+}
+
+static void
+test_proxy_call (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) tools = list_tools (client);
+  g_autoptr(json_t) one = call_tool (client, "one__echo", json_pack ("{s:s}", "message", "1"));
+  g_autoptr(json_t) two = call_tool (client, "two__echo", json_pack ("{s:s}", "message", "2"));
+  g_autoptr(json_t) odd = call_tool (client, "my_server__echo", json_pack ("{s:s}", "message", "3"));
+  json_t *tool;
+  size_t i;
+
+  assert_result (one, FALSE, "Echo: 1", NULL);
+  assert_result (two, FALSE, "Echo: 2", NULL);
+  assert_result (odd, FALSE, "Echo: 3", NULL);
+
+  /* A cut name still reaches its own tool. */
+  json_array_foreach (tools, i, tool)
+    if (g_str_has_prefix (mcp_json_get_string (tool, "name"), "a-server-name-so-long") &&
+        g_strcmp0 (mcp_json_get_string (tool, "description"), "Echo a message back.") == 0)
+      {
+        g_autoptr(json_t) echo = call_tool (client, mcp_json_get_string (tool, "name"),
+                                            json_pack ("{s:s}", "message", "long"));
+
+        assert_result (echo, FALSE, "Echo: long", NULL);
+      }
+}
+
+static void
+test_code_resources (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) tools = list_tools (client);
+  g_autoptr(json_t) listed = test_client_result (client, "resources/list", NULL);
+  g_autoptr(json_t) read = test_client_result (client, "resources/read",
+                                               json_pack ("{s:s}", "uri", "mcp-pool://capabilities"));
+  g_autoptr(json_t) unknown = NULL;
+  json_t *resource = json_array_get (json_object_get (listed, "resources"), 0);
+  json_t *contents = json_array_get (json_object_get (read, "contents"), 0);
+  const char *text = mcp_json_get_string (contents, "text");
+  json_t *tool;
+  size_t i;
+
+  /* Neither gateway nor proxy tools; only run_python belongs here. */
+  json_array_foreach (tools, i, tool)
+    g_assert_cmpstr (mcp_json_get_string (tool, "name"), ==, "run_python");
+  g_assert_cmpstr (mcp_json_get_string (resource, "uri"), ==, "mcp-pool://capabilities");
+  g_assert_cmpstr (mcp_json_get_string (contents, "mimeType"), ==, "text/markdown");
+  g_assert_nonnull (text);
+  g_assert_nonnull (strstr (text, "alpha"));
+  g_assert_nonnull (strstr (text, "beta"));
+
+  unknown = test_client_read_reply (client,
+                                    test_client_request (client, "resources/read",
+                                                         json_pack ("{s:s}", "uri", "mcp-pool://nosuch")));
+  g_assert_cmpint (json_integer_value (json_object_get (json_object_get (unknown, "error"), "code")),
+                   ==, MCP_JSONRPC_RESOURCE_NOT_FOUND);
+}
+
+/* Results pass through */
+
+static void
+test_pass_through (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autoptr(json_t) failed = gateway_call (fixture->client, "fixture", "tool_error", json_object ());
+  g_autoptr(json_t) stats = gateway_call (fixture->client, "fixture", "stats", json_object ());
+
+  assert_result (failed, TRUE, "tool failed as asked", NULL);
+  assert_result (stats, FALSE, "max_inflight", NULL);
+  g_assert_true (json_is_integer (json_object_get (json_object_get (stats, "structuredContent"), "pid")));
+}
+
+/* Failures evict; the next call starts afresh */
+
+static void
+test_crash (Fixture       *fixture,
+            gconstpointer  data)
+{
+  json_int_t pid = fixture_stat (fixture->client, "fixture", "pid");
+  g_autoptr(json_t) crash = gateway_call (fixture->client, "fixture", "crash", json_object ());
+
+  assert_result (crash, TRUE, "fixture", "next call", NULL);
+  g_assert_cmpint (fixture_stat (fixture->client, "fixture", "pid"), !=, pid);
+}
+
+static void
+test_timeout (Fixture       *fixture,
+              gconstpointer  data)
+{
+  json_int_t pid = fixture_stat (fixture->client, "fixture", "pid");
+  g_autoptr(json_t) hang = test_client_result (fixture->client, "tools/call",
+                                                gateway_call_params ("fixture", "hang", json_object (), 0.3));
+
+  assert_result (hang, TRUE, "fixture", "in time", NULL);
+  g_assert_cmpint (fixture_stat (fixture->client, "fixture", "pid"), !=, pid);
+}
+
+/* Bad input: an error, and serving goes on */
+
+/* Sends @line; expects an error reply with @id (@code 0: any code). */
+static void
+assert_refused (TestClient *client,
+                const char *line,
+                json_int_t  id,
+                int         code)
+{
+  g_autoptr(json_t) reply = NULL;
+  json_t *error;
+
+  test_client_send_line (client, line);
+  reply = test_client_read_reply (client, id);
+  error = json_object_get (reply, "error");
+  g_assert_true (json_is_object (error));
+  g_assert_nonnull (mcp_json_get_string (error, "message"));
+  if (code != 0)
+    g_assert_cmpint (json_integer_value (json_object_get (error, "code")), ==, code);
+  serve_ping (client);
+}
+
+static void
+test_bad_input (Fixture       *fixture,
+                gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+
+  assert_refused (client, "not json", NULL_ID, MCP_JSONRPC_PARSE_ERROR);
+  assert_refused (client, "[1,2]", NULL_ID, 0);
+  assert_refused (client, "{\"jsonrpc\":\"2.0\",\"id\":1}", 1, MCP_JSONRPC_INVALID_REQUEST);
+  assert_refused (client, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nosuch/method\"}", 2,
+                  MCP_JSONRPC_METHOD_NOT_FOUND);
+  assert_refused (client, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{}}", 3,
+                  MCP_JSONRPC_INVALID_PARAMS);
+  assert_refused (client,
+                  "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"nosuch\"}}",
+                  4, MCP_JSONRPC_INVALID_PARAMS);
+  assert_refused (client, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":[1]}", 5,
+                  MCP_JSONRPC_INVALID_PARAMS);
+}
+
+/* The line cap is 32 MiB and has no option: one byte-heavy request. */
+static void
+test_long_line (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(GString) line =
+    g_string_new ("{\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"ping\",\"params\":{\"pad\":\"");
+  gsize padding = 33 * 1024 * 1024;
+
+  g_string_set_size (line, line->len + padding);
+  memset (line->str + line->len - padding, 'x', padding);
+  g_string_append (line, "\"}}");
+  assert_refused (fixture->client, line->str, NULL_ID, 0);
+}
+
+/* Progress */
+
+static void
+test_progress (Fixture       *fixture,
+               gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  json_t *params = gateway_call_params ("fixture", "progress", json_pack ("{s:i}", "steps", 3), 0);
+  g_autoptr(json_t) reply = NULL;
+  json_int_t step = 0;
+
+  json_object_set_new (params, "_meta", json_pack ("{s:s}", "progressToken", "tok"));
+  g_ptr_array_set_size (client->notifications, 0);
+  reply = test_client_read_reply (client, test_client_request (client, "tools/call", params));
+  assert_result (json_object_get (reply, "result"), FALSE, "done 3 steps", NULL);
+
+  /* Every one of them came before the reply, in order. */
+  for (guint i = 0; i < client->notifications->len; i++)
+    {
+      json_t *progress = json_object_get (g_ptr_array_index (client->notifications, i), "params");
+
+      g_assert_cmpstr (mcp_json_get_string (progress, "progressToken"), ==, "tok");
+      g_assert_cmpint (json_integer_value (json_object_get (progress, "progress")), ==, ++step);
+    }
+  g_assert_cmpint (step, ==, 3);
+  g_assert_cmpuint (test_client_count_notifications (client, "notifications/progress"), ==, 3);
+}
+
+/* Cancellation */
+
+static gboolean
+hang_in_flight (gpointer data)
+{
+  /* The stats call counts itself. */
+  return fixture_stat (data, "fixture", "inflight") >= 2;
+}
+
+static void
+test_cancel (Fixture       *fixture,
+             gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  json_int_t pid = fixture_stat (client, "fixture", "pid");
+  json_int_t id = test_client_request (client, "tools/call",
+                                       gateway_call_params ("fixture", "hang", json_object (), 100));
+
+  g_assert_true (test_wait_for (hang_in_flight, client, TEST_CLIENT_TIMEOUT_MS));
+  test_client_notify (client, "notifications/cancelled",
+                      json_pack ("{s:I, s:s}", "requestId", id, "reason", "test"));
+  serve_ping (client);
+  g_assert_cmpint (fixture_stat (client, "fixture", "pid"), ==, pid);
+
+  serve_finish (client);
+  for (guint i = 0; i < client->stash->len; i++)
+    g_assert_false (test_message_has_id (g_ptr_array_index (client->stash, i), id));
+}
+
+/* Concurrency */
+
+static void
+test_concurrency (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  json_int_t ids[8];
+
+  /* Started first, so the eight calls overlap in the server, not in its start. */
+  fixture_stat (client, "fixture", "pid");
+  for (guint i = 0; i < G_N_ELEMENTS (ids); i++)
+    ids[i] = test_client_request (client, "tools/call",
+                                  gateway_call_params ("fixture", "sleep", json_pack ("{s:i}", "ms", 300), 0));
+  for (guint i = G_N_ELEMENTS (ids); i > 0; i--)
+    {
+      g_autoptr(json_t) reply = test_client_read_reply (client, ids[i - 1]);
+
+      assert_result (json_object_get (reply, "result"), FALSE, "slept 300", NULL);
+    }
+  g_assert_cmpint (fixture_stat (client, "fixture", "max_inflight"), >=, 8);
+}
+
+/* Ending */
+
+/* Reaps @pid if it was orphaned to this process; TRUE once it is gone. */
+static gboolean
+process_reaped (gpointer data)
+{
+  GPid pid = GPOINTER_TO_INT (data);
+  pid_t result = waitpid (pid, NULL, WNOHANG);
+
+  return result == pid || (result < 0 && test_process_gone (pid));
+}
+
+/* The stubborn server's pid, the launcher's and its grandchild's, after
+ * calls that make sure they run. */
+static void
+ending_pids (TestClient *client,
+             GPid        pids[3])
+{
+  g_autoptr(json_t) launcher = fixture_stats (client, "launcher");
+
+  pids[0] = fixture_stat (client, "stubborn", "pid");
+  pids[1] = json_integer_value (json_object_get (launcher, "pid"));
+  pids[2] = json_integer_value (json_object_get (launcher, "grandchild_pid"));
+  g_assert_cmpint (pids[2], >, 0);
+}
+
+static void
+assert_all_gone (const GPid pids[3])
+{
+  for (guint i = 0; i < 3; i++)
+    g_assert_true (test_wait_for (process_reaped, GINT_TO_POINTER (pids[i]), GONE_TIMEOUT_MS));
+}
+
+static void
+test_end_on_eof (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  GPid pids[3];
+
+  ending_pids (fixture->client, pids);
+  serve_finish (fixture->client);
+  assert_all_gone (pids);
+}
+
+static void
+test_end_on_sigterm (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  GPid pids[3];
+
+  ending_pids (fixture->client, pids);
+  g_subprocess_send_signal (fixture->client->process, SIGTERM);
+  test_client_wait_exit (fixture->client);
+  assert_all_gone (pids);
+}
+
+/* list_changed */
+
+static void
+test_list_changed (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) tools = list_tools (client);
+  g_autoptr(json_t) sent = NULL;
+
+  /* Announcements of the first start are written by now: what comes next
+   * is the answer to the server's notification. */
+  serve_settle (client);
+  g_ptr_array_set_size (client->notifications, 0);
+  sent = call_tool (client, "fixture__notify_list_changed", json_object ());
+  assert_result (sent, FALSE, "sent", NULL);
+  test_client_wait_notification (client, "notifications/tools/list_changed");
+}
+
+/* A client that leaves or lags, a server that is busy */
+
+static gboolean
+server_starting (gpointer data)
+{
+  g_autoptr(json_t) listed = call_tool (data, "list_servers", json_object ());
+
+  return g_strcmp0 (mcp_json_get_string (structured_item (listed, "servers", 0), "state"), "starting") == 0;
+}
+
+/* A call waiting for a start when the client leaves gets an answer that
+ * says why. */
+static void
+test_end_while_starting (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  json_t *params = gateway_call_params ("slow", "echo", json_pack ("{s:s}", "message", "x"), 0);
+  json_int_t id = test_client_request (client, "tools/call", params);
+  g_autoptr(json_t) reply = NULL;
+  json_t *result;
+
+  g_assert_true (test_wait_for (server_starting, client, TEST_CLIENT_TIMEOUT_MS));
+  serve_finish (client);
+  reply = test_client_read_reply (client, id);
+  result = json_object_get (reply, "result");
+  assert_result (result, TRUE, "slow", NULL);
+  if (strstr (result_text (result), "removed from the configuration") != NULL)
+    g_test_incomplete ("At shutdown, a call waiting for a server's start is told that the server "
+                       "'was removed from the configuration'");
+}
+
+/* A client that stops reading its replies must not kill mcp-pool. */
+static void
+test_end_stdout_closed (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+
+  test_client_close_output (client);
+  test_client_request (client, "ping", NULL);
+  test_client_close_input (client);
+  test_client_wait_exit (client);
+  if (g_subprocess_get_if_signaled (client->process) && g_subprocess_get_term_sig (client->process) == SIGPIPE)
+    {
+      g_test_incomplete ("mcp-pool serve dies of SIGPIPE when its stdout is closed and it has not "
+                         "started a server yet (the spawner is what ignores SIGPIPE)");
+      return;
+    }
+  g_assert_true (g_subprocess_get_if_exited (client->process));
+  g_assert_cmpint (g_subprocess_get_exit_status (client->process), ==, 0);
+}
+
+/* A ping needs no server: it is answered while every worker is busy. */
+static void
+test_ping_while_busy (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) reply = NULL;
+
+  fixture_stat (client, "fixture", "pid");
+  /* More than mcp-serve.c's 32 workers; each call gives up after 5 s. */
+  for (guint i = 0; i < 40; i++)
+    test_client_request (client, "tools/call", gateway_call_params ("fixture", "hang", json_object (), 5));
+  reply = test_client_read_reply (client, test_client_request (client, "ping", NULL));
+  g_assert_true (json_is_object (json_object_get (reply, "result")));
+  if (client->stash->len > 0)
+    g_test_incomplete ("A ping waits for a free worker: with every worker in a tools/call, it was "
+                       "answered only after a call timed out");
+}
+
+/* Longer than mcp-serve.c's WRITE_TIMEOUT_US.  The stall is the scenario
+ * under test, not a wait for something to happen. */
+#define CLIENT_STALL_US (11 * G_USEC_PER_SEC)
+
+/* Every line a client reads is a whole message, even after it stalled. */
+static void
+test_slow_client (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  json_int_t ping;
+  char *line;
+
+  test_client_request (client, "tools/call",
+                       gateway_call_params ("fixture", "huge", json_pack ("{s:i}", "bytes", 1 << 20), 0));
+  g_usleep (CLIENT_STALL_US);
+  ping = test_client_request (client, "ping", NULL);
+  while ((line = test_client_read_line (client)) != NULL)
+    {
+      g_autoptr(json_t) message = json_loads (line, 0, NULL);
+
+      g_free (line);
+      if (message == NULL)
+        {
+          g_test_incomplete ("A reply cut short by the write timeout is followed by the next message "
+                             "on the same line");
+          return;
+        }
+      if (test_message_has_id (message, ping))
+        return;
+    }
+  /* Giving up on the client, with a cut line at the very end, is fine. */
+  test_client_wait_exit (client);
+}
+
+int
+main (int argc, char **argv)
+{
+  int status;
+
+  g_test_init (&argc, &argv, NULL);
+  /* Orphans of mcp-pool come to this process, so a leak shows as a child. */
+  prctl (PR_SET_CHILD_SUBREAPER, 1);
+  signal (SIGPIPE, SIG_IGN);
+
+#define ADD(path, setup, test) \
+  g_test_add (path, Fixture, &setup, fixture_set_up, test, fixture_tear_down)
+  g_test_add_func ("/serve/handshake", test_handshake);
+  ADD ("/serve/gateway/list", gateway_setup, test_gateway_list);
+  ADD ("/serve/gateway/discovery", gateway_setup, test_gateway_discovery);
+  ADD ("/serve/gateway/call", gateway_setup, test_gateway_call);
+  ADD ("/serve/proxy/names", proxy_names_setup, test_proxy_names);
+  ADD ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
+  ADD ("/serve/code/resources", code_setup, test_code_resources);
+  ADD ("/serve/results/pass-through", gateway_setup, test_pass_through);
+  ADD ("/serve/failure/crash", gateway_setup, test_crash);
+  ADD ("/serve/failure/timeout", gateway_setup, test_timeout);
+  ADD ("/serve/bad-input/messages", gateway_setup, test_bad_input);
+  ADD ("/serve/bad-input/long-line", gateway_setup, test_long_line);
+  ADD ("/serve/progress", gateway_setup, test_progress);
+  ADD ("/serve/cancel", gateway_setup, test_cancel);
+  ADD ("/serve/concurrency", gateway_setup, test_concurrency);
+  ADD ("/serve/end/stdin-eof", ending_setup, test_end_on_eof);
+  ADD ("/serve/end/sigterm", ending_setup, test_end_on_sigterm);
+  ADD ("/serve/proxy/list-changed", proxy_setup, test_list_changed);
+  ADD ("/serve/end/while-starting", slow_start_setup, test_end_while_starting);
+  ADD ("/serve/end/stdout-closed", gateway_setup, test_end_stdout_closed);
+  ADD ("/serve/busy/ping", gateway_setup, test_ping_while_busy);
+  ADD ("/serve/busy/slow-client", gateway_setup, test_slow_client);
+#undef ADD
+
+  scratch_home = g_dir_make_tmp ("mcp-pool-home-XXXXXX", NULL);
+  status = g_test_run ();
+  {
+    g_autofree char *command = g_strdup_printf ("rm -rf '%s'", scratch_home);
+    g_spawn_command_line_sync (command, NULL, NULL, NULL, NULL);
+  }
+  return status;
+}
