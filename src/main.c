@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <locale.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,6 +25,7 @@ static const Subcommand subcommands[] = {
   { "servers", mcp_cli_servers, N_("List the configured servers and their state") },
   { "tools",   mcp_cli_tools,   N_("List the tools of every server, or of one") },
   { "call",    mcp_cli_call,    N_("Call one tool of a configured server") },
+  { "run",     mcp_cli_run,     N_("Run Python in the code sandbox, with tools of the servers") },
   { "evict",   mcp_cli_evict,   N_("Retire a server's session so the next call starts it afresh") },
   { "doctor",  mcp_cli_doctor,  N_("Check bwrap, python3, the config files and every server") },
   { "demo",    mcp_cli_demo,    N_("Show a cold start against warm calls on the example server") },
@@ -51,6 +53,9 @@ main (int    argc,
 
   /* Once, before any thread exists (Jansson's hash seed is global). */
   json_object_seed (0);
+  /* A peer that goes away (a server, the client) makes writes fail with
+   * EPIPE; it must never kill mcp-pool. */
+  signal (SIGPIPE, SIG_IGN);
 
   if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0 ||
       strcmp (argv[1], "help") == 0)

@@ -59,7 +59,7 @@ mcp_cli_timeout_ms (McpCliCommon *common)
 
   if (seconds <= 0 && from_env != NULL)
     seconds = g_ascii_strtod (from_env, NULL);
-  return seconds > 0 ? (gint64) (seconds * 1000) : 0;
+  return seconds > 0 ? (gint64) (MIN (seconds, MCP_CALL_TIMEOUT_MAX_MS / 1000) * 1000) : 0;
 }
 
 /* The discovery options of the command line and environment; @storage

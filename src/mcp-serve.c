@@ -9,6 +9,8 @@
 
 #include "mcp-serve.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <glib-unix.h>
@@ -20,9 +22,9 @@
 #include "mcp-protocol.h"
 
 #define WORKERS_DEFAULT        32
-/* A client that stops reading its stdin gets this long per line. */
-#define WRITE_TIMEOUT_US       (10 * G_USEC_PER_SEC)
+/* While ending, a client that stops reading gets this long for a line. */
 #define WRITE_TIMEOUT_ENDING   (G_USEC_PER_SEC / 2)
+#define WRITE_POLL_MS          200
 /* Progress is dropped, never replies, when this many messages wait. */
 #define WRITER_QUEUE_SOFT_MAX  1000
 
@@ -32,15 +34,18 @@ struct _McpServe {
   GMainLoop        *loop;
   McpPool          *pool;
   McpExpose        *expose;
+  McpCode          *code;            /* NULL without code mode */
   McpConfigWatcher *watcher;         /* main context only */
   GSource          *input;           /* main context only */
   GSource          *signals[2];      /* main context only */
   int               out_fd;          /* immutable */
+  gboolean          output_broken;   /* the writer thread only */
   GThreadPool      *workers;
 
   GMutex            lock;
   GThreadPool      *writer;          /* protected by lock; NULL once ending is done */
   GHashTable       *in_flight;       /* protected by lock; id key → GCancellable */
+  GHashTable       *cancelled_by_client; /* protected by lock; id keys: no reply */
   gboolean          initialized;     /* protected by lock */
   gboolean          ending;          /* protected by lock */
 };
@@ -55,16 +60,51 @@ is_ending (McpServe *serve)
   return serve->ending;
 }
 
-/* The writer thread: blocks while the client is slow. */
+/* The writer thread.  A line is written whole however long a slow client
+ * takes, except while mcp-pool ends; a line that cannot be finished (the
+ * client closed stdout, or stalls at the end) marks the output broken and
+ * nothing is written after it, so a cut line is never followed by another. */
+static gboolean on_output_broken (gpointer user_data);
+
 static void
 send_message (McpServe *serve,
               json_t   *message)
 {
-  g_autoptr(GError) error = NULL;
-  gint64 timeout = is_ending (serve) ? WRITE_TIMEOUT_ENDING : WRITE_TIMEOUT_US;
+  g_autofree char *line = NULL;
+  gint64 stalled_since = 0;
+  gsize length = 0, offset = 0;
 
-  if (!mcp_jsonrpc_write_line (serve->out_fd, message, g_get_monotonic_time () + timeout, &error))
-    g_debug ("Could not write to the client: %s", error->message);
+  if (serve->output_broken)
+    return;
+  line = mcp_jsonrpc_to_line (message, &length, NULL);
+  while (line != NULL && offset < length)
+    {
+      ssize_t n = write (serve->out_fd, line + offset, length - offset);
+      struct pollfd pfd = { .fd = serve->out_fd, .events = POLLOUT };
+
+      if (n > 0)
+        {
+          offset += n;
+          stalled_since = 0;
+          continue;
+        }
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && errno != EAGAIN)
+        break;
+      if (stalled_since == 0)
+        stalled_since = g_get_monotonic_time ();
+      if (is_ending (serve) && g_get_monotonic_time () - stalled_since > WRITE_TIMEOUT_ENDING)
+        break;
+      poll (&pfd, 1, WRITE_POLL_MS);
+    }
+
+  if (line != NULL && offset < length)
+    {
+      g_debug ("The client stopped reading mcp-pool's output; writing no more");
+      serve->output_broken = TRUE;
+      g_main_context_invoke (serve->context, on_output_broken, serve);
+    }
 }
 
 static void
@@ -241,18 +281,16 @@ run_request_job (gpointer data,
   g_autoptr(json_t) request = data;
   json_t *reply = handle_request (serve, request);
   g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (request, "id"));
-  GCancellable *cancellable;
   gboolean cancelled;
 
   g_mutex_lock (&serve->lock);
-  cancellable = g_hash_table_lookup (serve->in_flight, key);
-  cancelled = cancellable != NULL && g_cancellable_is_cancelled (cancellable);
+  cancelled = g_hash_table_remove (serve->cancelled_by_client, key);
   g_hash_table_remove (serve->in_flight, key);
   g_mutex_unlock (&serve->lock);
 
-  /* A cancelled request gets no answer, as the specification asks; any
-   * other answer goes through the writer queue, behind the progress this
-   * request caused. */
+  /* A request the client cancelled gets no answer, as the specification
+   * asks; any other answer goes through the writer queue, behind the
+   * progress this request caused. */
   if (cancelled)
     json_decref (reply);
   else
@@ -270,11 +308,17 @@ handle_notification (McpServe *serve,
 
   if (g_strcmp0 (method, "notifications/cancelled") == 0)
     {
-      g_autoptr(GCancellable) cancellable = lookup_cancellable (serve, json_object_get (params, "requestId"));
+      json_t *id = json_object_get (params, "requestId");
+      g_autoptr(GCancellable) cancellable = lookup_cancellable (serve, id);
 
       /* Cancels the downstream request too: the session tells the server. */
       if (cancellable != NULL)
-        g_cancellable_cancel (cancellable);
+        {
+          g_mutex_lock (&serve->lock);
+          g_hash_table_add (serve->cancelled_by_client, mcp_jsonrpc_id_key (id));
+          g_mutex_unlock (&serve->lock);
+          g_cancellable_cancel (cancellable);
+        }
     }
   else if (g_strcmp0 (method, "notifications/initialized") == 0)
     {
@@ -312,6 +356,18 @@ start_request (McpServe *serve,
   return TRUE;
 }
 
+/* Requests that never wait for a server are answered at once, so that a
+ * ping is not queued behind long tool calls. */
+static gboolean
+is_quick (const char *method)
+{
+  static const char * const quick[] = {
+    "ping", "initialize", "resources/list", "resources/templates/list", "resources/read", NULL,
+  };
+
+  return g_strv_contains (quick, method);
+}
+
 static void
 on_input_message (json_t   *message,
                   gpointer  user_data)
@@ -322,7 +378,10 @@ on_input_message (json_t   *message,
   switch (mcp_jsonrpc_classify (message))
     {
     case MCP_MESSAGE_REQUEST:
-      start_request (serve, message);
+      if (is_quick (mcp_json_get_string (message, "method")))
+        queue_message (serve, handle_request (serve, message), FALSE);
+      else
+        start_request (serve, message);
       break;
     case MCP_MESSAGE_NOTIFICATION:
       handle_notification (serve, message);
@@ -373,8 +432,9 @@ end_in_thread (gpointer data)
   GThreadPool *writer;
 
   mcp_pool_shutdown (serve->pool, ending->stdin_grace, ending->term_grace);
-  /* The requests in flight have failed by now and write their answers. */
+  /* The requests in flight have failed or been cancelled by now. */
   g_thread_pool_free (g_steal_pointer (&serve->workers), FALSE, TRUE);
+  g_clear_pointer (&serve->code, mcp_code_free);
   g_mutex_lock (&serve->lock);
   writer = g_steal_pointer (&serve->writer);
   g_mutex_unlock (&serve->lock);
@@ -383,6 +443,14 @@ end_in_thread (gpointer data)
   g_main_loop_quit (serve->loop);
   g_free (ending);
   return NULL;
+}
+
+static void
+cancel_request (gpointer key,
+                gpointer cancellable,
+                gpointer unused)
+{
+  g_cancellable_cancel (cancellable);
 }
 
 static void
@@ -399,6 +467,8 @@ begin_ending (McpServe *serve,
       return;
     }
   serve->ending = TRUE;
+  /* Sandboxes and calls in flight stop; their callers get errors. */
+  g_hash_table_foreach (serve->in_flight, cancel_request, NULL);
   g_mutex_unlock (&serve->lock);
 
   g_source_destroy (serve->input);
@@ -406,6 +476,14 @@ begin_ending (McpServe *serve,
   ending = g_new0 (Ending, 1);
   *ending = (Ending) { serve, stdin_grace, term_grace };
   g_thread_unref (g_thread_new ("mcp-serve-end", end_in_thread, ending));
+}
+
+/* The client no longer reads us: it is gone, so end as on stdin EOF. */
+static gboolean
+on_output_broken (gpointer user_data)
+{
+  begin_ending (user_data, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  return G_SOURCE_REMOVE;
 }
 
 static void
@@ -474,9 +552,16 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
     g_unix_set_fd_nonblocking (out_fd, TRUE, NULL);
   g_mutex_init (&serve->lock);
   serve->in_flight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+  serve->cancelled_by_client = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 
   serve->pool = mcp_pool_new (serve->context, NULL, &callbacks);
-  serve->expose = mcp_expose_new (serve->pool, options->expose, options->call_timeout_ms);
+  if (options->expose & MCP_EXPOSE_CODE)
+    {
+      McpCodeOptions code_options = { .keep_warm = TRUE, .timeout_s = options->code_timeout_s };
+
+      serve->code = mcp_code_new (serve->pool, serve->context, &code_options);
+    }
+  serve->expose = mcp_expose_new (serve->pool, options->expose, options->call_timeout_ms, serve->code);
   /* Watch first, so that no change between discovery and watching is lost. */
   serve->watcher = mcp_config_watcher_new (discovery_options, serve->context, on_config_changed, serve);
   discovery = mcp_config_discover (discovery_options);
@@ -520,8 +605,10 @@ mcp_serve_free (McpServe *serve)
   g_source_unref (serve->input);
   g_clear_pointer (&serve->watcher, mcp_config_watcher_free);
   mcp_expose_free (serve->expose);
+  mcp_code_free (serve->code);
   mcp_pool_free (serve->pool);
   g_hash_table_unref (serve->in_flight);
+  g_hash_table_unref (serve->cancelled_by_client);
   g_mutex_clear (&serve->lock);
   g_main_loop_unref (serve->loop);
   g_main_context_unref (serve->context);

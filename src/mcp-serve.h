@@ -26,6 +26,7 @@ typedef struct _McpServe McpServe;
 typedef struct {
   McpExposeFlags expose;
   gint64         call_timeout_ms;   /* 0: the servers' own */
+  gint64         code_timeout_s;    /* run_python's default; 0: see mcp-code.h */
   gsize          max_line;          /* 0: MCP_LINE_MAX_DEFAULT */
   guint          workers;           /* 0: a default */
 } McpServeOptions;

@@ -26,6 +26,7 @@ typedef struct {
   gboolean         tools_stale;      /* protected by lock */
   guint            active;           /* protected by lock; calls holding a slot */
   gboolean         removed;          /* protected by lock */
+  gboolean         shut_down;        /* protected by lock; removed by pool shutdown */
   guint64          calls, errors, starts; /* protected by lock */
   char            *last_error;       /* protected by lock */
   gint64           last_used;        /* protected by lock; monotonic µs */

@@ -300,8 +300,12 @@ mcp_pool_acquire_session (PoolEntry  *entry,
 
       if (entry->removed)
         {
-          g_set_error (error, MCP_POOL_ERROR, MCP_POOL_ERROR_REMOVED,
-                       _("Server “%s” was removed from the configuration"), entry->name);
+          if (entry->shut_down)
+            g_set_error (error, MCP_POOL_ERROR, MCP_POOL_ERROR_SHUT_DOWN,
+                         _("mcp-pool is shutting down; “%s” was stopped"), entry->name);
+          else
+            g_set_error (error, MCP_POOL_ERROR, MCP_POOL_ERROR_REMOVED,
+                         _("Server “%s” was removed from the configuration"), entry->name);
           return NULL;
         }
 
@@ -784,6 +788,7 @@ take_all_sessions (McpPool *pool)
       entry = g_ptr_array_index (entries, i);
       g_mutex_lock (&entry->lock);
       entry->removed = TRUE;
+      entry->shut_down = TRUE;
       entry->generation++;
       session = mcp_pool_detach_session_locked (entry, NULL);
       g_cond_broadcast (&entry->cond);
