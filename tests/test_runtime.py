@@ -1,0 +1,378 @@
+"""Tests of src/sandbox/mcp_runtime.py: this file plays the mcp-pool host.
+
+Each test starts the runtime as the host does (without bubblewrap), with a
+socketpair end named by MCP_POOL_RPC_FD, answers its requests concurrently
+from canned servers, and checks the run's stdout, stderr, exit status and the
+requests the host saw.  Run: python3 -m unittest -v tests/test_runtime.py
+"""
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import unittest
+
+RUNTIME = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "..", "src", "sandbox", "mcp_runtime.py")
+# The sandbox runs the system python3; fall back to ours where there is none.
+PYTHON = os.environ.get("MCP_POOL_TEST_PYTHON") or (
+    "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable)
+LINE_LIMIT = 64 << 20
+RUN_TIMEOUT = 60
+
+
+def tool(name, *params, description=""):
+    properties = {param: {"type": "string"} for param in params}
+    return {"name": name, "description": description or f"The {name} tool.",
+            "inputSchema": {"type": "object", "properties": properties,
+                            "required": list(params)}}
+
+
+SERVERS = {
+    "math": [tool("add", "a", "b"), tool("echo", "message"), tool("get-sum", "a", "b"),
+             tool("lines"), tool("fail"), tool("image")],
+    "slow": [tool("sleep", "ms")],
+    "My-Server.v2": [tool("ping")],
+    "my_server_v2": [tool("ping")],
+    "2fa": [tool("ping")],
+    "broken": None,  # its tools cannot be listed
+    "secret": [tool("steal")],
+}
+
+
+def text(*texts):
+    return {"content": [{"type": "text", "text": t} for t in texts]}
+
+
+class HostError(Exception):
+    pass
+
+
+class FakeHost:
+    """Answers the runtime's requests; each one in its own task."""
+
+    def __init__(self, allowed):
+        self.allowed = list(allowed)
+        self.requests = []  # (method, params) in arrival order
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    async def serve(self, reader, writer):
+        tasks = set()
+        while line := await reader.readline():
+            task = asyncio.create_task(self.answer(json.loads(line), writer))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        for task in tasks:
+            task.cancel()
+
+    async def answer(self, request, writer):
+        self.requests.append((request["method"], request["params"]))
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            reply = {"id": request["id"],
+                     "result": await self.handle(request["method"], request["params"])}
+        except HostError as error:
+            reply = {"id": request["id"], "error": {"message": str(error)}}
+        finally:
+            self.in_flight -= 1
+        try:
+            writer.write(json.dumps(reply, separators=(",", ":")).encode() + b"\n")
+            await writer.drain()
+        except (ConnectionError, OSError):
+            pass  # the run is over
+
+    async def handle(self, method, params):
+        if method == "list_servers":
+            return {"servers": [{"name": name, "state": "ready", "allowed": name in self.allowed,
+                                 "tools": len(docs or [])} for name, docs in SERVERS.items()]}
+        if method in ("list_tools", "search_tool_docs"):
+            names = [params["server"]] if "server" in params else list(SERVERS)
+            return {"tools": [{"server": name, "name": doc["name"],
+                               "description": doc["description"]}
+                              for name in names for doc in SERVERS[name] or []]}
+        if method == "query_tool_docs":
+            docs = SERVERS.get(params["server"])
+            if docs is None:
+                raise HostError(f"server {params['server']!r} failed to start")
+            return {"tools": [dict(doc, server=params["server"]) for doc in docs
+                              if params.get("tool") in (None, doc["name"])]}
+        if method == "call_tool":
+            if params["server"] not in self.allowed:
+                raise HostError(f"server {params['server']!r} is not allowed in this run")
+            return await self.call(params["server"], params["tool"], params["arguments"])
+        raise HostError(f"unknown method {method!r}")
+
+    async def call(self, server, name, arguments):
+        if name == "add":
+            return dict(text("sum"), structuredContent={"sum": arguments["a"] + arguments["b"]})
+        if name in ("echo", "get-sum"):
+            return text(str(arguments.get("message", arguments.get("a"))))
+        if name == "ping":
+            return text(f"pong from {server}")
+        if name == "lines":
+            return text("first", "second")
+        if name == "fail":
+            return dict(text("boom"), isError=True)
+        if name == "image":
+            return {"content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]}
+        if name == "sleep":
+            await asyncio.sleep(arguments["ms"] / 1000)
+            return text("slept")
+        raise HostError(f"server {server!r} has no tool {name!r}")
+
+
+class Run:
+    def __init__(self, status, stdout, stderr, host):
+        self.status, self.stdout, self.stderr, self.host = status, stdout, stderr, host
+
+
+async def run_sandbox(code, servers, send_run=True):
+    host = FakeHost(servers)
+    parent, child = socket.socketpair()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            PYTHON, "-I", "-X", "utf8", RUNTIME, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={"MCP_POOL_RPC_FD": str(child.fileno())}, pass_fds=(child.fileno(),))
+    finally:
+        child.close()
+    reader, writer = await asyncio.open_unix_connection(sock=parent, limit=LINE_LIMIT)
+    try:
+        if send_run:
+            run = {"method": "run", "params": {"code": code, "servers": list(servers)}}
+            writer.write(json.dumps(run).encode() + b"\n")
+        else:
+            writer.write_eof()
+        serving = asyncio.create_task(host.serve(reader, writer))
+        stdout, stderr = await asyncio.wait_for(process.communicate(), RUN_TIMEOUT)
+        await asyncio.wait_for(serving, RUN_TIMEOUT)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        writer.close()
+    return Run(process.returncode, stdout.decode(), stderr.decode(), host)
+
+
+class RuntimeTest(unittest.TestCase):
+    def run_code(self, code, servers=("math", "slow"), **kwargs):
+        return asyncio.run(run_sandbox(textwrap.dedent(code), servers, **kwargs))
+
+    def assertRuns(self, code, expected_stdout, **kwargs):
+        run = self.run_code(code, **kwargs)
+        self.assertEqual((run.status, run.stderr), (0, ""), run.stdout)
+        self.assertEqual(run.stdout, textwrap.dedent(expected_stdout))
+        return run
+
+    def tearDown(self):
+        # Every runtime started has been waited for.
+        with self.assertRaises(ChildProcessError):
+            os.waitpid(-1, os.WNOHANG)
+
+    def test_plain_print(self):
+        run = self.assertRuns('print("hello")', "hello\n")
+        self.assertEqual(sorted(run.host.requests, key=str), [
+            ("query_tool_docs", {"server": "math", "detail": "full"}),
+            ("query_tool_docs", {"server": "slow", "detail": "full"})])
+
+    def test_top_level_await(self):
+        self.assertRuns("""
+            total = await mcp_math.add(a=2, b=3)
+            print(total["sum"])
+            """, "5\n")
+
+    def test_synchronous_code_may_run_its_own_loop(self):
+        self.assertRuns("""
+            import asyncio
+            async def main():
+                return await mcp_math.add(a=1, b=1)
+            print(asyncio.run(main()))
+            """, "{'sum': 2}\n")
+
+    def test_calls_are_concurrent(self):
+        run = self.assertRuns("""
+            import asyncio
+            print(await asyncio.gather(*(mcp_slow.sleep(ms=500) for _ in range(5))))
+            """, "['slept', 'slept', 'slept', 'slept', 'slept']\n")
+        self.assertEqual(run.host.max_in_flight, 5)
+
+    def test_reply_after_the_code_stopped_waiting(self):
+        self.assertRuns("""
+            import asyncio
+            try:
+                await asyncio.wait_for(mcp_slow.sleep(ms=300), 0.01)
+            except TimeoutError:
+                print("gave up")
+            print(await mcp_slow.sleep(ms=600))
+            """, "gave up\nslept\n")
+
+    def test_server_names(self):
+        self.assertRuns("""
+            print(sorted(mcp_servers))
+            print(mcp_servers["math"] is mcp_math, mcp_servers["slow"] is mcp_slow)
+            print(await mcp_my_server_v2.ping(), await mcp_my_server_v2_2.ping(),
+                  await mcp__2fa.ping())
+            print("secret" in mcp_servers, "mcp_secret" in globals())
+            """, """\
+            ['2fa', 'My-Server.v2', 'math', 'my_server_v2', 'slow']
+            True True
+            pong from My-Server.v2 pong from my_server_v2 pong from 2fa
+            False False
+            """, servers=["math", "slow", "My-Server.v2", "my_server_v2", "2fa"])
+
+    def test_import_server_module(self):
+        self.assertRuns("""
+            from mcp.servers.math import *
+            import mcp.servers.math as m
+            print(await add(a=1, b=2), await get_sum(a=4, b=4), m is mcp_math)
+            try:
+                import mcp.servers.secret
+            except ModuleNotFoundError as error:
+                print(error)
+            """, "{'sum': 3} 4 True\n"
+            "no module 'mcp.servers.secret': this run allows the servers math, slow; "
+            "name a server in run_python's `servers` to import it\n")
+
+    def test_results(self):
+        self.assertRuns("""
+            print(await mcp_math.add(a=2, b=3))
+            print(repr(await mcp_math.echo(message="hi")))
+            print(repr(await mcp_math.lines()))
+            print(await mcp_math.image())
+            try:
+                await mcp_math.fail()
+            except McpToolError as error:
+                print("tool error:", error, error.server, error.tool)
+            """, """\
+            {'sum': 5}
+            'hi'
+            'first\\nsecond'
+            [{'type': 'image', 'data': 'AAAA', 'mimeType': 'image/png'}]
+            tool error: boom math fail
+            """)
+
+    def test_dashed_tool_names(self):
+        self.assertRuns("""
+            print(await mcp_math.get_sum(a=1, b=2))
+            print(await mcp_servers["math"].call("get-sum", a=7, b=0))
+            print(await call_tool("math", "get-sum", a=9))
+            """, "1\n7\n9\n")
+
+    def test_positional_arguments(self):
+        self.assertRuns("""
+            try:
+                mcp_math.add(1, 2)
+            except TypeError as error:
+                print(error)
+            """, "add() takes keyword arguments only: a, b\n")
+
+    def test_unknown_tool(self):
+        self.assertRuns("""
+            for get in (lambda: mcp_math.mul, lambda: mcp_math.call("mul")):
+                try:
+                    get()
+                except AttributeError as error:
+                    print(error)
+            """, """\
+            server 'math' has no tool 'mul'; its tools: add, echo, get-sum, lines, fail, image
+            server 'math' has no tool 'mul'; its tools: add, echo, get-sum, lines, fail, image
+            """)
+
+    def test_server_without_tool_list(self):
+        self.assertRuns("""
+            try:
+                mcp_broken.anything
+            except AttributeError as error:
+                print(error)
+            """, "the tools of server 'broken' are unknown: server 'broken' failed to start\n",
+            servers=["broken"])
+
+    def test_server_not_allowed(self):
+        self.assertRuns("""
+            try:
+                await call_tool("secret", "steal")
+            except McpRpcError as error:
+                print(error)
+            """, "server 'secret' is not allowed in this run\n")
+
+    def test_uncaught_exception(self):
+        run = self.run_code("""\
+            def inner():
+                raise ValueError("bad value")
+            inner()
+            """)
+        self.assertEqual(run.status, 1)
+        self.assertEqual(run.stderr, textwrap.dedent("""\
+            Traceback (most recent call last):
+              File "<code>", line 3, in <module>
+                inner()
+              File "<code>", line 2, in inner
+                raise ValueError("bad value")
+            ValueError: bad value
+            """))
+
+    def test_uncaught_error_of_a_tool_call(self):
+        run = self.run_code("await mcp_math.add(1, 2)\n")
+        self.assertEqual(run.status, 1)
+        self.assertEqual(run.stderr, textwrap.dedent("""\
+            Traceback (most recent call last):
+              File "<code>", line 1, in <module>
+                await mcp_math.add(1, 2)
+                      ^^^^^^^^^^^^^^^^^^
+            TypeError: add() takes keyword arguments only: a, b
+            """))
+
+    def test_syntax_error(self):
+        run = self.run_code("print(\n")
+        self.assertEqual(run.status, 1)
+        self.assertIn("SyntaxError", run.stderr)
+        self.assertNotIn("mcp_runtime", run.stderr)
+
+    def test_system_exit(self):
+        self.assertEqual(self.run_code("raise SystemExit(3)").status, 3)
+        run = self.run_code("import asyncio, sys\nawait asyncio.sleep(0)\nsys.exit(4)")
+        self.assertEqual((run.status, run.stderr), (4, ""))
+        run = self.run_code("import sys\nprint('out')\nsys.exit('failed')")
+        self.assertEqual((run.status, run.stdout, run.stderr), (1, "out\n", "failed\n"))
+
+    def test_large_lines(self):
+        run = self.assertRuns("""
+            reply = await mcp_math.echo(message="x" * 20_000_000)
+            print(len(reply), set(reply))
+            """, "20000000 {'x'}\n")
+        self.assertEqual(len(run.host.requests[-1][1]["arguments"]["message"]), 20_000_000)
+
+    def test_discovery_helpers(self):
+        run = self.assertRuns("""
+            print(discovered_servers() == await discovered_servers())
+            print(len(await list_tools()), await list_tools("slow"))
+            print([t["name"] for t in await query_tool_docs("math", "add", detail="full")])
+            print(len(await search_tool_docs("sum", limit=3)))
+            from mcp import runtime
+            print(runtime.discovered_servers())
+            """, """\
+            True
+            11 [{'server': 'slow', 'name': 'sleep', 'description': 'The sleep tool.'}]
+            ['add']
+            11
+            ('math', 'slow', 'My-Server.v2', 'my_server_v2', '2fa', 'broken', 'secret')
+            """)
+        self.assertEqual(run.host.requests[2:], [
+            ("list_servers", {}), ("list_servers", {}),
+            ("list_tools", {}), ("list_tools", {"server": "slow"}),
+            ("query_tool_docs", {"server": "math", "tool": "add", "detail": "full"}),
+            ("search_tool_docs", {"query": "sum", "limit": 3, "detail": "summary"}),
+            ("list_servers", {})])
+
+    def test_host_closes_before_run(self):
+        run = self.run_code("", send_run=False)
+        self.assertEqual((run.status, run.stdout, run.stderr), (0, "", ""))
+
+
+if __name__ == "__main__":
+    unittest.main()
