@@ -65,5 +65,6 @@ int   mcp_cli_tools           (int argc, char **argv);
 int   mcp_cli_evict           (int argc, char **argv);
 int   mcp_cli_doctor          (int argc, char **argv);
 int   mcp_cli_serve           (int argc, char **argv);
+int   mcp_cli_run             (int argc, char **argv);
 
 G_END_DECLS

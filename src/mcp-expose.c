@@ -30,6 +30,7 @@ struct _McpExpose {
   McpPool        *pool;                /* immutable */
   McpExposeFlags  flags;               /* immutable */
   gint64          default_timeout_ms;  /* immutable */
+  McpCode        *code;                /* immutable; NULL without code mode */
 
   GMutex          lock;
   GHashTable     *proxy_names;         /* protected by lock; exposed name → ProxyTarget */
@@ -81,10 +82,12 @@ mcp_expose_parse (const char      *list,
 McpExpose *
 mcp_expose_new (McpPool        *pool,
                 McpExposeFlags  flags,
-                gint64          default_timeout_ms)
+                gint64          default_timeout_ms,
+                McpCode        *code)
 {
   McpExpose *expose = g_new0 (McpExpose, 1);
 
+  expose->code = (flags & MCP_EXPOSE_CODE) ? code : NULL;
   expose->pool = pool;
   expose->flags = flags;
   expose->default_timeout_ms = default_timeout_ms;
@@ -504,7 +507,7 @@ gateway_call_tool (McpExpose             *expose,
       if (!json_is_number (timeout) || json_number_value (timeout) <= 0)
         return error_result (_("call_tool: “timeout” must be a positive number of seconds (at most %d)"),
                              MCP_CALL_TIMEOUT_MAX_MS / 1000);
-      call_options.timeout_ms = (gint64) (json_number_value (timeout) * 1000);
+      call_options.timeout_ms = (gint64) (MIN (json_number_value (timeout), MCP_CALL_TIMEOUT_MAX_MS / 1000) * 1000);
     }
   return call_server_tool (expose, server, tool, json_is_object (tool_arguments) ? tool_arguments : NULL,
                            &call_options);
@@ -524,6 +527,9 @@ exposed_names (McpExpose *expose)
 {
   g_autoptr(json_t) tools = (expose->flags & MCP_EXPOSE_GATEWAY) ? gateway_tools () : json_array ();
   g_autoptr(GPtrArray) proxied = g_ptr_array_new ();
+
+  if (expose->code != NULL)
+    json_array_append_new (tools, json_pack ("{s:s}", "name", "run_python"));
   g_autoptr(GString) names = g_string_new (NULL);
   guint shown = 0, total;
   json_t *tool;
@@ -562,6 +568,8 @@ mcp_expose_list_tools (McpExpose *expose)
 {
   json_t *tools = (expose->flags & MCP_EXPOSE_GATEWAY) ? gateway_tools () : json_array ();
 
+  if (expose->code != NULL)
+    json_array_append_new (tools, mcp_code_tool (expose->code));
   if (expose->flags & MCP_EXPOSE_PROXY)
     {
       g_autoptr(json_t) proxied = NULL;
@@ -586,6 +594,9 @@ mcp_expose_call_tool (McpExpose             *expose,
 
   if (call_options.timeout_ms <= 0)
     call_options.timeout_ms = expose->default_timeout_ms;
+
+  if (expose->code != NULL && g_str_equal (name, "run_python"))
+    return mcp_code_run_python (expose->code, arguments, options->cancellable);
 
   if ((expose->flags & MCP_EXPOSE_GATEWAY) && is_gateway_tool (name))
     {
@@ -639,6 +650,9 @@ capabilities_text (McpExpose *expose)
   g_autoptr(GString) text = g_string_new ("# mcp-pool\n\n");
 
   g_string_append (text, _("mcp-pool keeps these MCP servers running, so calling their tools is fast.\n\n"));
+  if (expose->code != NULL)
+    g_string_append (text, _("run_python runs Python that calls these servers' tools "
+                             "(mcp_<server>.<tool>(…)); name the servers it uses.\n"));
   if (expose->flags & MCP_EXPOSE_GATEWAY)
     g_string_append (text, _("Find a tool with search_tools, read its parameters with describe_tool, "
                              "call it with call_tool.\n"));
@@ -685,6 +699,10 @@ mcp_expose_instructions (McpExpose *expose)
   g_autoptr(GString) text = g_string_new (_("mcp-pool keeps the user's MCP servers running and "
                                             "shares them between calls. "));
 
+  if (expose->code != NULL)
+    g_string_append (text, _("Use run_python to do work with the servers' tools in Python: find "
+                             "tools with search_tool_docs() inside the code, call several at once "
+                             "with asyncio.gather, and print only what you need. "));
   if (expose->flags & MCP_EXPOSE_GATEWAY)
     g_string_append (text, _("To use a tool, find it with search_tools (a few words of what you "
                              "need), read its parameters with describe_tool, then call it with "

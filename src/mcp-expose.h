@@ -15,6 +15,7 @@
 #include <glib.h>
 #include <jansson.h>
 
+#include "mcp-code.h"
 #include "mcp-pool.h"
 
 G_BEGIN_DECLS
@@ -41,9 +42,11 @@ typedef struct _McpExpose McpExpose;
 gboolean   mcp_expose_parse          (const char            *list,
                                       McpExposeFlags        *flags,
                                       GError               **error);
+/* @code (may be NULL) serves run_python when flags include CODE. */
 McpExpose *mcp_expose_new            (McpPool               *pool,
                                       McpExposeFlags         flags,
-                                      gint64                 default_timeout_ms);
+                                      gint64                 default_timeout_ms,
+                                      McpCode               *code);
 void       mcp_expose_free           (McpExpose             *expose);
 
 char      *mcp_expose_instructions   (McpExpose             *expose);

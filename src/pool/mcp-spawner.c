@@ -47,13 +47,26 @@ static GAsyncQueue *spawner_queue;  /* of SpawnJob; lives forever */
 static GMutex       spawner_lock;
 static GCond        spawner_cond;
 
+typedef struct {
+  pid_t                  parent;
+  const McpSpawnRequest *request;
+} ChildSetup;
+
 /* Runs in the child between fork and exec: async-signal-safe calls only. */
 static void
 child_setup (gpointer user_data)
 {
-  pid_t parent = GPOINTER_TO_INT (user_data);
+  const ChildSetup *setup = user_data;
+  pid_t parent = setup->parent;
   sigset_t none;
 
+  for (gsize i = 0; i < setup->request->n_rlimits; i++)
+    {
+      struct rlimit limit = { setup->request->rlimits[i].limit, setup->request->rlimits[i].limit };
+
+      if (setrlimit (setup->request->rlimits[i].resource, &limit) != 0)
+        _exit (126);
+    }
   setpgid (0, 0);
   prctl (PR_SET_PDEATHSIG, SIGKILL);
   /* The parent may have died before the line above took effect. */
@@ -69,12 +82,13 @@ static void
 run_spawn_job (SpawnJob *job)
 {
   const McpSpawnRequest *request = job->request;
+  ChildSetup setup = { getpid (), request };
   GPid pid = 0;
   int pipes[3] = { -1, -1, -1 };
 
   if (!g_spawn_async_with_pipes_and_fds (request->cwd, request->argv, request->envp,
                                          G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
-                                         child_setup, GINT_TO_POINTER (getpid ()),
+                                         child_setup, &setup,
                                          -1, -1, -1,
                                          request->source_fds, request->target_fds,
                                          request->n_fds,

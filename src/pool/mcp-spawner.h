@@ -13,6 +13,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/resource.h>
 
 G_BEGIN_DECLS
 
@@ -27,6 +28,12 @@ typedef struct _McpChild McpChild;
 
 /* What to start.  Extra fds are passed to the child at the given numbers;
  * the source fds stay owned by the caller. */
+/* A resource limit set in the child before exec. */
+typedef struct {
+  int     resource;    /* RLIMIT_AS, RLIMIT_CPU, … */
+  rlim_t  limit;       /* soft and hard */
+} McpRlimit;
+
 typedef struct {
   const char * const *argv;
   const char * const *envp;       /* NULL: inherit the pool's environment */
@@ -34,6 +41,8 @@ typedef struct {
   const int          *source_fds;
   const int          *target_fds;
   gsize               n_fds;
+  const McpRlimit    *rlimits;
+  gsize               n_rlimits;
 } McpSpawnRequest;
 
 /* Any thread; blocks until the spawner thread has forked.  The child's pipes

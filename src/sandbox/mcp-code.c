@@ -1,0 +1,464 @@
+/* mcp-code.c — code execution mode: the `run_python` tool.
+ *
+ * Locking: code->lock guards the warm sandbox and the warmer thread; no
+ * lock is held while a sandbox starts or runs.  The RPC handler runs on the
+ * sandbox's workers with a RunContext that outlives the run.
+ */
+#include "config.h"
+
+#include "mcp-code.h"
+
+#include <glib/gi18n-lib.h>
+
+#include "mcp-jsonrpc.h"
+
+struct _McpCode {
+  McpPool        *pool;           /* a reference */
+  GMainContext   *context;        /* immutable */
+  McpCodeOptions  options;        /* immutable */
+
+  GMutex          lock;
+  McpSandbox     *warm;           /* protected by lock */
+  GThread        *warmer;         /* protected by lock */
+  gboolean        closing;        /* protected by lock */
+};
+
+typedef struct {
+  McpCode      *code;
+  GStrv         servers;          /* what the code may call */
+  GCancellable *calls;            /* cancelled when the run ends */
+} RunContext;
+
+static gint64
+env_seconds (const char *name,
+             gint64      fallback)
+{
+  const char *value = g_getenv (name);
+  gint64 seconds = value != NULL ? g_ascii_strtoll (value, NULL, 10) : 0;
+
+  return seconds > 0 ? seconds : fallback;
+}
+
+/* Warm sandboxes */
+
+static gpointer
+warm_up (gpointer data)
+{
+  McpCode *code = data;
+  g_autoptr(GError) error = NULL;
+  McpSandbox *sandbox = mcp_sandbox_start (&code->options.limits, code->context, &error);
+
+  if (sandbox == NULL)
+    g_debug ("No warm sandbox: %s", error->message);
+
+  g_mutex_lock (&code->lock);
+  if (code->warm == NULL && !code->closing)
+    {
+      code->warm = sandbox;
+      sandbox = NULL;
+    }
+  g_mutex_unlock (&code->lock);
+  mcp_sandbox_free (sandbox);
+  return NULL;
+}
+
+/* Starts the next warm sandbox unless one is on its way.  Called with
+ * code->lock held. */
+static void
+refill_locked (McpCode *code)
+{
+  if (!code->options.keep_warm || code->closing || code->warm != NULL)
+    return;
+  if (code->warmer != NULL)
+    {
+      /* Joined outside the lock would be nicer, but a finished warmer
+       * ends at once. */
+      g_thread_join (code->warmer);
+      code->warmer = NULL;
+    }
+  code->warmer = g_thread_new ("mcp-warm-sandbox", warm_up, code);
+}
+
+static McpSandbox *
+take_sandbox (McpCode  *code,
+              GError  **error)
+{
+  McpSandbox *sandbox;
+
+  g_mutex_lock (&code->lock);
+  sandbox = g_steal_pointer (&code->warm);
+  if (sandbox == NULL && code->warmer != NULL)
+    {
+      /* A warm-up is under way: it is the quickest sandbox to get. */
+      GThread *warmer = g_steal_pointer (&code->warmer);
+
+      g_mutex_unlock (&code->lock);
+      g_thread_join (warmer);
+      g_mutex_lock (&code->lock);
+      sandbox = g_steal_pointer (&code->warm);
+    }
+  refill_locked (code);
+  g_mutex_unlock (&code->lock);
+
+  if (sandbox == NULL)
+    sandbox = mcp_sandbox_start (&code->options.limits, code->context, error);
+  return sandbox;
+}
+
+McpCode *
+mcp_code_new (McpPool               *pool,
+              GMainContext          *context,
+              const McpCodeOptions  *options)
+{
+  McpCode *code = g_new0 (McpCode, 1);
+
+  code->pool = mcp_pool_ref (pool);
+  code->context = context;
+  code->options = *options;
+  code->options.timeout_s = options->timeout_s > 0 ? options->timeout_s
+                            : env_seconds ("MCP_BRIDGE_TIMEOUT", MCP_CODE_TIMEOUT_DEFAULT_S);
+  code->options.max_timeout_s = options->max_timeout_s > 0 ? options->max_timeout_s
+                                : env_seconds ("MCP_BRIDGE_MAX_TIMEOUT", MCP_CODE_TIMEOUT_MAX_S);
+  g_mutex_init (&code->lock);
+  g_mutex_lock (&code->lock);
+  refill_locked (code);
+  g_mutex_unlock (&code->lock);
+  return code;
+}
+
+void
+mcp_code_free (McpCode *code)
+{
+  GThread *warmer;
+
+  if (code == NULL)
+    return;
+  g_mutex_lock (&code->lock);
+  code->closing = TRUE;
+  warmer = g_steal_pointer (&code->warmer);
+  g_mutex_unlock (&code->lock);
+  if (warmer != NULL)
+    g_thread_join (warmer);
+  mcp_sandbox_free (code->warm);
+  mcp_pool_unref (code->pool);
+  g_mutex_clear (&code->lock);
+  g_free (code);
+}
+
+/* The RPC the code's runtime makes */
+
+static gboolean
+is_allowed (RunContext *run,
+            const char *server)
+{
+  return server != NULL && g_strv_contains ((const char * const *) run->servers, server);
+}
+
+static json_t *
+rpc_list_servers (RunContext *run)
+{
+  g_autoptr(GPtrArray) servers = mcp_pool_list_servers (run->code->pool);
+  json_t *list = json_array ();
+
+  for (guint i = 0; i < servers->len; i++)
+    {
+      McpServerInfo *info = g_ptr_array_index (servers, i);
+      json_t *server = json_pack ("{s:s, s:s?, s:s, s:b}", "name", info->name,
+                                  "description", info->description,
+                                  "state", mcp_server_state_to_string (info->state),
+                                  "allowed", is_allowed (run, info->name));
+
+      json_object_set_new (server, "tools", info->n_tools >= 0 ? json_integer (info->n_tools) : json_null ());
+      json_array_append_new (list, server);
+    }
+  return json_pack ("{s:o}", "servers", list);
+}
+
+/* Tool docs of one server: an allowed server is started if need be (the
+ * code is about to call it); another only shows what the cache holds. */
+static json_t *
+server_tools (RunContext     *run,
+              const char     *server,
+              McpToolDetail   detail,
+              GError        **error)
+{
+  json_t *tools;
+
+  if (is_allowed (run, server))
+    return mcp_pool_list_tools (run->code->pool, server, detail, error);
+  tools = mcp_pool_dup_cached_tools (run->code->pool, server, detail);
+  if (tools == NULL)
+    {
+      g_autoptr(McpServerConfig) config = mcp_pool_dup_config (run->code->pool, server);
+
+      if (config == NULL)
+        return mcp_pool_list_tools (run->code->pool, server, detail, error); /* the pool's error */
+      tools = json_array ();
+    }
+  return tools;
+}
+
+static json_t *
+rpc_list_tools (RunContext  *run,
+                json_t      *params,
+                GError     **error)
+{
+  const char *server = mcp_json_get_string (params, "server");
+  g_autoptr(GPtrArray) servers = NULL;
+  json_t *all;
+
+  if (server != NULL)
+    {
+      json_t *tools = server_tools (run, server, MCP_TOOL_DETAIL_SUMMARY, error);
+      return tools != NULL ? json_pack ("{s:o}", "tools", tools) : NULL;
+    }
+  servers = mcp_pool_list_servers (run->code->pool);
+  all = json_array ();
+  for (guint i = 0; i < servers->len; i++)
+    {
+      g_autoptr(json_t) cached = mcp_pool_dup_cached_tools (run->code->pool,
+                                                           ((McpServerInfo *) g_ptr_array_index (servers, i))->name,
+                                                           MCP_TOOL_DETAIL_SUMMARY);
+      if (cached != NULL)
+        json_array_extend (all, cached);
+    }
+  return json_pack ("{s:o}", "tools", all);
+}
+
+static json_t *
+rpc_query_tool_docs (RunContext  *run,
+                     json_t      *params,
+                     GError     **error)
+{
+  const char *server = mcp_json_get_string (params, "server");
+  const char *tool = mcp_json_get_string (params, "tool");
+  McpToolDetail detail;
+  g_autoptr(json_t) tools = NULL;
+  json_t *found;
+
+  if (server == NULL)
+    {
+      g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_RPC, _("query_tool_docs needs a server"));
+      return NULL;
+    }
+  if (!mcp_tool_detail_from_string (mcp_json_get_string (params, "detail"), &detail))
+    {
+      g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_RPC,
+                   _("detail must be \"summary\" or \"full\""));
+      return NULL;
+    }
+  tools = server_tools (run, server, detail, error);
+  if (tools == NULL)
+    return NULL;
+  if (tool == NULL)
+    return json_pack ("{s:O}", "tools", tools);
+
+  found = json_array ();
+  for (size_t i = 0; i < json_array_size (tools); i++)
+    if (g_strcmp0 (mcp_json_get_string (json_array_get (tools, i), "name"), tool) == 0)
+      json_array_append (found, json_array_get (tools, i));
+  return json_pack ("{s:o}", "tools", found);
+}
+
+static json_t *
+rpc_search_tool_docs (RunContext  *run,
+                      json_t      *params,
+                      GError     **error)
+{
+  json_int_t limit = json_integer_value (json_object_get (params, "limit"));
+  McpToolDetail detail;
+
+  if (!mcp_tool_detail_from_string (mcp_json_get_string (params, "detail"), &detail))
+    {
+      g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_RPC,
+                   _("detail must be \"summary\" or \"full\""));
+      return NULL;
+    }
+  return json_pack ("{s:o}", "tools",
+                    mcp_pool_search_tools (run->code->pool, mcp_json_get_string (params, "query"),
+                                           limit > 0 ? (guint) MIN (limit, 100) : 10, detail));
+}
+
+static json_t *
+rpc_call_tool (RunContext  *run,
+               json_t      *params,
+               GError     **error)
+{
+  const char *server = mcp_json_get_string (params, "server");
+  const char *tool = mcp_json_get_string (params, "tool");
+  json_t *arguments = json_object_get (params, "arguments");
+
+  if (!is_allowed (run, server))
+    {
+      g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_RPC,
+                   _("Server “%s” is not one this run may call; name it in run_python's “servers”"),
+                   server ? server : "");
+      return NULL;
+    }
+  if (tool == NULL || (arguments != NULL && !json_is_object (arguments)))
+    {
+      g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_RPC,
+                   _("call_tool needs a tool name and an object of arguments"));
+      return NULL;
+    }
+  {
+    McpCallOptions options = { .cancellable = run->calls };
+
+    return mcp_pool_call_tool (run->code->pool, server, tool, arguments, &options, error);
+  }
+}
+
+static json_t *
+handle_rpc (const char  *method,
+            json_t      *params,
+            gpointer     user_data,
+            GError     **error)
+{
+  RunContext *run = user_data;
+
+  if (g_strcmp0 (method, "list_servers") == 0)
+    return rpc_list_servers (run);
+  if (g_strcmp0 (method, "list_tools") == 0)
+    return rpc_list_tools (run, params, error);
+  if (g_strcmp0 (method, "query_tool_docs") == 0)
+    return rpc_query_tool_docs (run, params, error);
+  if (g_strcmp0 (method, "search_tool_docs") == 0)
+    return rpc_search_tool_docs (run, params, error);
+  if (g_strcmp0 (method, "call_tool") == 0)
+    return rpc_call_tool (run, params, error);
+  g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_RPC, _("Unknown RPC method “%s”"),
+               method ? method : "");
+  return NULL;
+}
+
+/* The tool */
+
+static const char run_python_description[] =
+  "Run Python 3 code in a sandbox (no network, none of the user's files) that can call the "
+  "user's MCP servers. List the servers the code uses in `servers`. Inside, tools are async "
+  "functions: `await mcp_<server>.<tool>(name=value)` (also mcp_servers[\"name\"] and "
+  "`from mcp.servers.<server> import *`). Discover with `await discovered_servers()`, "
+  "`await search_tool_docs(\"what you need\")` and `await query_tool_docs(\"server\")`. "
+  "Top-level await and asyncio.gather work, so independent calls can run at once. A result "
+  "is the tool's structured content (a dict) or its text. print() what you need: stdout and "
+  "stderr come back.";
+
+json_t *
+mcp_code_tool (McpCode *code)
+{
+  return json_pack ("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:{s:s}, s:s}, s:{s:s, s:s}}, s:[s]}}",
+                    "name", "run_python", "description", run_python_description,
+                    "inputSchema", "type", "object", "properties",
+                    "code", "type", "string", "description", "Python 3 source",
+                    "servers", "type", "array", "items", "type", "string",
+                    "description", "MCP servers the code may call",
+                    "timeout", "type", "number",
+                    "description", "Seconds before the sandbox is killed (default 30, at most 120)",
+                    "required", "code");
+}
+
+static json_t *
+error_result (const char *text)
+{
+  return json_pack ("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text, "isError", TRUE);
+}
+
+static json_t *
+run_result (const McpRunResult *result)
+{
+  const char *status = mcp_run_status_to_string (result->status);
+  g_autofree char *text = g_strdup_printf ("status: %s\nexit code: %d\n--- stdout ---\n%s--- stderr ---\n%s",
+                                           status, result->exit_code,
+                                           result->stdout_text, result->stderr_text);
+
+  return json_pack ("{s:[{s:s, s:s}], s:{s:s, s:i, s:s, s:s}, s:b}",
+                    "content", "type", "text", "text", text,
+                    "structuredContent", "status", status, "exit_code", result->exit_code,
+                    "stdout", result->stdout_text, "stderr", result->stderr_text,
+                    "isError", result->status != MCP_RUN_SUCCESS);
+}
+
+/* Reads `servers`, a list of configured server names. */
+static GStrv
+read_servers (McpCode  *code,
+              json_t   *value,
+              char    **problem)
+{
+  g_autoptr(GStrvBuilder) servers = g_strv_builder_new ();
+  json_t *item;
+  size_t index;
+
+  if (value != NULL && !json_is_array (value) && !json_is_null (value))
+    {
+      *problem = g_strdup (_("run_python: “servers” must be a list of server names"));
+      return NULL;
+    }
+  json_array_foreach (value, index, item)
+    {
+      g_autoptr(McpServerConfig) config = NULL;
+
+      if (!json_is_string (item))
+        {
+          *problem = g_strdup (_("run_python: “servers” must be a list of server names"));
+          return NULL;
+        }
+      config = mcp_pool_dup_config (code->pool, json_string_value (item));
+      if (config == NULL)
+        {
+          g_autoptr(GError) error = NULL;
+          g_autoptr(json_t) none = mcp_pool_list_tools (code->pool, json_string_value (item),
+                                                        MCP_TOOL_DETAIL_SUMMARY, &error);
+          *problem = g_strdup_printf ("run_python: %s", error->message);
+          return NULL;
+        }
+      g_strv_builder_add (servers, json_string_value (item));
+    }
+  return g_strv_builder_end (servers);
+}
+
+json_t *
+mcp_code_run_python (McpCode      *code,
+                     json_t       *arguments,
+                     GCancellable *cancellable)
+{
+  const char *source = mcp_json_get_string (arguments, "code");
+  json_t *timeout_value = json_object_get (arguments, "timeout");
+  g_autofree char *problem = NULL;
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) servers = NULL;
+  McpRunResult result = { 0 };
+  McpSandbox *sandbox;
+  RunContext run;
+  double timeout_s = code->options.timeout_s;
+  json_t *reply;
+
+  if (source == NULL)
+    return error_result (_("run_python: the argument “code” is required (a string of Python source)"));
+  if (timeout_value != NULL)
+    {
+      if (!json_is_number (timeout_value) || json_number_value (timeout_value) <= 0)
+        return error_result (_("run_python: “timeout” must be a positive number of seconds"));
+      timeout_s = MIN (json_number_value (timeout_value), (double) code->options.max_timeout_s);
+    }
+  servers = read_servers (code, json_object_get (arguments, "servers"), &problem);
+  if (servers == NULL)
+    return error_result (problem);
+
+  sandbox = take_sandbox (code, &error);
+  if (sandbox == NULL)
+    return error_result (error->message);
+
+  run = (RunContext) { code, servers, g_cancellable_new () };
+  if (!mcp_sandbox_run (sandbox, source, (const char * const *) servers, (gint64) (timeout_s * 1000),
+                        handle_rpc, &run, cancellable, &result, &error))
+    reply = error_result (error->message);
+  else
+    reply = run_result (&result);
+  /* Tool calls the code left behind end now; freeing waits for the RPC
+   * requests still being served, which use @run. */
+  g_cancellable_cancel (run.calls);
+  mcp_sandbox_free (sandbox);
+  g_object_unref (run.calls);
+  mcp_run_result_clear (&result);
+  return reply;
+}

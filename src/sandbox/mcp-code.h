@@ -1,0 +1,48 @@
+/* mcp-code.h — code execution mode: the `run_python` tool.
+ *
+ * The model writes Python; it runs in a fresh bubblewrap sandbox (see
+ * mcp-sandbox.h) and reaches the pool's tools over the sandbox's RPC
+ * channel, only those of the servers it names.  One sandbox is kept
+ * started and waiting ("warm"), so a run does not pay the interpreter's
+ * start-up; each sandbox serves exactly one run.
+ *
+ * Threads: mcp_code_run_python() blocks and runs on workers, several at
+ * once; the sandboxes' I/O runs on the pool's context.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <jansson.h>
+
+#include "mcp-pool.h"
+#include "mcp-sandbox.h"
+
+G_BEGIN_DECLS
+
+#define MCP_CODE_TIMEOUT_DEFAULT_S 30
+#define MCP_CODE_TIMEOUT_MAX_S     120
+
+typedef struct {
+  McpSandboxLimits limits;
+  gint64           timeout_s;       /* 0: $MCP_BRIDGE_TIMEOUT, else 30 */
+  gint64           max_timeout_s;   /* 0: $MCP_BRIDGE_MAX_TIMEOUT, else 120 */
+  gboolean         keep_warm;
+} McpCodeOptions;
+
+typedef struct _McpCode McpCode;
+
+McpCode *mcp_code_new         (McpPool               *pool,
+                               GMainContext          *context,
+                               const McpCodeOptions  *options);
+/* The tool entry for tools/list. */
+json_t  *mcp_code_tool        (McpCode               *code);
+/* A tools/call result: isError unless the code succeeded. */
+json_t  *mcp_code_run_python  (McpCode               *code,
+                               json_t                *arguments,
+                               GCancellable          *cancellable);
+/* Blocking: ends the warm sandbox. */
+void     mcp_code_free        (McpCode               *code);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpCode, mcp_code_free)
+
+G_END_DECLS

@@ -1,0 +1,614 @@
+/* mcp-sandbox.c — one bubblewrap sandbox that runs one piece of Python.
+ *
+ * Locking: sandbox->lock guards the captured output and the handler of
+ * the run; write_lock serialises replies on the RPC socket.  The child is
+ * touched only by the thread that runs or frees the sandbox.
+ */
+#include "config.h"
+
+#include "mcp-sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib-unix.h>
+#include <glib/gi18n-lib.h>
+#include <glib/gstdio.h>
+
+#include "mcp-framing.h"
+#include "mcp-jsonrpc.h"
+#include "mcp-seccomp.h"
+#include "mcp-spawner.h"
+
+G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
+
+/* Fd numbers inside the sandbox. */
+#define SANDBOX_RPC_FD      3
+#define SANDBOX_SECCOMP_FD  10
+#define SANDBOX_INFO_FD     11
+/* Where the runtime is bound, read-only. */
+#define SANDBOX_RUNTIME_DIR "/run/mcp-pool"
+
+#define MEMORY_DEFAULT      (512 * 1024 * 1024ull)
+#define FILE_DEFAULT        (64 * 1024 * 1024ull)
+#define SCRATCH_DEFAULT     (64 * 1024 * 1024ull)
+#define CPU_DEFAULT         130
+#define OUTPUT_CAP_DEFAULT  (1024 * 1024)
+/* Processes the sandbox may add to those of the user it runs as. */
+#define EXTRA_PROCESSES     128
+#define START_TIMEOUT_US    (10 * G_USEC_PER_SEC)
+#define DRAIN_TIMEOUT_US    (2 * G_USEC_PER_SEC)
+/* How long the sandbox's init may take to follow bwrap before it is killed. */
+#define INNER_GRACE_US      (G_USEC_PER_SEC / 10)
+#define RPC_WRITE_TIMEOUT   (10 * G_USEC_PER_SEC)
+#define RPC_THREADS         16
+
+struct _McpSandbox {
+  McpSandboxLimits   limits;         /* immutable */
+  GMainContext      *context;        /* immutable */
+  McpChild          *child;          /* bwrap; the running/freeing thread only */
+  GPid               inner_pid;      /* the sandbox's init, reaped by us */
+  int                rpc_fd;         /* our end of the socket; writes under write_lock */
+  GSource           *rpc_source;
+  GSource           *stdout_source;
+  GSource           *stderr_source;
+  GThreadPool       *rpc_workers;
+
+  GMutex             write_lock;
+
+  GMutex             lock;
+  GCond              cond;           /* output closed */
+  GString           *out;            /* protected by lock */
+  GString           *err;            /* protected by lock */
+  gsize              out_cut;        /* protected by lock */
+  gsize              err_cut;        /* protected by lock */
+  guint              open_streams;   /* protected by lock */
+  McpSandboxRpcFunc  handler;        /* protected by lock */
+  gpointer           handler_data;   /* protected by lock */
+};
+
+void
+mcp_run_result_clear (McpRunResult *result)
+{
+  g_clear_pointer (&result->stdout_text, g_free);
+  g_clear_pointer (&result->stderr_text, g_free);
+}
+
+const char *
+mcp_run_status_to_string (McpRunStatus status)
+{
+  switch (status)
+    {
+    case MCP_RUN_SUCCESS: return "success";
+    case MCP_RUN_TIMEOUT: return "timeout";
+    case MCP_RUN_ERROR:
+    default: return "error";
+    }
+}
+
+/* The RPC channel: requests read on the context, served on workers. */
+
+typedef struct {
+  McpSandbox *sandbox;
+  json_t     *request;
+} RpcJob;
+
+static void
+send_rpc_reply (McpSandbox *sandbox,
+                json_t     *reply)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_mutex_lock (&sandbox->write_lock);
+  if (!mcp_jsonrpc_write_line (sandbox->rpc_fd, reply, g_get_monotonic_time () + RPC_WRITE_TIMEOUT, &error))
+    g_debug ("The sandbox stopped reading its RPC replies: %s", error->message);
+  g_mutex_unlock (&sandbox->write_lock);
+}
+
+static void
+run_rpc_job (gpointer data,
+             gpointer user_data)
+{
+  RpcJob *job = data;
+  McpSandbox *sandbox = job->sandbox;
+  json_t *id = json_object_get (job->request, "id");
+  const char *method = mcp_json_get_string (job->request, "method");
+  json_t *params = json_object_get (job->request, "params");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) reply = NULL;
+  McpSandboxRpcFunc handler;
+  gpointer handler_data;
+  json_t *result = NULL;
+
+  g_mutex_lock (&sandbox->lock);
+  handler = sandbox->handler;
+  handler_data = sandbox->handler_data;
+  g_mutex_unlock (&sandbox->lock);
+
+  if (handler != NULL)
+    result = handler (method, json_is_object (params) ? params : NULL, handler_data, &error);
+  else
+    g_set_error (&error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_RPC, _("No run is in progress"));
+
+  if (result != NULL)
+    reply = json_pack ("{s:O, s:o}", "id", id, "result", result);
+  else
+    reply = json_pack ("{s:O, s:{s:s}}", "id", id, "error", "message", error->message);
+  send_rpc_reply (sandbox, reply);
+  json_decref (job->request);
+  g_free (job);
+}
+
+static void
+on_rpc_message (json_t   *message,
+                gpointer  user_data)
+{
+  McpSandbox *sandbox = user_data;
+  RpcJob *job;
+
+  if (mcp_jsonrpc_classify (message) != MCP_MESSAGE_REQUEST)
+    {
+      g_debug ("The sandbox sent something that is not an RPC request; ignored");
+      return;
+    }
+  job = g_new0 (RpcJob, 1);
+  job->sandbox = sandbox;
+  job->request = json_incref (message);
+  g_thread_pool_push (sandbox->rpc_workers, job, NULL);
+}
+
+static void
+on_rpc_too_long (GError *error, gpointer user_data)
+{
+  g_debug ("Sandbox RPC: %s", error->message);
+}
+
+static void
+on_rpc_closed (GError *error, gpointer user_data)
+{
+}
+
+/* Captured output */
+
+static void
+append_capped (McpSandbox *sandbox,
+               GString    *buffer,
+               gsize      *cut,
+               const char *data,
+               gsize       length)
+{
+  gsize room;
+
+  g_mutex_lock (&sandbox->lock);
+  room = sandbox->limits.output_cap > buffer->len ? sandbox->limits.output_cap - buffer->len : 0;
+  g_string_append_len (buffer, data, MIN (room, length));
+  *cut += length - MIN (room, length);
+  g_mutex_unlock (&sandbox->lock);
+}
+
+static void
+on_stdout_chunk (const char *data, gsize length, gpointer user_data)
+{
+  McpSandbox *sandbox = user_data;
+  append_capped (sandbox, sandbox->out, &sandbox->out_cut, data, length);
+}
+
+static void
+on_stderr_chunk (const char *data, gsize length, gpointer user_data)
+{
+  McpSandbox *sandbox = user_data;
+  append_capped (sandbox, sandbox->err, &sandbox->err_cut, data, length);
+}
+
+static void
+on_stream_closed (GError *error, gpointer user_data)
+{
+  McpSandbox *sandbox = user_data;
+
+  g_mutex_lock (&sandbox->lock);
+  sandbox->open_streams--;
+  g_cond_broadcast (&sandbox->cond);
+  g_mutex_unlock (&sandbox->lock);
+}
+
+static char *
+take_output (GString *buffer,
+             gsize    cut)
+{
+  if (cut > 0)
+    g_string_append_printf (buffer, _("\n[mcp-pool: %zu more bytes were cut]\n"), (size_t) cut);
+  return g_utf8_make_valid (buffer->str, buffer->len);
+}
+
+/* Starting */
+
+static const char *
+bwrap_path (const McpSandboxLimits *limits)
+{
+  if (limits->bwrap != NULL)
+    return limits->bwrap;
+  return g_getenv ("MCP_POOL_BWRAP") ? g_getenv ("MCP_POOL_BWRAP") : BWRAP_PATH;
+}
+
+static const char *
+runtime_dir (const McpSandboxLimits *limits)
+{
+  if (limits->runtime_dir != NULL)
+    return limits->runtime_dir;
+  return g_getenv ("MCP_POOL_RUNTIME_DIR") ? g_getenv ("MCP_POOL_RUNTIME_DIR") : PKGDATADIR;
+}
+
+/* RLIMIT_NPROC counts every process of the real user, inside and outside
+ * the sandbox; so the limit is what the user runs now plus a margin. */
+static rlim_t
+process_limit (void)
+{
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+  rlim_t count = 0;
+  uid_t uid = getuid ();
+
+  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
+    {
+      g_autofree char *path = g_build_filename ("/proc", name, NULL);
+      GStatBuf info;
+
+      if (g_ascii_isdigit (name[0]) && g_stat (path, &info) == 0 && info.st_uid == uid)
+        count++;
+    }
+  return count + EXTRA_PROCESSES;
+}
+
+static GStrv
+build_argv (const McpSandboxLimits *limits)
+{
+  g_autoptr(GStrvBuilder) argv = g_strv_builder_new ();
+  g_autofree char *scratch = g_strdup_printf ("%" G_GUINT64_FORMAT, limits->scratch_bytes);
+  g_autofree char *rpc_fd = g_strdup_printf ("%d", SANDBOX_RPC_FD);
+  g_autofree char *seccomp_fd = g_strdup_printf ("%d", SANDBOX_SECCOMP_FD);
+  g_autofree char *info_fd = g_strdup_printf ("%d", SANDBOX_INFO_FD);
+  g_autofree char *runtime = g_build_filename (SANDBOX_RUNTIME_DIR, "mcp_runtime.py", NULL);
+  const char * const fixed[] = {
+    "--unshare-all", "--die-with-parent", "--new-session",
+    "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
+    "--ro-bind", "/usr", "/usr",
+    "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+    "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
+    "--proc", "/proc", "--dev", "/dev",
+    NULL,
+  };
+
+  g_strv_builder_add (argv, bwrap_path (limits));
+  g_strv_builder_addv (argv, (const char **) fixed);
+  g_strv_builder_add_many (argv, "--size", scratch, "--tmpfs", "/tmp",
+                           "--size", scratch, "--tmpfs", "/work", "--chdir", "/work",
+                           "--ro-bind", runtime_dir (limits), SANDBOX_RUNTIME_DIR,
+                           "--clearenv", "--setenv", "PATH", "/usr/bin",
+                           "--setenv", "HOME", "/work", "--setenv", "LANG", "C.UTF-8",
+                           "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+                           "--setenv", "MCP_POOL_RPC_FD", rpc_fd,
+                           "--seccomp", seccomp_fd, "--info-fd", info_fd,
+                           "--", limits->python ? limits->python : PYTHON3_PATH,
+                           "-I", "-X", "utf8", runtime, NULL);
+  return g_strv_builder_end (argv);
+}
+
+/* bwrap writes the sandbox's init pid to the info fd once it exists; EOF
+ * without it means bwrap failed (its stderr says why). */
+static GPid
+read_inner_pid (int fd)
+{
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(json_t) info = NULL;
+  gint64 deadline = g_get_monotonic_time () + START_TIMEOUT_US;
+
+  for (;;)
+    {
+      struct pollfd pfd = { .fd = fd, .events = POLLIN };
+      gint64 left = deadline - g_get_monotonic_time ();
+      char chunk[1024];
+      ssize_t n;
+
+      if (left <= 0 || poll (&pfd, 1, (int) (left / 1000) + 1) <= 0)
+        break;
+      n = read (fd, chunk, sizeof chunk);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        continue;
+      if (n <= 0)
+        break;
+      g_string_append_len (text, chunk, n);
+      if ((info = json_loads (text->str, 0, NULL)) != NULL)
+        break;
+    }
+  return info != NULL ? (GPid) json_integer_value (json_object_get (info, "child-pid")) : 0;
+}
+
+static GSource *
+attach (McpSandbox *sandbox,
+        GSource    *source)
+{
+  g_source_attach (source, sandbox->context);
+  return source;
+}
+
+McpSandbox *
+mcp_sandbox_start (const McpSandboxLimits  *limits,
+                   GMainContext            *context,
+                   GError                 **error)
+{
+  static const McpLineReaderFuncs rpc_funcs = {
+    .on_message = on_rpc_message, .on_too_long = on_rpc_too_long, .on_closed = on_rpc_closed,
+  };
+  g_autoptr(McpSandbox) sandbox = g_new0 (McpSandbox, 1);
+  g_auto(GStrv) argv = NULL;
+  int sockets[2] = { -1, -1 }, info[2] = { -1, -1 };
+  int seccomp_fd, stdin_fd, stdout_fd, stderr_fd;
+  McpRlimit rlimits[4];
+  int source_fds[3], target_fds[3] = { SANDBOX_RPC_FD, SANDBOX_SECCOMP_FD, SANDBOX_INFO_FD };
+  McpSpawnRequest request = { 0 };
+
+  sandbox->limits = *limits;
+  if (sandbox->limits.memory_bytes == 0) sandbox->limits.memory_bytes = MEMORY_DEFAULT;
+  if (sandbox->limits.file_bytes == 0) sandbox->limits.file_bytes = FILE_DEFAULT;
+  if (sandbox->limits.scratch_bytes == 0) sandbox->limits.scratch_bytes = SCRATCH_DEFAULT;
+  if (sandbox->limits.cpu_seconds == 0) sandbox->limits.cpu_seconds = CPU_DEFAULT;
+  if (sandbox->limits.output_cap == 0) sandbox->limits.output_cap = OUTPUT_CAP_DEFAULT;
+  sandbox->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
+  sandbox->rpc_fd = -1;
+  g_mutex_init (&sandbox->lock);
+  g_mutex_init (&sandbox->write_lock);
+  g_cond_init (&sandbox->cond);
+  sandbox->out = g_string_new (NULL);
+  sandbox->err = g_string_new (NULL);
+
+  seccomp_fd = mcp_seccomp_filter_fd (error);
+  if (seccomp_fd < 0)
+    return NULL;
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0 ||
+      !g_unix_open_pipe (info, FD_CLOEXEC, NULL))
+    {
+      g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_FAILED,
+                   _("Could not create the sandbox's channels: %s"), g_strerror (errno));
+      close (seccomp_fd);
+      return NULL;
+    }
+
+  argv = build_argv (&sandbox->limits);
+  rlimits[0] = (McpRlimit) { RLIMIT_AS, sandbox->limits.memory_bytes };
+  rlimits[1] = (McpRlimit) { RLIMIT_FSIZE, sandbox->limits.file_bytes };
+  rlimits[2] = (McpRlimit) { RLIMIT_CPU, sandbox->limits.cpu_seconds };
+  rlimits[3] = (McpRlimit) { RLIMIT_NPROC, process_limit () };
+  source_fds[0] = sockets[1];
+  source_fds[1] = seccomp_fd;
+  source_fds[2] = info[1];
+  request = (McpSpawnRequest) {
+    .argv = (const char * const *) argv, .envp = (const char * const[]) { NULL },
+    .source_fds = source_fds, .target_fds = target_fds, .n_fds = 3,
+    .rlimits = rlimits, .n_rlimits = G_N_ELEMENTS (rlimits),
+  };
+  sandbox->child = mcp_spawner_spawn (&request, &stdin_fd, &stdout_fd, &stderr_fd, error);
+  close (sockets[1]);
+  close (seccomp_fd);
+  close (info[1]);
+  if (sandbox->child == NULL)
+    {
+      close (sockets[0]);
+      close (info[0]);
+      return NULL;
+    }
+  close (stdin_fd);
+  sandbox->rpc_fd = sockets[0];
+  g_unix_set_fd_nonblocking (sandbox->rpc_fd, TRUE, NULL);
+
+  sandbox->open_streams = 2;
+  sandbox->stdout_source = attach (sandbox, mcp_chunk_reader_new (stdout_fd, on_stdout_chunk,
+                                                                  on_stream_closed, sandbox, NULL));
+  sandbox->stderr_source = attach (sandbox, mcp_chunk_reader_new (stderr_fd, on_stderr_chunk,
+                                                                  on_stream_closed, sandbox, NULL));
+  sandbox->rpc_workers = g_thread_pool_new (run_rpc_job, NULL, RPC_THREADS, FALSE, NULL);
+  sandbox->rpc_source = attach (sandbox, mcp_line_reader_new (dup (sandbox->rpc_fd), 0, &rpc_funcs,
+                                                              sandbox, NULL));
+
+  sandbox->inner_pid = read_inner_pid (info[0]);
+  close (info[0]);
+  if (sandbox->inner_pid <= 0)
+    {
+      g_autofree char *why = NULL;
+
+      mcp_child_terminate (g_steal_pointer (&sandbox->child), G_USEC_PER_SEC, G_USEC_PER_SEC / 2);
+      g_mutex_lock (&sandbox->lock);
+      while (sandbox->open_streams > 0 &&
+             g_cond_wait_until (&sandbox->cond, &sandbox->lock, g_get_monotonic_time () + DRAIN_TIMEOUT_US))
+        ;
+      why = g_strstrip (g_strdup (sandbox->err->str));
+      g_mutex_unlock (&sandbox->lock);
+      g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
+                   _("The sandbox could not be created: %s. bubblewrap needs unprivileged user "
+                     "namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
+                     "user.max_user_namespaces > 0); mcp-pool doctor checks it"),
+                   why[0] ? why : _("bwrap said nothing"));
+      return NULL;
+    }
+  return g_steal_pointer (&sandbox);
+}
+
+/* Running */
+
+/* Waits for bwrap to end, the deadline, or the cancellable. */
+static gboolean
+wait_for_end (McpSandbox   *sandbox,
+              gint64        deadline,
+              GCancellable *cancellable)
+{
+  GPollFD cancel_fd = { -1, 0, 0 };
+  struct pollfd fds[2] = {
+    { .fd = mcp_child_get_pidfd (sandbox->child), .events = POLLIN },
+    { .fd = -1, .events = POLLIN },
+  };
+  gboolean ended = FALSE;
+
+  if (cancellable != NULL && g_cancellable_make_pollfd (cancellable, &cancel_fd))
+    fds[1].fd = cancel_fd.fd;
+
+  while (!ended && !g_cancellable_is_cancelled (cancellable))
+    {
+      gint64 left = deadline - g_get_monotonic_time ();
+
+      if (left <= 0)
+        break;
+      if (poll (fds, 2, (int) MIN (left / 1000 + 1, G_MAXINT)) > 0 && fds[0].revents != 0)
+        ended = TRUE;
+    }
+  if (cancel_fd.fd >= 0)
+    g_cancellable_release_fd (cancellable);
+  return ended;
+}
+
+/* The sandbox's init was bwrap's child; once bwrap is gone it is ours (the
+ * pool is a subreaper) and must be reaped, or it stays a zombie.  It
+ * normally dies with bwrap (--die-with-parent), but not if bwrap died
+ * while still setting it up: then it is killed here.  It is our unreaped
+ * child, so its pid cannot have been reused. */
+static void
+reap_inner (McpSandbox *sandbox)
+{
+  gint64 start = g_get_monotonic_time ();
+  gboolean killed = FALSE;
+
+  while (sandbox->inner_pid > 0)
+    {
+      pid_t reaped = waitpid (sandbox->inner_pid, NULL, WNOHANG);
+
+      if (reaped == sandbox->inner_pid || (reaped < 0 && errno != EINTR))
+        break;
+      if (!killed && g_get_monotonic_time () - start > INNER_GRACE_US)
+        {
+          kill (sandbox->inner_pid, SIGKILL);
+          killed = TRUE;
+        }
+      if (g_get_monotonic_time () - start > DRAIN_TIMEOUT_US)
+        {
+          g_warning ("The sandbox's process %d did not go away", sandbox->inner_pid);
+          break;
+        }
+      g_usleep (2000);
+    }
+  sandbox->inner_pid = 0;
+}
+
+static void
+end_sandbox (McpSandbox *sandbox,
+             int        *wait_status)
+{
+  int status;
+
+  if (sandbox->child == NULL)
+    return;
+  /* Killing bwrap's group ends the sandbox: its init has --die-with-parent,
+   * and the kernel ends a pid namespace with its init. */
+  status = mcp_child_terminate (g_steal_pointer (&sandbox->child), 0, G_USEC_PER_SEC / 2);
+  if (wait_status != NULL)
+    *wait_status = status;
+  reap_inner (sandbox);
+}
+
+gboolean
+mcp_sandbox_run (McpSandbox          *sandbox,
+                 const char          *code,
+                 const char * const  *servers,
+                 gint64               timeout_ms,
+                 McpSandboxRpcFunc    handler,
+                 gpointer             handler_data,
+                 GCancellable        *cancellable,
+                 McpRunResult        *result,
+                 GError             **error)
+{
+  g_autoptr(json_t) message = NULL;
+  g_autoptr(json_t) server_list = json_array ();
+  g_autoptr(GError) write_error = NULL;
+  gint64 deadline = g_get_monotonic_time () + timeout_ms * G_TIME_SPAN_MILLISECOND;
+  gboolean ended;
+  int status = 0;
+
+  g_return_val_if_fail (sandbox->child != NULL, FALSE);
+
+  g_mutex_lock (&sandbox->lock);
+  sandbox->handler = handler;
+  sandbox->handler_data = handler_data;
+  g_mutex_unlock (&sandbox->lock);
+
+  for (const char * const *server = servers; server != NULL && *server != NULL; server++)
+    json_array_append_new (server_list, json_string (*server));
+  message = json_pack ("{s:s, s:{s:s, s:O}}", "method", "run", "params", "code", code,
+                       "servers", server_list);
+  g_mutex_lock (&sandbox->write_lock);
+  mcp_jsonrpc_write_line (sandbox->rpc_fd, message, deadline, &write_error);
+  g_mutex_unlock (&sandbox->write_lock);
+
+  ended = wait_for_end (sandbox, deadline, cancellable);
+  end_sandbox (sandbox, &status);
+
+  /* Let the last output arrive; the streams close once the sandbox is gone. */
+  g_mutex_lock (&sandbox->lock);
+  while (sandbox->open_streams > 0 &&
+         g_cond_wait_until (&sandbox->cond, &sandbox->lock, g_get_monotonic_time () + DRAIN_TIMEOUT_US))
+    ;
+  sandbox->handler = NULL;
+  result->stdout_text = take_output (sandbox->out, sandbox->out_cut);
+  result->stderr_text = take_output (sandbox->err, sandbox->err_cut);
+  g_mutex_unlock (&sandbox->lock);
+
+  if (g_cancellable_set_error_if_cancelled (cancellable, error))
+    {
+      mcp_run_result_clear (result);
+      return FALSE;
+    }
+  if (!ended)
+    {
+      result->status = MCP_RUN_TIMEOUT;
+      result->exit_code = -1;
+    }
+  else if (WIFEXITED (status))
+    {
+      result->exit_code = WEXITSTATUS (status);
+      result->status = result->exit_code == 0 ? MCP_RUN_SUCCESS : MCP_RUN_ERROR;
+    }
+  else
+    {
+      result->exit_code = -1;
+      result->status = MCP_RUN_ERROR;
+    }
+  return TRUE;
+}
+
+void
+mcp_sandbox_free (McpSandbox *sandbox)
+{
+  if (sandbox == NULL)
+    return;
+  end_sandbox (sandbox, NULL);
+  if (sandbox->rpc_workers != NULL)
+    g_thread_pool_free (sandbox->rpc_workers, FALSE, TRUE);
+
+  GSource *sources[] = { sandbox->rpc_source, sandbox->stdout_source, sandbox->stderr_source };
+  for (gsize i = 0; i < G_N_ELEMENTS (sources); i++)
+    if (sources[i] != NULL)
+      {
+        g_source_destroy (sources[i]);
+        g_source_unref (sources[i]);
+      }
+  if (sandbox->rpc_fd >= 0)
+    close (sandbox->rpc_fd);
+  g_string_free (sandbox->out, TRUE);
+  g_string_free (sandbox->err, TRUE);
+  g_mutex_clear (&sandbox->lock);
+  g_mutex_clear (&sandbox->write_lock);
+  g_cond_clear (&sandbox->cond);
+  g_main_context_unref (sandbox->context);
+  g_free (sandbox);
+}

@@ -1,0 +1,86 @@
+/* mcp-sandbox.h — one bubblewrap sandbox that runs one piece of Python.
+ *
+ * A sandbox is started ahead of its run ("warm"): bwrap with every
+ * namespace unshared, a read-only /usr, private /proc and /dev, small
+ * tmpfs /tmp and /work, a cleared environment, no capabilities, uid 65534,
+ * a seccomp filter and rlimits, running python3 on the in-sandbox runtime,
+ * which waits for its code on the RPC socket.  mcp_sandbox_run() sends the
+ * code and waits for the end, the wall-clock timeout (which kills the whole
+ * sandbox), or the caller's cancellation.  Each sandbox serves one run.
+ *
+ * The code's RPC requests (tool calls, tool docs) are read on the given
+ * GMainContext and served concurrently on worker threads through the
+ * handler.  Threads: mcp_sandbox_start() and mcp_sandbox_run() block and
+ * must not run on that context's thread.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <jansson.h>
+
+G_BEGIN_DECLS
+
+#define MCP_SANDBOX_ERROR (mcp_sandbox_error_quark ())
+GQuark mcp_sandbox_error_quark (void);
+
+typedef enum {
+  MCP_SANDBOX_ERROR_UNAVAILABLE,  /* bwrap missing or cannot create namespaces */
+  MCP_SANDBOX_ERROR_FAILED,       /* the sandbox broke before the code ran */
+  MCP_SANDBOX_ERROR_RPC,          /* an RPC request the host refuses */
+} McpSandboxError;
+
+typedef struct {
+  const char *bwrap;            /* NULL: $MCP_POOL_BWRAP, else the configured path */
+  const char *python;           /* NULL: the configured python3 */
+  const char *runtime_dir;      /* NULL: $MCP_POOL_RUNTIME_DIR, else pkgdatadir */
+  guint64     memory_bytes;     /* address space; 0: 512 MiB */
+  guint64     file_bytes;       /* largest file written; 0: 64 MiB */
+  guint64     scratch_bytes;    /* each of /tmp and /work; 0: 64 MiB */
+  guint       cpu_seconds;      /* 0: 130 */
+  gsize       output_cap;       /* of stdout and of stderr; 0: 1 MiB */
+} McpSandboxLimits;
+
+typedef enum {
+  MCP_RUN_SUCCESS,
+  MCP_RUN_ERROR,
+  MCP_RUN_TIMEOUT,
+} McpRunStatus;
+
+typedef struct {
+  McpRunStatus  status;
+  int           exit_code;      /* -1 when killed */
+  char         *stdout_text;
+  char         *stderr_text;
+} McpRunResult;
+
+void        mcp_run_result_clear      (McpRunResult *result);
+const char *mcp_run_status_to_string  (McpRunStatus  status);
+
+/* Serves one RPC request of the code; returns the result or NULL with
+ * @error.  Worker threads, several at once. */
+typedef json_t *(*McpSandboxRpcFunc) (const char   *method,
+                                      json_t       *params,
+                                      gpointer      user_data,
+                                      GError      **error);
+
+typedef struct _McpSandbox McpSandbox;
+
+McpSandbox *mcp_sandbox_start  (const McpSandboxLimits  *limits,
+                                GMainContext            *context,
+                                GError                 **error);
+/* @servers is what the code may call; the handler enforces it. */
+gboolean    mcp_sandbox_run    (McpSandbox              *sandbox,
+                                const char              *code,
+                                const char * const      *servers,
+                                gint64                   timeout_ms,
+                                McpSandboxRpcFunc        handler,
+                                gpointer                 handler_data,
+                                GCancellable            *cancellable,
+                                McpRunResult            *result,
+                                GError                 **error);
+/* Ends the sandbox (run or not) and frees it; blocking. */
+void        mcp_sandbox_free   (McpSandbox              *sandbox);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpSandbox, mcp_sandbox_free)
+
+G_END_DECLS

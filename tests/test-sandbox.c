@@ -1,0 +1,371 @@
+/* test-sandbox.c — code execution mode: run_python in a real bubblewrap
+ * sandbox, calling fixture servers through the pool.  Every test checks
+ * that no process is left; where bwrap cannot create namespaces the tests
+ * skip with the reason, unless MCP_POOL_SANDBOX_MUST_WORK=1 (CI). */
+#include "config.h"
+
+#include <string.h>
+#include <sys/prctl.h>
+
+#include <glib/gstdio.h>
+
+#include "mcp-code.h"
+#include "mcp-jsonrpc.h"
+#include "mcp-spawner.h"
+#include "test-util.h"
+
+typedef struct {
+  TestIoThread *io;
+  McpPool      *pool;
+  McpCode      *code;
+  guint         fds_before;
+} Fixture;
+
+static gboolean sandbox_works;
+static char *sandbox_problem;
+
+static void
+setup (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  McpCodeOptions options = { .keep_warm = data != NULL };
+  McpServerConfig *secretive = test_fixture_config ("secretive", NULL);
+
+  fixture->fds_before = test_count_open_fds ();
+  fixture->io = test_io_thread_new ();
+  fixture->pool = mcp_pool_new (test_io_thread_get_context (fixture->io), NULL, NULL);
+  g_ptr_array_add (configs, test_fixture_config ("fx", NULL));
+  g_ptr_array_add (configs, test_fixture_config ("other", NULL));
+  g_strfreev (secretive->env);
+  secretive->env = g_strsplit ("API_KEY=server-secret-42", "\n", -1);
+  g_ptr_array_add (configs, secretive);
+  mcp_pool_set_servers (fixture->pool, configs);
+  fixture->code = mcp_code_new (fixture->pool, test_io_thread_get_context (fixture->io), &options);
+}
+
+static void
+teardown (Fixture *fixture, gconstpointer data)
+{
+  g_clear_pointer (&fixture->code, mcp_code_free);
+  mcp_pool_shutdown (fixture->pool, 200 * 1000, 200 * 1000);
+  g_clear_pointer (&fixture->pool, mcp_pool_free);
+  test_assert_no_children ();
+  g_clear_pointer (&fixture->io, test_io_thread_free);
+  g_assert_cmpuint (test_count_open_fds (), ==, fixture->fds_before);
+}
+
+static gboolean
+require_sandbox (void)
+{
+  if (sandbox_works)
+    return TRUE;
+  if (g_strcmp0 (g_getenv ("MCP_POOL_SANDBOX_MUST_WORK"), "1") == 0)
+    g_error ("The sandbox does not work here: %s", sandbox_problem);
+  g_test_skip (sandbox_problem);
+  return FALSE;
+}
+
+/* Runs @source with the given servers (comma-separated) and timeout. */
+static json_t *
+run (Fixture *fixture, const char *source, const char *servers, double timeout_s)
+{
+  g_auto(GStrv) names = g_strsplit (servers ? servers : "", ",", -1);
+  g_autoptr(json_t) arguments = json_pack ("{s:s, s:[]}", "code", source, "servers");
+
+  for (char **name = names; *name != NULL; name++)
+    if ((*name)[0] != '\0')
+      json_array_append_new (json_object_get (arguments, "servers"), json_string (*name));
+  if (timeout_s > 0)
+    json_object_set_new (arguments, "timeout", json_real (timeout_s));
+  return mcp_code_run_python (fixture->code, arguments, NULL);
+}
+
+static json_t *
+structured (json_t *result)
+{
+  return json_object_get (result, "structuredContent");
+}
+
+static const char *
+stdout_of (json_t *result)
+{
+  return mcp_json_get_string (structured (result), "stdout");
+}
+
+static void
+assert_success (json_t *result)
+{
+  if (g_strcmp0 (mcp_json_get_string (structured (result), "status"), "success") != 0)
+    g_error ("The run failed: %s",
+             mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text"));
+  g_assert_false (json_is_true (json_object_get (result, "isError")));
+}
+
+/* Nothing of the host, the pool or the servers is visible inside. */
+static void
+test_isolation (Fixture *fixture, gconstpointer data)
+{
+  g_autofree char *host_file = g_build_filename (g_get_tmp_dir (), "mcp-pool-host-file", NULL);
+  g_autofree char *source = NULL;
+  g_autoptr(json_t) result = NULL;
+  const char *out;
+
+  if (!require_sandbox ())
+    return;
+  g_assert_true (g_file_set_contents (host_file, "host secret", -1, NULL));
+  g_setenv ("MCP_POOL_TEST_SECRET", "pool-secret-17", TRUE);
+  source = g_strdup_printf (
+    "import os, socket\n"
+    "print('uid', os.getuid(), os.getgid())\n"
+    "print('env', sorted(os.environ))\n"
+    "print('values', ' '.join(os.environ.values()))\n"
+    "for path in ['%s', '/etc/passwd', '/root', '/home']:\n"
+    "    print(path, os.path.exists(path))\n"
+    "print('pids', len([p for p in os.listdir('/proc') if p.isdigit()]))\n"
+    "for family in (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK):\n"
+    "    try:\n"
+    "        socket.socket(family)\n"
+    "        print('socket opened', family)\n"
+    "    except OSError as e:\n"
+    "        print('socket refused', e.errno)\n"
+    "open('/work/scratch', 'w').write('ok')\n"
+    "print('scratch', open('/work/scratch').read())\n", host_file);
+
+  result = run (fixture, source, "secretive", 0);
+  assert_success (result);
+  out = stdout_of (result);
+  g_assert_nonnull (strstr (out, "uid 65534 65534"));
+  g_assert_null (strstr (out, "pool-secret-17"));
+  g_assert_null (strstr (out, "server-secret-42"));
+  g_assert_null (strstr (out, "MCP_POOL_TEST_SECRET"));
+  g_assert_nonnull (strstr (out, " False"));
+  g_assert_null (strstr (out, " True"));
+  g_assert_null (strstr (out, "socket opened"));
+  g_assert_nonnull (strstr (out, "scratch ok"));
+  /* The sandbox's own init and python, nothing of the host. */
+  g_assert_nonnull (strstr (out, "pids 2"));
+  g_unlink (host_file);
+}
+
+/* The seccomp filter: no new namespaces, no mounts, no ptrace. */
+static void
+test_seccomp (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+  const char *out;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "import ctypes, os\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "for name, call in [('unshare', lambda: libc.unshare(0x10000000)),\n"
+                "                   ('mount', lambda: libc.mount(b'none', b'/tmp', b'tmpfs', 0, None)),\n"
+                "                   ('ptrace', lambda: libc.ptrace(16, 1, None, None))]:\n"
+                "    print(name, call(), ctypes.get_errno())\n", NULL, 0);
+  assert_success (result);
+  out = stdout_of (result);
+  g_assert_nonnull (strstr (out, "unshare -1 1"));
+  g_assert_nonnull (strstr (out, "mount -1 1"));
+  g_assert_nonnull (strstr (out, "ptrace -1 1"));
+}
+
+static void
+test_timeout (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture, "print('spinning', flush=True)\nwhile True:\n    pass\n", NULL, 1);
+  g_assert_cmpstr (mcp_json_get_string (structured (result), "status"), ==, "timeout");
+  g_assert_cmpint (json_integer_value (json_object_get (structured (result), "exit_code")), ==, -1);
+  g_assert_true (json_is_true (json_object_get (result, "isError")));
+  g_assert_nonnull (strstr (stdout_of (result), "spinning"));
+}
+
+static void
+test_output_cap (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture, "import sys\nsys.stdout.write('x' * (3 * 1024 * 1024))\n", NULL, 0);
+  assert_success (result);
+  g_assert_cmpuint (strlen (stdout_of (result)), <, 1024 * 1024 + 200);
+  g_assert_nonnull (strstr (stdout_of (result), "more bytes were cut"));
+}
+
+static void
+test_limits (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) memory = NULL;
+  g_autoptr(json_t) failing = NULL;
+
+  if (!require_sandbox ())
+    return;
+  memory = run (fixture, "block = bytearray(1024 * 1024 * 1024)\nprint('allocated')\n", NULL, 0);
+  g_assert_cmpstr (mcp_json_get_string (structured (memory), "status"), ==, "error");
+  g_assert_nonnull (strstr (mcp_json_get_string (structured (memory), "stderr"), "MemoryError"));
+
+  failing = run (fixture, "def f():\n    raise ValueError('bad value')\nf()\n", NULL, 0);
+  g_assert_cmpstr (mcp_json_get_string (structured (failing), "status"), ==, "error");
+  g_assert_cmpint (json_integer_value (json_object_get (structured (failing), "exit_code")), ==, 1);
+  g_assert_nonnull (strstr (mcp_json_get_string (structured (failing), "stderr"), "ValueError: bad value"));
+}
+
+/* Tools through the RPC channel, served concurrently: the fixture's own
+ * count shows the five calls overlapping. */
+static void
+test_tools (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+  const char *out;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "import asyncio\n"
+                "print(await mcp_fx.echo(message='through the sandbox'))\n"
+                "print(await mcp_servers['fx'].echo(message='by name'))\n"
+                "from mcp.servers.fx import echo\n"
+                "print(await echo(message='imported'))\n"
+                "await asyncio.gather(*(mcp_fx.sleep(ms=300) for _ in range(5)))\n"
+                "stats = await mcp_fx.stats()\n"
+                "print('overlap', stats['max_inflight'] >= 5)\n"
+                "try:\n"
+                "    await mcp_fx.echo('positional')\n"
+                "except TypeError as e:\n"
+                "    print('TypeError', e)\n",
+                "fx", 0);
+  assert_success (result);
+  out = stdout_of (result);
+  g_assert_nonnull (strstr (out, "Echo: through the sandbox"));
+  g_assert_nonnull (strstr (out, "Echo: by name"));
+  g_assert_nonnull (strstr (out, "Echo: imported"));
+  g_assert_nonnull (strstr (out, "overlap True"));
+  g_assert_nonnull (strstr (out, "TypeError"));
+  g_assert_nonnull (strstr (out, "message"));
+}
+
+/* Discovery sees every server from the cache without starting it; only
+ * the servers named may be called. */
+static void
+test_allow_list (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+  g_autoptr(GPtrArray) servers = NULL;
+  const char *out;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "servers = await discovered_servers()\n"
+                "print('servers', sorted(s['name'] if isinstance(s, dict) else s for s in servers))\n"
+                "try:\n"
+                "    await call_tool('other', 'echo', message='x')\n"
+                "except Exception as e:\n"
+                "    print('refused', e)\n",
+                "fx", 0);
+  assert_success (result);
+  out = stdout_of (result);
+  g_assert_nonnull (strstr (out, "'fx', 'other', 'secretive'"));
+  g_assert_nonnull (strstr (out, "refused"));
+  g_assert_nonnull (strstr (out, "servers"));
+
+  servers = mcp_pool_list_servers (fixture->pool);
+  for (guint i = 0; i < servers->len; i++)
+    {
+      McpServerInfo *info = g_ptr_array_index (servers, i);
+      if (!g_str_equal (info->name, "fx"))
+        g_assert_cmpuint (info->starts, ==, 0);
+    }
+}
+
+/* With a warm sandbox, runs follow each other. */
+static void
+test_warm (Fixture *fixture, gconstpointer data)
+{
+  if (!require_sandbox ())
+    return;
+  for (int i = 0; i < 3; i++)
+    {
+      g_autoptr(json_t) result = run (fixture, "print(1)\n", NULL, 0);
+      assert_success (result);
+      g_assert_cmpstr (stdout_of (result), ==, "1\n");
+    }
+}
+
+static void
+test_tool_entry (void)
+{
+  g_autoptr(McpPool) pool = mcp_pool_new (NULL, NULL, NULL);
+  McpCodeOptions options = { 0 };
+  g_autoptr(McpCode) code = mcp_code_new (pool, NULL, &options);
+  g_autoptr(json_t) tool = mcp_code_tool (code);
+  g_autofree char *text = json_dumps (tool, JSON_COMPACT);
+
+  g_assert_cmpstr (mcp_json_get_string (tool, "name"), ==, "run_python");
+  g_assert_cmpuint (strlen (text), <, 1600);
+  g_clear_pointer (&code, mcp_code_free);
+  mcp_pool_shutdown (pool, 0, 0);
+}
+
+/* Where bwrap cannot work, the error says why and what to do. */
+static void
+test_unavailable (void)
+{
+  g_autoptr(McpPool) pool = mcp_pool_new (NULL, NULL, NULL);
+  McpCodeOptions options = { .limits.bwrap = "/bin/false" };
+  g_autoptr(McpCode) code = mcp_code_new (pool, NULL, &options);
+  g_autoptr(json_t) arguments = json_pack ("{s:s}", "code", "print(1)");
+  g_autoptr(json_t) result = mcp_code_run_python (code, arguments, NULL);
+  const char *text = mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text");
+
+  g_assert_true (json_is_true (json_object_get (result, "isError")));
+  g_assert_nonnull (strstr (text, "user namespaces"));
+  g_clear_pointer (&code, mcp_code_free);
+  mcp_pool_shutdown (pool, 0, 0);
+  test_assert_no_children ();
+}
+
+/* Whether bwrap can create namespaces here, and if not why.  Through the
+ * spawner, which reaps what bwrap leaves in its process group. */
+static void
+probe_sandbox (void)
+{
+  g_autofree char *err = NULL;
+  g_autoptr(GError) error = NULL;
+  const char * const argv[] = { BWRAP_PATH, "--unshare-all", "--ro-bind", "/", "/", "true", NULL };
+  int status = 0;
+
+  if (!mcp_spawner_run_sync (argv, 10 * G_USEC_PER_SEC, NULL, &err, &status, &error))
+    sandbox_problem = g_strdup_printf ("bwrap cannot run: %s", error->message);
+  else if (!g_spawn_check_wait_status (status, NULL))
+    sandbox_problem = g_strdup_printf ("bwrap cannot create namespaces here: %s", err);
+  else
+    sandbox_works = TRUE;
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  json_object_seed (0);
+  prctl (PR_SET_CHILD_SUBREAPER, 1);
+  probe_sandbox ();
+
+#define ADD(path, warm, func) g_test_add (path, Fixture, warm, setup, func, teardown)
+  ADD ("/sandbox/isolation", NULL, test_isolation);
+  ADD ("/sandbox/seccomp", NULL, test_seccomp);
+  ADD ("/sandbox/timeout", NULL, test_timeout);
+  ADD ("/sandbox/output-cap", NULL, test_output_cap);
+  ADD ("/sandbox/limits", NULL, test_limits);
+  ADD ("/sandbox/tools", NULL, test_tools);
+  ADD ("/sandbox/allow-list", NULL, test_allow_list);
+  ADD ("/sandbox/warm", "warm", test_warm);
+  g_test_add_func ("/sandbox/tool-entry", test_tool_entry);
+  g_test_add_func ("/sandbox/unavailable", test_unavailable);
+  return g_test_run ();
+}
