@@ -97,6 +97,35 @@ compare_gint64 (gconstpointer a,
   return (x > y) - (x < y);
 }
 
+/* Code execution mode: one run_python whose code makes five tool calls at
+ * once from inside the sandbox. */
+static void
+show_code_mode (McpSession *session)
+{
+  static const char code[] =
+    "import asyncio\n"
+    "replies = await asyncio.gather(*(mcp_example.echo(message=f'call {i}') for i in range(5)))\n"
+    "print(len(replies), 'tool calls from inside the sandbox, e.g.', replies[0])\n";
+  g_autoptr(json_t) params = json_pack ("{s:s, s:{s:s, s:[s]}}", "name", "run_python",
+                                        "arguments", "code", code, "servers", "example");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) result = NULL;
+  gint64 start = g_get_monotonic_time ();
+  json_t *output;
+
+  result = mcp_session_call (session, "tools/call", params, 0, &error);
+  output = json_object_get (result, "structuredContent");
+  if (result == NULL || json_is_true (json_object_get (result, "isError")))
+    {
+      printf (_("\nrun_python is not available here: %s\n"),
+              result ? mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text")
+                     : error->message);
+      return;
+    }
+  printf (_("\nrun_python, code in a bubblewrap sandbox (%.1f ms):\n  %s"),
+          (g_get_monotonic_time () - start) / 1000.0, mcp_json_get_string (output, "stdout"));
+}
+
 /* Drives `mcp-pool serve` over its stdio exactly as an MCP client does,
  * with McpSession as the client. */
 static int
@@ -117,10 +146,10 @@ run_demo (gpointer data)
   if (config_path == NULL)
     return mcp_cli_fail ("%s", error->message);
   config = mcp_server_config_new ("mcp-pool serve", self,
-                                  (const char *[]) { "serve", "--expose", "gateway",
+                                  (const char *[]) { "serve", "--expose", "gateway,code",
                                                      "--config", config_path, NULL });
 
-  printf (_("A client starts “mcp-pool serve --expose gateway” and talks MCP to it over stdio,\n"
+  printf (_("A client starts “mcp-pool serve --expose gateway,code” and talks MCP to it over stdio,\n"
             "as Claude Desktop or an IDE would. Behind it: the example server %s.\n\n"), server);
 
   start = g_get_monotonic_time ();
@@ -168,6 +197,7 @@ run_demo (gpointer data)
           (double) cold / MAX (warm[job->calls / 2], 1),
           cold * (double) job->calls / G_USEC_PER_SEC, job->calls);
 
+  show_code_mode (session);
   mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
   g_unlink (config_path);
   return 0;

@@ -389,6 +389,35 @@ test_evict (void)
   g_unlink (config);
 }
 
+/* Code from a file and from stdin, with the exit status of the code. */
+static void
+test_run (void)
+{
+  g_autofree char *config = write_config ("fixture", "[]");
+  g_autofree char *script = write_home_file ("script.py",
+                                             "print(await mcp_fixture.echo(message='from a file'))\n"
+                                             "raise SystemExit(3)\n");
+  g_auto(RunResult) from_file = { 0 };
+  g_auto(RunResult) not_allowed = { 0 };
+
+  run (&from_file, "run", "--config", config, "--servers", "fixture", script, NULL);
+  if (from_file.status != 3 && strstr (from_file.err, "user namespaces") != NULL &&
+      g_strcmp0 (g_getenv ("MCP_POOL_SANDBOX_MUST_WORK"), "1") != 0)
+    {
+      g_test_skip (from_file.err);
+      return;
+    }
+  g_assert_cmpint (from_file.status, ==, 3);
+  g_assert_cmpstr (from_file.out, ==, "Echo: from a file\n");
+
+  /* Without --servers the code may not call the server. */
+  run (&not_allowed, "run", "--config", config, script, NULL);
+  g_assert_cmpint (not_allowed.status, ==, 1);
+  g_assert_nonnull (strstr (not_allowed.err, "fixture"));
+  g_unlink (config);
+  test_assert_no_children ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -407,6 +436,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/tools", test_tools);
   g_test_add_func ("/cli/doctor", test_doctor);
   g_test_add_func ("/cli/evict", test_evict);
+  g_test_add_func ("/cli/run", test_run);
 
   scratch_home = g_dir_make_tmp ("mcp-pool-home-XXXXXX", NULL);
   status = g_test_run ();

@@ -101,39 +101,80 @@ assert_success (json_t *result)
   g_assert_false (json_is_true (json_object_get (result, "isError")));
 }
 
+/* After each attack: the pool still answers, through a sandbox too. */
+static void
+assert_pool_serves (Fixture *fixture)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) arguments = json_pack ("{s:s}", "message", "still here");
+  g_autoptr(json_t) direct = mcp_pool_call_tool (fixture->pool, "fx", "echo", arguments, NULL, &error);
+
+  g_assert_no_error (error);
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (direct, "content"), 0), "text"),
+                   ==, "Echo: still here");
+}
+
 /* Nothing of the host, the pool or the servers is visible inside. */
 static void
 test_isolation (Fixture *fixture, gconstpointer data)
 {
   g_autofree char *host_file = g_build_filename (g_get_tmp_dir (), "mcp-pool-host-file", NULL);
+  g_autofree char *canary = NULL;
   g_autofree char *source = NULL;
   g_autoptr(json_t) result = NULL;
+  g_autoptr(GSocket) listener = NULL;
+  g_autoptr(GSocketAddress) loopback = NULL;
+  guint port;
   const char *out;
 
   if (!require_sandbox ())
     return;
   g_assert_true (g_file_set_contents (host_file, "host secret", -1, NULL));
-  g_setenv ("MCP_POOL_TEST_SECRET", "pool-secret-17", TRUE);
+  canary = g_build_filename (g_get_home_dir (), ".mcp-pool-test-canary", NULL);
+  g_assert_true (g_file_set_contents (canary, "canary", -1, NULL));
+  listener = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  loopback = g_inet_socket_address_new_from_string ("127.0.0.1", 0);
+  g_assert_true (g_socket_bind (listener, loopback, TRUE, NULL) && g_socket_listen (listener, NULL));
+  g_socket_set_blocking (listener, FALSE);
+  port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (g_socket_get_local_address (listener, NULL)));
+
   source = g_strdup_printf (
-    "import os, socket\n"
+    "import glob, os, socket\n"
     "print('uid', os.getuid(), os.getgid())\n"
     "print('env', sorted(os.environ))\n"
     "print('values', ' '.join(os.environ.values()))\n"
-    "for path in ['%s', '/etc/passwd', '/root', '/home']:\n"
+    "for path in glob.glob('/proc/*/environ'):\n"
+    "    try:\n"
+    "        print('environ', open(path, 'rb').read().replace(b'\\0', b' ').decode())\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "for path in ['%s', '%s', '/etc/passwd', '/root', '/home']:\n"
     "    print(path, os.path.exists(path))\n"
+    "for path in ['/usr/x', '/etc/x', '/x', '%s/x']:\n"
+    "    try:\n"
+    "        open(path, 'w').write('x')\n"
+    "        print('wrote', path)\n"
+    "    except OSError as e:\n"
+    "        print('write refused', e.errno)\n"
     "print('pids', len([p for p in os.listdir('/proc') if p.isdigit()]))\n"
     "for family in (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK):\n"
     "    try:\n"
-    "        socket.socket(family)\n"
+    "        s = socket.socket(family)\n"
+    "        s.connect(('127.0.0.1', %u))\n"
     "        print('socket opened', family)\n"
     "    except OSError as e:\n"
     "        print('socket refused', e.errno)\n"
     "open('/work/scratch', 'w').write('ok')\n"
-    "print('scratch', open('/work/scratch').read())\n", host_file);
+    "print('scratch', open('/work/scratch').read())\n",
+    host_file, canary, g_get_home_dir (), port);
 
   result = run (fixture, source, "secretive", 0);
   assert_success (result);
   out = stdout_of (result);
+  g_assert_null (strstr (out, "wrote"));
+  g_assert_null (strstr (out, "canary True"));
+  /* Nothing reached the test's port. */
+  g_assert_null (g_socket_accept (listener, NULL, NULL));
   g_assert_nonnull (strstr (out, "uid 65534 65534"));
   g_assert_null (strstr (out, "pool-secret-17"));
   g_assert_null (strstr (out, "server-secret-42"));
@@ -145,6 +186,8 @@ test_isolation (Fixture *fixture, gconstpointer data)
   /* The sandbox's own init and python, nothing of the host. */
   g_assert_nonnull (strstr (out, "pids 2"));
   g_unlink (host_file);
+  g_unlink (canary);
+  assert_pool_serves (fixture);
 }
 
 /* The seccomp filter: no new namespaces, no mounts, no ptrace. */
@@ -168,6 +211,7 @@ test_seccomp (Fixture *fixture, gconstpointer data)
   g_assert_nonnull (strstr (out, "unshare -1 1"));
   g_assert_nonnull (strstr (out, "mount -1 1"));
   g_assert_nonnull (strstr (out, "ptrace -1 1"));
+  assert_pool_serves (fixture);
 }
 
 static void
@@ -177,11 +221,12 @@ test_timeout (Fixture *fixture, gconstpointer data)
 
   if (!require_sandbox ())
     return;
-  result = run (fixture, "print('spinning', flush=True)\nwhile True:\n    pass\n", NULL, 1);
+  result = run (fixture, "print('spinning', flush=True)\nwhile True:\n    pass\n", NULL, 2);
   g_assert_cmpstr (mcp_json_get_string (structured (result), "status"), ==, "timeout");
   g_assert_cmpint (json_integer_value (json_object_get (structured (result), "exit_code")), ==, -1);
   g_assert_true (json_is_true (json_object_get (result, "isError")));
   g_assert_nonnull (strstr (stdout_of (result), "spinning"));
+  assert_pool_serves (fixture);
 }
 
 static void
@@ -191,10 +236,11 @@ test_output_cap (Fixture *fixture, gconstpointer data)
 
   if (!require_sandbox ())
     return;
-  result = run (fixture, "import sys\nsys.stdout.write('x' * (3 * 1024 * 1024))\n", NULL, 0);
+  result = run (fixture, "import sys\nfor i in range(50):\n    sys.stdout.write('x' * 1000000)\n", NULL, 0);
   assert_success (result);
   g_assert_cmpuint (strlen (stdout_of (result)), <, 1024 * 1024 + 200);
   g_assert_nonnull (strstr (stdout_of (result), "more bytes were cut"));
+  assert_pool_serves (fixture);
 }
 
 static void
@@ -205,7 +251,7 @@ test_limits (Fixture *fixture, gconstpointer data)
 
   if (!require_sandbox ())
     return;
-  memory = run (fixture, "block = bytearray(1024 * 1024 * 1024)\nprint('allocated')\n", NULL, 0);
+  memory = run (fixture, "block = bytearray(16 * 1024 * 1024 * 1024)\nprint('allocated')\n", NULL, 0);
   g_assert_cmpstr (mcp_json_get_string (structured (memory), "status"), ==, "error");
   g_assert_nonnull (strstr (mcp_json_get_string (structured (memory), "stderr"), "MemoryError"));
 
@@ -213,6 +259,21 @@ test_limits (Fixture *fixture, gconstpointer data)
   g_assert_cmpstr (mcp_json_get_string (structured (failing), "status"), ==, "error");
   g_assert_cmpint (json_integer_value (json_object_get (structured (failing), "exit_code")), ==, 1);
   g_assert_nonnull (strstr (mcp_json_get_string (structured (failing), "stderr"), "ValueError: bad value"));
+  assert_pool_serves (fixture);
+}
+
+/* A fork bomb meets the process limit and dies with its sandbox. */
+static void
+test_fork_bomb (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture, "import os\nwhile True:\n    os.fork()\n", NULL, 5);
+  g_assert_cmpstr (mcp_json_get_string (structured (result), "status"), !=, "success");
+  g_assert_true (json_is_true (json_object_get (result, "isError")));
+  assert_pool_serves (fixture);
 }
 
 /* Tools through the RPC channel, served concurrently: the fixture's own
@@ -231,7 +292,7 @@ test_tools (Fixture *fixture, gconstpointer data)
                 "print(await mcp_servers['fx'].echo(message='by name'))\n"
                 "from mcp.servers.fx import echo\n"
                 "print(await echo(message='imported'))\n"
-                "await asyncio.gather(*(mcp_fx.sleep(ms=300) for _ in range(5)))\n"
+                "await asyncio.gather(*(mcp_fx.sleep(ms=500) for _ in range(5)))\n"
                 "stats = await mcp_fx.stats()\n"
                 "print('overlap', stats['max_inflight'] >= 5)\n"
                 "try:\n"
@@ -273,6 +334,7 @@ test_allow_list (Fixture *fixture, gconstpointer data)
   g_assert_nonnull (strstr (out, "'fx', 'other', 'secretive'"));
   g_assert_nonnull (strstr (out, "refused"));
   g_assert_nonnull (strstr (out, "servers"));
+  assert_pool_serves (fixture);
 
   servers = mcp_pool_list_servers (fixture->pool);
   for (guint i = 0; i < servers->len; i++)
@@ -354,6 +416,8 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   json_object_seed (0);
   prctl (PR_SET_CHILD_SUBREAPER, 1);
+  /* A secret in the pool's environment, before any thread exists. */
+  g_setenv ("MCP_POOL_TEST_SECRET", "pool-secret-17", TRUE);
   probe_sandbox ();
 
 #define ADD(path, warm, func) g_test_add (path, Fixture, warm, setup, func, teardown)
@@ -362,6 +426,7 @@ main (int argc, char **argv)
   ADD ("/sandbox/timeout", NULL, test_timeout);
   ADD ("/sandbox/output-cap", NULL, test_output_cap);
   ADD ("/sandbox/limits", NULL, test_limits);
+  ADD ("/sandbox/fork-bomb", NULL, test_fork_bomb);
   ADD ("/sandbox/tools", NULL, test_tools);
   ADD ("/sandbox/allow-list", NULL, test_allow_list);
   ADD ("/sandbox/warm", "warm", test_warm);

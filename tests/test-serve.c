@@ -443,6 +443,34 @@ test_proxy_call (Fixture       *fixture,
       }
 }
 
+/* Default mode: run_python, whose code calls a server through the pool;
+ * the run's servers are named, and the result carries the code's output. */
+static void
+test_code_run_python (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) tools = list_tools (client);
+  g_autoptr(json_t) result = NULL;
+  json_t *output;
+
+  g_assert_nonnull (find_tool (tools, "run_python"));
+  result = call_tool (client, "run_python",
+                      json_pack ("{s:s, s:[s]}", "code",
+                                 "print(await mcp_alpha.echo(message='from code'))\n", "servers", "alpha"));
+  output = json_object_get (result, "structuredContent");
+  if (g_strcmp0 (mcp_json_get_string (output, "status"), "success") != 0 &&
+      strstr (result_text (result), "user namespaces") != NULL &&
+      g_strcmp0 (g_getenv ("MCP_POOL_SANDBOX_MUST_WORK"), "1") != 0)
+    {
+      g_test_skip (result_text (result));
+      return;
+    }
+  g_assert_cmpstr (mcp_json_get_string (output, "status"), ==, "success");
+  g_assert_cmpstr (mcp_json_get_string (output, "stdout"), ==, "Echo: from code\n");
+  g_assert_false (json_is_true (json_object_get (result, "isError")));
+}
+
 static void
 test_code_resources (Fixture       *fixture,
                      gconstpointer  data)
@@ -837,6 +865,7 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/names", proxy_names_setup, test_proxy_names);
   ADD ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
   ADD ("/serve/code/resources", code_setup, test_code_resources);
+  ADD ("/serve/code/run-python", code_setup, test_code_run_python);
   ADD ("/serve/results/pass-through", gateway_setup, test_pass_through);
   ADD ("/serve/failure/crash", gateway_setup, test_crash);
   ADD ("/serve/failure/timeout", gateway_setup, test_timeout);

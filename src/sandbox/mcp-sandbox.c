@@ -288,6 +288,9 @@ build_argv (const McpSandboxLimits *limits)
   g_strv_builder_add_many (argv, "--size", scratch, "--tmpfs", "/tmp",
                            "--size", scratch, "--tmpfs", "/work", "--chdir", "/work",
                            "--ro-bind", runtime_dir (limits), SANDBOX_RUNTIME_DIR,
+                           /* bwrap's root is an unbounded tmpfs: make it read-only
+                            * once everything is mounted on it. */
+                           "--remount-ro", "/",
                            "--clearenv", "--setenv", "PATH", "/usr/bin",
                            "--setenv", "HOME", "/work", "--setenv", "LANG", "C.UTF-8",
                            "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
@@ -366,6 +369,17 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   sandbox->out = g_string_new (NULL);
   sandbox->err = g_string_new (NULL);
 
+  {
+    g_autofree char *runtime = g_build_filename (runtime_dir (&sandbox->limits), "mcp_runtime.py", NULL);
+
+    if (!g_file_test (runtime, G_FILE_TEST_IS_REGULAR))
+      {
+        g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
+                     _("The sandbox's Python runtime %s is missing; install mcp-pool (make install) "
+                       "or point MCP_POOL_RUNTIME_DIR at the folder that holds mcp_runtime.py"), runtime);
+        return NULL;
+      }
+  }
   seccomp_fd = mcp_seccomp_filter_fd (error);
   if (seccomp_fd < 0)
     return NULL;
