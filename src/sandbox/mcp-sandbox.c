@@ -45,6 +45,7 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 #define DRAIN_TIMEOUT_US    (2 * G_USEC_PER_SEC)
 /* How long the sandbox's init may take to follow bwrap before it is killed. */
 #define INNER_GRACE_US      (G_USEC_PER_SEC / 10)
+#define INNER_EXIT_TIMEOUT_US (20 * G_USEC_PER_SEC)
 #define RPC_WRITE_TIMEOUT   (10 * G_USEC_PER_SEC)
 #define RPC_THREADS         16
 
@@ -505,7 +506,8 @@ reap_inner (McpSandbox *sandbox)
           kill (sandbox->inner_pid, SIGKILL);
           killed = TRUE;
         }
-      if (g_get_monotonic_time () - start > DRAIN_TIMEOUT_US)
+      /* Killing a pid namespace's init waits for every process in it. */
+      if (g_get_monotonic_time () - start > INNER_EXIT_TIMEOUT_US)
         {
           g_warning ("The sandbox's process %d did not go away", sandbox->inner_pid);
           break;
