@@ -137,7 +137,8 @@ error_result (const char *format,
   return text_result (TRUE, text);
 }
 
-/* JSON for the model to read, and the same as structuredContent. */
+/* JSON for the model to read, and the same as structuredContent; takes
+ * @value. */
 static json_t *
 json_result (json_t *value)
 {
@@ -145,7 +146,7 @@ json_result (json_t *value)
   json_t *result = text_result (FALSE, text);
 
   json_object_set_new (result, "structuredContent",
-                       json_is_object (value) ? json_incref (value) : json_pack ("{s:O}", "items", value));
+                       json_is_object (value) ? value : json_pack ("{s:o}", "items", value));
   return result;
 }
 
@@ -470,7 +471,7 @@ gateway_describe_tool (McpExpose *expose,
   tool = mcp_pool_describe_tool (expose->pool, server, name, &error);
   if (tool == NULL)
     return text_result (TRUE, error->message);
-  return json_result (tool);
+  return json_result (g_steal_pointer (&tool));
 }
 
 static json_t *
