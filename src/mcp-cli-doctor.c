@@ -7,6 +7,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "mcp-cli.h"
+#include "mcp-sandbox.h"
 #include "mcp-spawner.h"
 
 #define CHECK_TIMEOUT_US (10 * G_USEC_PER_SEC)
@@ -48,34 +49,24 @@ run_check (const char * const  *argv,
   return g_spawn_check_wait_status (status, NULL);
 }
 
+/* Starts a real sandbox, with every option run_python uses, so that what
+ * doctor approves is what runs. */
 static void
 check_sandbox_tools (DoctorJob *job)
 {
-  const char *bwrap = g_getenv ("MCP_POOL_BWRAP") ? g_getenv ("MCP_POOL_BWRAP") : BWRAP_PATH;
-  /* No --new-session here: it would take the sandbox out of the process
-   * group that the spawner reaps. */
-  const char * const bwrap_argv[] = { bwrap, "--unshare-all", "--die-with-parent",
-                                      "--ro-bind", "/", "/", "true", NULL };
   const char * const python_argv[] = { PYTHON3_PATH, "--version", NULL };
-  g_autofree char *bwrap_output = NULL;
+  McpSandboxLimits limits = { 0 };
+  g_autoptr(GError) error = NULL;
   g_autofree char *python_output = NULL;
-  g_autofree char *bwrap_detail = NULL;
+  McpSandbox *sandbox = mcp_sandbox_start (&limits, NULL, &error);
+  gboolean python_ok;
 
-  if (run_check (bwrap_argv, &bwrap_output))
-    report (job, TRUE, bwrap, _("creates namespaces"));
-  else
-    {
-      bwrap_detail = g_strdup_printf (_("%s — code execution mode needs it; install bubblewrap, "
-                                        "or allow unprivileged user namespaces "
-                                        "(sysctl kernel.unprivileged_userns_clone=1)"),
-                                      bwrap_output);
-      report (job, FALSE, bwrap, bwrap_detail);
-    }
+  report (job, sandbox != NULL, _("bubblewrap sandbox"),
+          sandbox != NULL ? _("starts, with namespaces, seccomp and the Python runtime") : error->message);
+  mcp_sandbox_free (sandbox);
 
-  if (run_check (python_argv, &python_output))
-    report (job, TRUE, PYTHON3_PATH, python_output);
-  else
-    report (job, FALSE, PYTHON3_PATH, python_output);
+  python_ok = run_check (python_argv, &python_output);
+  report (job, python_ok, PYTHON3_PATH, python_output);
 }
 
 static void

@@ -145,6 +145,7 @@ start_watch_free (StartWatch *watch)
 {
   if (watch->shown)
     fputs ("\r\033[K", stderr);
+  mcp_pool_unref (watch->pool);
   g_hash_table_unref (watch->since);
   g_free (watch);
 }
@@ -163,7 +164,9 @@ mcp_cli_pool_new (McpDiscovery *discovery)
     {
       StartWatch *watch = g_new0 (StartWatch, 1);
 
-      watch->pool = cli->pool;
+      /* The tick may be dispatching on the main thread while this thread
+       * frees the pool. */
+      watch->pool = mcp_pool_ref (cli->pool);
       watch->since = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
       cli->progress = g_timeout_source_new (PROGRESS_TICK_MS);
       g_source_set_callback (cli->progress, on_progress_tick, watch,

@@ -308,16 +308,24 @@ handle_notification (McpServe *serve,
 
   if (g_strcmp0 (method, "notifications/cancelled") == 0)
     {
-      json_t *id = json_object_get (params, "requestId");
-      g_autoptr(GCancellable) cancellable = lookup_cancellable (serve, id);
+      g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (params, "requestId"));
+      GCancellable *cancellable = NULL;
+
+      /* Marked in the same breath as it is found, so that a request that
+       * just finished cannot leave its id marked for a later one. */
+      g_mutex_lock (&serve->lock);
+      if (key != NULL && (cancellable = g_hash_table_lookup (serve->in_flight, key)) != NULL)
+        {
+          g_object_ref (cancellable);
+          g_hash_table_add (serve->cancelled_by_client, g_steal_pointer (&key));
+        }
+      g_mutex_unlock (&serve->lock);
 
       /* Cancels the downstream request too: the session tells the server. */
       if (cancellable != NULL)
         {
-          g_mutex_lock (&serve->lock);
-          g_hash_table_add (serve->cancelled_by_client, mcp_jsonrpc_id_key (id));
-          g_mutex_unlock (&serve->lock);
           g_cancellable_cancel (cancellable);
+          g_object_unref (cancellable);
         }
     }
   else if (g_strcmp0 (method, "notifications/initialized") == 0)

@@ -365,7 +365,7 @@ test_doctor (void)
 
   run (&result, "doctor", "--config", config, NULL);
   g_assert_cmpint (result.status, ==, 1);
-  g_assert_nonnull (strstr (result.out, "bwrap"));
+  g_assert_nonnull (strstr (result.out, "[ ok ] bubblewrap sandbox"));
   g_assert_nonnull (strstr (result.out, "python3"));
   g_assert_nonnull (strstr (result.out, "[ ok ] server “good”"));
   g_assert_nonnull (strstr (result.out, "[FAIL] server “bad”"));

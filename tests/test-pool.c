@@ -357,6 +357,24 @@ test_unknown (Fixture *fixture, gconstpointer data)
   g_assert_nonnull (strstr (error->message, "echo"));
 }
 
+static gboolean
+retry_due (gpointer data)
+{
+  StateWait *wait = data;
+  g_autoptr(McpServerInfo) info = server_info (wait->fixture, wait->server);
+
+  return info->retry_in_ms == 0;
+}
+
+/* Until the backoff of @server has run out (bounded). */
+static void
+wait_for_retry (Fixture *fixture, const char *server)
+{
+  StateWait wait = { fixture, server, MCP_SERVER_BACKOFF };
+
+  g_assert_true (test_wait_for (retry_due, &wait, 10000));
+}
+
 /* Start failures back off, doubling; during backoff calls fail at once
  * with the reason; once the cause is gone the server starts. */
 static void
@@ -389,12 +407,7 @@ test_backoff (Fixture *fixture, gconstpointer data)
 
   /* The second failure waits twice as long. */
   wait_for_state (fixture, "flaky", MCP_SERVER_BACKOFF);
-  while ((info = server_info (fixture, "flaky"))->retry_in_ms > 0)
-    {
-      g_clear_pointer (&info, mcp_server_info_free);
-      g_usleep (10 * 1000);
-    }
-  g_clear_pointer (&info, mcp_server_info_free);
+  wait_for_retry (fixture, "flaky");
   result = call (fixture, "flaky", "echo", json_pack ("{s:s}", "message", "3"), 0, &error);
   g_assert_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_START);
   g_clear_error (&error);
@@ -406,12 +419,7 @@ test_backoff (Fixture *fixture, gconstpointer data)
 
   /* The cause is fixed: the next try after the backoff works. */
   g_unlink (cause);
-  while ((info = server_info (fixture, "flaky"))->retry_in_ms > 0)
-    {
-      g_clear_pointer (&info, mcp_server_info_free);
-      g_usleep (10 * 1000);
-    }
-  g_clear_pointer (&info, mcp_server_info_free);
+  wait_for_retry (fixture, "flaky");
   result = call (fixture, "flaky", "echo", json_pack ("{s:s}", "message", "4"), 0, &error);
   g_assert_no_error (error);
   g_assert_cmpstr (first_text (result), ==, "Echo: 4");

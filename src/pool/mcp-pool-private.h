@@ -34,7 +34,7 @@ typedef struct {
   gint64           backoff_until;    /* protected by lock; monotonic µs */
   gint64           backoff_ms;       /* protected by lock; the last delay */
 
-  GSource         *relist_source;    /* pool context only */
+  GSource         *relist_source;    /* protected by lock; a pending re-list, owned */
 } PoolEntry;
 
 struct _McpPool {
@@ -42,7 +42,8 @@ struct _McpPool {
   GMainContext     *context;         /* immutable */
   McpPoolOptions    options;         /* immutable */
   McpPoolCallbacks  callbacks;       /* immutable */
-  GThreadPool      *background;      /* re-lists and retirements */
+  GThreadPool      *background;      /* re-lists and retirements; pushed to under lock,
+                                      * freed by shutdown once shut_down is set */
 
   GMutex            lock;
   GCond             retired_cond;    /* signalled when a retiring session is gone */
@@ -50,8 +51,8 @@ struct _McpPool {
   GPtrArray        *retiring;        /* protected by lock; McpSession being retired */
   gboolean          shut_down;       /* protected by lock */
   GSource          *reap_source;     /* protected by lock */
-  guint             starting;        /* protected by lock; starts under way */
-  GCancellable     *starts_cancellable; /* cancelled by shutdown */
+  gint              starting;        /* atomic; starts under way (retired_cond under lock) */
+  GCancellable     *starts_cancellable; /* immutable; cancelled by shutdown */
 };
 
 typedef enum {

@@ -36,7 +36,9 @@ on_relist_due (gpointer user_data)
   PoolEntry *entry = user_data;
   BackgroundJob *job = g_new0 (BackgroundJob, 1);
 
-  entry->relist_source = NULL;
+  g_mutex_lock (&entry->lock);
+  g_clear_pointer (&entry->relist_source, g_source_unref);
+  g_mutex_unlock (&entry->lock);
   job->kind = JOB_RELIST;
   job->entry = mcp_pool_entry_ref (entry);
   if (!push_background_job (entry->pool, job))
@@ -57,16 +59,17 @@ mcp_pool_on_session_notification (McpSession *session,
       g_mutex_lock (&entry->lock);
       if (entry->session == session || entry->state == MCP_SERVER_STARTING)
         entry->tools_stale = TRUE;
-      g_mutex_unlock (&entry->lock);
-
       /* Servers send these in bursts: re-list once they settle. */
       if (entry->relist_source != NULL)
-        g_source_destroy (entry->relist_source);
+        {
+          g_source_destroy (entry->relist_source);
+          g_source_unref (entry->relist_source);
+        }
       entry->relist_source = g_timeout_source_new (entry->pool->options.relist_debounce_ms);
       g_source_set_callback (entry->relist_source, on_relist_due, mcp_pool_entry_ref (entry),
                              (GDestroyNotify) mcp_pool_entry_unref);
       g_source_attach (entry->relist_source, entry->pool->context);
-      g_source_unref (entry->relist_source);
+      g_mutex_unlock (&entry->lock);
     }
   else if (g_strcmp0 (method, "notifications/message") == 0)
     {
@@ -140,19 +143,21 @@ run_retire (McpPool    *pool,
   g_mutex_unlock (&pool->lock);
 }
 
+/* Re-lists a running server's tools like any other request: within its
+ * concurrency limit, and retiring the session if the listing breaks it.
+ * Without a session the stale cache stays until the next start lists. */
 static void
 run_relist (PoolEntry *entry)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) tools = NULL;
   McpSession *session;
-  gboolean changed = FALSE;
+  gboolean running, changed = FALSE;
 
   g_mutex_lock (&entry->lock);
-  session = entry->session != NULL ? mcp_session_ref (entry->session) : NULL;
+  running = entry->session != NULL;
   g_mutex_unlock (&entry->lock);
-  /* Without a session the stale cache stays until the next start lists. */
-  if (session == NULL)
+  if (!running || (session = mcp_pool_acquire_session (entry, TRUE, &error)) == NULL)
     return;
 
   tools = mcp_session_list_tools (session, 0, &error);
@@ -165,12 +170,12 @@ run_relist (PoolEntry *entry)
       changed = TRUE;
     }
   g_mutex_unlock (&entry->lock);
+  mcp_pool_release_session (entry, session, TRUE, error);
 
   if (changed)
     mcp_pool_emit_event (entry, MCP_SERVER_READY, TRUE);
   else if (error != NULL)
     g_debug ("Re-listing the tools of “%s” failed: %s", entry->name, error->message);
-  mcp_session_unref (session);
 }
 
 void
@@ -267,6 +272,12 @@ mcp_pool_update_reaper (McpPool *pool)
       g_source_unref (pool->reap_source);
     }
   pool->reap_source = source;
+  /* A reload that raced with shutdown must not leave a timer behind. */
+  if (pool->shut_down && source != NULL)
+    {
+      g_source_destroy (source);
+      g_clear_pointer (&pool->reap_source, g_source_unref);
+    }
   g_mutex_unlock (&pool->lock);
 }
 

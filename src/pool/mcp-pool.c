@@ -53,7 +53,8 @@ entry_new (McpPool         *pool,
   PoolEntry *entry = g_new0 (PoolEntry, 1);
 
   g_atomic_ref_count_init (&entry->ref_count);
-  entry->pool = pool;
+  /* Sessions and timers hold entries; the pool lives as long as they do. */
+  entry->pool = mcp_pool_ref (pool);
   entry->name = g_strdup (config->name);
   g_mutex_init (&entry->lock);
   g_cond_init (&entry->cond);
@@ -83,6 +84,7 @@ mcp_pool_entry_unref (PoolEntry *entry)
   json_decref (entry->tools);
   g_free (entry->last_error);
   g_free (entry->name);
+  mcp_pool_unref (entry->pool);
   g_free (entry);
 }
 
@@ -125,6 +127,7 @@ mcp_pool_emit_event (PoolEntry      *entry,
 {
   McpPoolCallbacks *callbacks = &entry->pool->callbacks;
   PoolEvent *event;
+  GSource *source;
 
   if ((tools_changed ? (gpointer) callbacks->on_tools_changed : (gpointer) callbacks->on_state_changed) == NULL)
     return;
@@ -133,8 +136,12 @@ mcp_pool_emit_event (PoolEntry      *entry,
   event->server = g_strdup (entry->name);
   event->state = state;
   event->tools_changed = tools_changed;
-  g_main_context_invoke_full (entry->pool->context, G_PRIORITY_DEFAULT, dispatch_event,
-                              event, (GDestroyNotify) pool_event_free);
+  /* Always queued, never run here: the caller may hold entry->lock, and
+   * events must reach the front in the order they happened. */
+  source = g_idle_source_new ();
+  g_source_set_callback (source, dispatch_event, event, (GDestroyNotify) pool_event_free);
+  g_source_attach (source, entry->pool->context);
+  g_source_unref (source);
 }
 
 /* Called with entry->lock held. */
@@ -205,11 +212,10 @@ start_locked (PoolEntry  *entry,
   McpSession *session;
 
   set_state_locked (entry, MCP_SERVER_STARTING);
+  /* Counted before the entry lock goes, so that a shutdown that has marked
+   * every entry removed always waits for this start. */
+  g_atomic_int_inc (&pool->starting);
   g_mutex_unlock (&entry->lock);
-
-  g_mutex_lock (&pool->lock);
-  pool->starting++;
-  g_mutex_unlock (&pool->lock);
 
   session = mcp_session_start (config, pool->context, &callbacks,
                                pool->starts_cancellable, &local_error);
@@ -223,7 +229,7 @@ start_locked (PoolEntry  *entry,
       g_clear_pointer (&session, mcp_session_unref);
       g_mutex_lock (&pool->lock);
     }
-  pool->starting--;
+  g_atomic_int_add (&pool->starting, -1);
   g_cond_broadcast (&pool->retired_cond);
   g_mutex_unlock (&pool->lock);
 
@@ -499,6 +505,9 @@ mcp_pool_call_tool (McpPool               *pool,
 
   /* Refuse a tool that a fresh list does not have, naming the real ones;
    * a stale list may be out of date, so then the server decides. */
+  if (options != NULL)
+    call_options = *options;
+
   g_mutex_lock (&entry->lock);
   if (entry->tools != NULL && !entry->tools_stale && mcp_pool_find_tool (entry->tools, tool) == NULL)
     {
@@ -507,12 +516,11 @@ mcp_pool_call_tool (McpPool               *pool,
       mcp_pool_release_session (entry, session, TRUE, NULL);
       return NULL;
     }
-  g_mutex_unlock (&entry->lock);
-
-  if (options != NULL)
-    call_options = *options;
+  /* The config may be replaced by a reload at any time: read it locked. */
   if (call_options.timeout_ms <= 0)
     call_options.timeout_ms = entry->config->call_timeout_ms;
+  g_mutex_unlock (&entry->lock);
+
   call_options.timeout_ms = MIN (call_options.timeout_ms, MCP_CALL_TIMEOUT_MAX_MS);
 
   params = arguments != NULL
@@ -537,6 +545,16 @@ mcp_pool_evict (McpPool    *pool,
 
   if (entry != NULL)
     mcp_pool_detach_and_retire (entry, NULL);
+}
+
+gboolean
+mcp_pool_has_server (McpPool     *pool,
+                     const char  *server,
+                     GError     **error)
+{
+  g_autoptr(PoolEntry) entry = mcp_pool_lookup_entry (pool, server, error);
+
+  return entry != NULL;
 }
 
 McpServerConfig *
@@ -790,6 +808,12 @@ take_all_sessions (McpPool *pool)
       entry->removed = TRUE;
       entry->shut_down = TRUE;
       entry->generation++;
+      /* A pending re-list would keep the entry, and so the pool, alive. */
+      if (entry->relist_source != NULL)
+        {
+          g_source_destroy (entry->relist_source);
+          g_clear_pointer (&entry->relist_source, g_source_unref);
+        }
       session = mcp_pool_detach_session_locked (entry, NULL);
       g_cond_broadcast (&entry->cond);
       g_mutex_unlock (&entry->lock);
@@ -826,7 +850,7 @@ mcp_pool_shutdown (McpPool *pool,
 
   /* Starts that were under way fail on the cancellable; wait for them. */
   g_mutex_lock (&pool->lock);
-  while (pool->starting > 0)
+  while (g_atomic_int_get (&pool->starting) > 0)
     g_cond_wait (&pool->retired_cond, &pool->lock);
   if (pool->reap_source != NULL)
     g_source_destroy (pool->reap_source);

@@ -102,6 +102,9 @@ McpPool    *mcp_pool_new            (GMainContext            *context,
 void        mcp_pool_set_servers    (McpPool                 *pool,
                                      GPtrArray               *configs);
 GPtrArray  *mcp_pool_list_servers   (McpPool                 *pool);
+gboolean    mcp_pool_has_server     (McpPool                 *pool,
+                                     const char              *server,
+                                     GError                 **error);
 McpServerConfig *mcp_pool_dup_config (McpPool                *pool,
                                       const char             *server);
 void        mcp_pool_evict          (McpPool                 *pool,

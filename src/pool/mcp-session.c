@@ -32,6 +32,8 @@ G_DEFINE_QUARK (mcp-session-error-quark, mcp_session_error)
 #define SMALL_WRITE_TIMEOUT_US (5 * G_USEC_PER_SEC)
 /* How long a closed stdout waits for the exit status to explain it. */
 #define EXIT_AFTER_EOF_WAIT_MS 500
+/* The longest a write to a server's stdin may stall. */
+#define WRITE_STALL_LIMIT_US (10 * G_USEC_PER_SEC)
 /* Threads that write replies to server→client requests (pings). */
 #define REPLY_THREADS 2
 /* How much stderr goes into an error message. */
@@ -236,10 +238,17 @@ close_session (McpSession *session,
     notify = session->closed_notified = TRUE;
   g_mutex_unlock (&session->lock);
 
+  /* Queued, never run here: this may be a worker thread, and the callback
+   * belongs to the session's context. */
   if (notify)
-    g_main_context_invoke_full (session->context, G_PRIORITY_DEFAULT, invoke_on_closed,
-                                mcp_session_ref (session),
-                                (GDestroyNotify) mcp_session_unref);
+    {
+      GSource *source = g_idle_source_new ();
+
+      g_source_set_callback (source, invoke_on_closed, mcp_session_ref (session),
+                             (GDestroyNotify) mcp_session_unref);
+      g_source_attach (source, session->context);
+      g_source_unref (source);
+    }
 }
 
 static void
@@ -282,6 +291,9 @@ send_message (McpSession  *session,
                    _("Server “%s” is no longer running"), session->config->name);
       return FALSE;
     }
+  /* A server that takes no input for this long is broken: the bound also
+   * keeps other writers from waiting on write_lock for a whole call. */
+  deadline = MIN (deadline, g_get_monotonic_time () + WRITE_STALL_LIMIT_US);
   ok = mcp_jsonrpc_write_line (session->stdin_fd, message, deadline, &local_error);
   g_mutex_unlock (&session->write_lock);
 
@@ -960,16 +972,19 @@ fail_start (McpSession  *session,
   g_autofree char *exit_status = NULL;
   g_autofree char *tail = NULL;
   g_autoptr(GString) message = g_string_new (NULL);
+  gboolean cancelled = g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_CANCELLED);
 
   /* A server that died by itself has an exit status to tell; its broken
    * pipe or EOF may have reached us a moment before its exit did. */
-  if (!g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_TIMEOUT) &&
+  if (!cancelled && !g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_TIMEOUT) &&
       mcp_child_wait_exit (session->child, g_get_monotonic_time () + EXIT_AFTER_EOF_WAIT_MS * 1000))
     exit_status = describe_exit (session);
 
-  /* Kill first: a hung server keeps stderr open until it is gone. */
-  stop_child (session, 0, G_USEC_PER_SEC / 2);
-  wait_for_stderr (session);
+  /* Kill first: a hung server keeps stderr open until it is gone.  A start
+   * cancelled by a shutdown keeps to the shutdown's tight budget. */
+  stop_child (session, 0, cancelled ? G_USEC_PER_SEC / 10 : G_USEC_PER_SEC / 2);
+  if (!cancelled)
+    wait_for_stderr (session);
   release_io (session);
   tail = mcp_session_dup_stderr_tail (session, STDERR_TAIL_IN_ERRORS);
 
@@ -1016,7 +1031,11 @@ mcp_session_start (McpServerConfig            *config,
   McpChild *child;
   int stdin_fd, stdout_fd, stderr_fd;
 
-  child = mcp_spawner_spawn (&spawn, &stdin_fd, &stdout_fd, &stderr_fd, &cause);
+  /* A pool that is shutting down starts nothing new. */
+  if (g_cancellable_set_error_if_cancelled (cancellable, &cause))
+    child = NULL;
+  else
+    child = mcp_spawner_spawn (&spawn, &stdin_fd, &stdout_fd, &stderr_fd, &cause);
   if (child == NULL)
     {
       if (callbacks != NULL && callbacks->destroy != NULL)

@@ -186,16 +186,10 @@ server_tools (RunContext     *run,
 
   if (is_allowed (run, server))
     return mcp_pool_list_tools (run->code->pool, server, detail, error);
+  if (!mcp_pool_has_server (run->code->pool, server, error))
+    return NULL;
   tools = mcp_pool_dup_cached_tools (run->code->pool, server, detail);
-  if (tools == NULL)
-    {
-      g_autoptr(McpServerConfig) config = mcp_pool_dup_config (run->code->pool, server);
-
-      if (config == NULL)
-        return mcp_pool_list_tools (run->code->pool, server, detail, error); /* the pool's error */
-      tools = json_array ();
-    }
-  return tools;
+  return tools != NULL ? tools : json_array ();
 }
 
 static json_t *
@@ -395,19 +389,15 @@ read_servers (McpCode  *code,
     }
   json_array_foreach (value, index, item)
     {
-      g_autoptr(McpServerConfig) config = NULL;
+      g_autoptr(GError) error = NULL;
 
       if (!json_is_string (item))
         {
           *problem = g_strdup (_("run_python: “servers” must be a list of server names"));
           return NULL;
         }
-      config = mcp_pool_dup_config (code->pool, json_string_value (item));
-      if (config == NULL)
+      if (!mcp_pool_has_server (code->pool, json_string_value (item), &error))
         {
-          g_autoptr(GError) error = NULL;
-          g_autoptr(json_t) none = mcp_pool_list_tools (code->pool, json_string_value (item),
-                                                        MCP_TOOL_DETAIL_SUMMARY, &error);
           *problem = g_strdup_printf ("run_python: %s", error->message);
           return NULL;
         }

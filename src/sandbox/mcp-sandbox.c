@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <glib-unix.h>
@@ -50,15 +51,16 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 #define RPC_THREADS         16
 
 struct _McpSandbox {
+  gatomicrefcount    ref_count;      /* the owner's and one per reader and RPC job */
   McpSandboxLimits   limits;         /* immutable */
   GMainContext      *context;        /* immutable */
   McpChild          *child;          /* bwrap; the running/freeing thread only */
   GPid               inner_pid;      /* the sandbox's init, reaped by us */
   int                rpc_fd;         /* our end of the socket; writes under write_lock */
-  GSource           *rpc_source;
+  GSource           *rpc_source;     /* the owner's thread; the sources hold references */
   GSource           *stdout_source;
   GSource           *stderr_source;
-  GThreadPool       *rpc_workers;
+  GThreadPool       *rpc_workers;    /* protected by lock; NULL once freed */
 
   GMutex             write_lock;
 
@@ -72,6 +74,31 @@ struct _McpSandbox {
   McpSandboxRpcFunc  handler;        /* protected by lock */
   gpointer           handler_data;   /* protected by lock */
 };
+
+static McpSandbox *
+sandbox_ref (McpSandbox *sandbox)
+{
+  g_atomic_ref_count_inc (&sandbox->ref_count);
+  return sandbox;
+}
+
+/* The last reference goes after the readers' last dispatch and the last
+ * RPC job, whichever thread those end on. */
+static void
+sandbox_unref (McpSandbox *sandbox)
+{
+  if (!g_atomic_ref_count_dec (&sandbox->ref_count))
+    return;
+  if (sandbox->rpc_fd >= 0)
+    close (sandbox->rpc_fd);
+  g_string_free (sandbox->out, TRUE);
+  g_string_free (sandbox->err, TRUE);
+  g_mutex_clear (&sandbox->lock);
+  g_mutex_clear (&sandbox->write_lock);
+  g_cond_clear (&sandbox->cond);
+  g_main_context_unref (sandbox->context);
+  g_free (sandbox);
+}
 
 void
 mcp_run_result_clear (McpRunResult *result)
@@ -142,6 +169,7 @@ run_rpc_job (gpointer data,
     reply = json_pack ("{s:O, s:{s:s}}", "id", id, "error", "message", error->message);
   send_rpc_reply (sandbox, reply);
   json_decref (job->request);
+  sandbox_unref (job->sandbox);
   g_free (job);
 }
 
@@ -157,10 +185,16 @@ on_rpc_message (json_t   *message,
       g_debug ("The sandbox sent something that is not an RPC request; ignored");
       return;
     }
-  job = g_new0 (RpcJob, 1);
-  job->sandbox = sandbox;
-  job->request = json_incref (message);
-  g_thread_pool_push (sandbox->rpc_workers, job, NULL);
+  /* After the sandbox was freed, its last requests go unanswered. */
+  g_mutex_lock (&sandbox->lock);
+  if (sandbox->rpc_workers != NULL)
+    {
+      job = g_new0 (RpcJob, 1);
+      job->sandbox = sandbox_ref (sandbox);
+      job->request = json_incref (message);
+      g_thread_pool_push (sandbox->rpc_workers, job, NULL);
+    }
+  g_mutex_unlock (&sandbox->lock);
 }
 
 static void
@@ -356,6 +390,7 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   int source_fds[3], target_fds[3] = { SANDBOX_RPC_FD, SANDBOX_SECCOMP_FD, SANDBOX_INFO_FD };
   McpSpawnRequest request = { 0 };
 
+  g_atomic_ref_count_init (&sandbox->ref_count);
   sandbox->limits = *limits;
   if (sandbox->limits.memory_bytes == 0) sandbox->limits.memory_bytes = MEMORY_DEFAULT;
   if (sandbox->limits.file_bytes == 0) sandbox->limits.file_bytes = FILE_DEFAULT;
@@ -421,13 +456,16 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   g_unix_set_fd_nonblocking (sandbox->rpc_fd, TRUE, NULL);
 
   sandbox->open_streams = 2;
-  sandbox->stdout_source = attach (sandbox, mcp_chunk_reader_new (stdout_fd, on_stdout_chunk,
-                                                                  on_stream_closed, sandbox, NULL));
-  sandbox->stderr_source = attach (sandbox, mcp_chunk_reader_new (stderr_fd, on_stderr_chunk,
-                                                                  on_stream_closed, sandbox, NULL));
   sandbox->rpc_workers = g_thread_pool_new (run_rpc_job, NULL, RPC_THREADS, FALSE, NULL);
+  sandbox->stdout_source = attach (sandbox, mcp_chunk_reader_new (stdout_fd, on_stdout_chunk, on_stream_closed,
+                                                                  sandbox_ref (sandbox),
+                                                                  (GDestroyNotify) sandbox_unref));
+  sandbox->stderr_source = attach (sandbox, mcp_chunk_reader_new (stderr_fd, on_stderr_chunk, on_stream_closed,
+                                                                  sandbox_ref (sandbox),
+                                                                  (GDestroyNotify) sandbox_unref));
   sandbox->rpc_source = attach (sandbox, mcp_line_reader_new (dup (sandbox->rpc_fd), 0, &rpc_funcs,
-                                                              sandbox, NULL));
+                                                              sandbox_ref (sandbox),
+                                                              (GDestroyNotify) sandbox_unref));
 
   sandbox->inner_pid = read_inner_pid (info[0]);
   close (info[0]);
@@ -442,11 +480,16 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
         ;
       why = g_strstrip (g_strdup (sandbox->err->str));
       g_mutex_unlock (&sandbox->lock);
-      g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
-                   _("The sandbox could not be created: %s. bubblewrap needs unprivileged user "
-                     "namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
-                     "user.max_user_namespaces > 0); mcp-pool doctor checks it"),
-                   why[0] ? why : _("bwrap said nothing"));
+      /* Only a namespace failure gets the namespace advice. */
+      if (why[0] == '\0' || strstr (why, "namespace") != NULL || strstr (why, "Operation not permitted") != NULL)
+        g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
+                     _("The sandbox could not be created: %s. bubblewrap needs unprivileged user "
+                       "namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
+                       "user.max_user_namespaces > 0)"),
+                     why[0] ? why : _("bwrap said nothing"));
+      else
+        g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
+                     _("The sandbox could not be created: %s"), why);
       return NULL;
     }
   return g_steal_pointer (&sandbox);
@@ -565,6 +608,14 @@ mcp_sandbox_run (McpSandbox          *sandbox,
   g_mutex_lock (&sandbox->write_lock);
   mcp_jsonrpc_write_line (sandbox->rpc_fd, message, deadline, &write_error);
   g_mutex_unlock (&sandbox->write_lock);
+  if (write_error != NULL)
+    {
+      /* The interpreter is not taking its code: no point in waiting. */
+      end_sandbox (sandbox, NULL);
+      g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_FAILED,
+                   _("The sandbox did not take the code: %s"), write_error->message);
+      return FALSE;
+    }
 
   ended = wait_for_end (sandbox, deadline, cancellable);
   end_sandbox (sandbox, &status);
@@ -602,29 +653,31 @@ mcp_sandbox_run (McpSandbox          *sandbox,
   return TRUE;
 }
 
+/* Ends the sandbox, stops its I/O and drops the owner's reference; the
+ * memory goes when the last reader dispatch or RPC job is done. */
 void
 mcp_sandbox_free (McpSandbox *sandbox)
 {
+  GSource **sources[3];
+  GThreadPool *workers;
+
   if (sandbox == NULL)
     return;
   end_sandbox (sandbox, NULL);
-  if (sandbox->rpc_workers != NULL)
-    g_thread_pool_free (sandbox->rpc_workers, FALSE, TRUE);
-
-  GSource *sources[] = { sandbox->rpc_source, sandbox->stdout_source, sandbox->stderr_source };
+  sources[0] = &sandbox->rpc_source;
+  sources[1] = &sandbox->stdout_source;
+  sources[2] = &sandbox->stderr_source;
   for (gsize i = 0; i < G_N_ELEMENTS (sources); i++)
-    if (sources[i] != NULL)
+    if (*sources[i] != NULL)
       {
-        g_source_destroy (sources[i]);
-        g_source_unref (sources[i]);
+        g_source_destroy (*sources[i]);
+        g_clear_pointer (sources[i], g_source_unref);
       }
-  if (sandbox->rpc_fd >= 0)
-    close (sandbox->rpc_fd);
-  g_string_free (sandbox->out, TRUE);
-  g_string_free (sandbox->err, TRUE);
-  g_mutex_clear (&sandbox->lock);
-  g_mutex_clear (&sandbox->write_lock);
-  g_cond_clear (&sandbox->cond);
-  g_main_context_unref (sandbox->context);
-  g_free (sandbox);
+  g_mutex_lock (&sandbox->lock);
+  workers = g_steal_pointer (&sandbox->rpc_workers);
+  g_mutex_unlock (&sandbox->lock);
+  /* Waits for requests being served: they use the run's handler data. */
+  if (workers != NULL)
+    g_thread_pool_free (workers, FALSE, TRUE);
+  sandbox_unref (sandbox);
 }
