@@ -155,12 +155,7 @@ static json_t *
 failure_result (const char   *server,
                 const GError *error)
 {
-  gboolean evicted = error->domain == MCP_SESSION_ERROR &&
-                     (error->code == MCP_SESSION_ERROR_TIMEOUT ||
-                      error->code == MCP_SESSION_ERROR_CLOSED ||
-                      error->code == MCP_SESSION_ERROR_PROTOCOL);
-
-  if (evicted)
+  if (mcp_session_error_is_fatal (error))
     return error_result (_("%s\nmcp-pool closed this session of “%s”; the next call starts the server afresh."),
                          error->message, server);
   return text_result (TRUE, error->message);

@@ -125,8 +125,7 @@ mcp_line_framer_feed (McpLineFramer  *framer,
   if (refused > 0)
     {
       g_set_error (error, MCP_FRAMING_ERROR, MCP_FRAMING_ERROR_LINE_TOO_LONG,
-                   _("A message is longer than the limit of %zu bytes; "
-                     "raise the line limit if the server really sends such messages"),
+                   _("A message is longer than the limit of %zu bytes, so it was refused"),
                    (size_t) framer->max_line);
       return FALSE;
     }

@@ -8,8 +8,6 @@
 
 G_BEGIN_DECLS
 
-#define STDERR_TAIL_IN_ERRORS 2000
-
 typedef struct {
   gatomicrefcount  ref_count;
   McpPool         *pool;             /* outlives every entry's sessions */

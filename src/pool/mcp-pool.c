@@ -367,10 +367,7 @@ mcp_pool_release_session (PoolEntry    *entry,
                           gboolean      took_slot,
                           const GError *failure)
 {
-  gboolean evict = failure != NULL && failure->domain == MCP_SESSION_ERROR &&
-                   (failure->code == MCP_SESSION_ERROR_TIMEOUT ||
-                    failure->code == MCP_SESSION_ERROR_CLOSED ||
-                    failure->code == MCP_SESSION_ERROR_PROTOCOL);
+  gboolean evict = mcp_session_error_is_fatal (failure);
 
   g_mutex_lock (&entry->lock);
   entry->calls++;
@@ -399,7 +396,7 @@ static void
 append_stderr_tail (McpSession *session,
                     GError     *error)
 {
-  g_autofree char *tail = mcp_session_dup_stderr_tail (session, STDERR_TAIL_IN_ERRORS);
+  g_autofree char *tail = mcp_session_dup_stderr_tail (session, MCP_SESSION_STDERR_TAIL);
   char *message;
 
   if (tail[0] == '\0')
@@ -528,8 +525,7 @@ mcp_pool_call_tool (McpPool               *pool,
            : json_pack ("{s:s, s:{}}", "name", tool, "arguments");
   /* Never replayed: a crash mid-call may already have had effects. */
   result = mcp_session_call_full (session, "tools/call", params, &call_options, &failure);
-  if (failure != NULL && failure->code != MCP_SESSION_ERROR_REMOTE &&
-      failure->code != MCP_SESSION_ERROR_CANCELLED)
+  if (mcp_session_error_is_fatal (failure))
     append_stderr_tail (session, failure);
   mcp_pool_release_session (entry, session, TRUE, failure);
   if (failure != NULL)

@@ -574,60 +574,6 @@ mcp_server_config_read_json (const char  *path,
   return root;
 }
 
-/* Reads every server of one `mcpServers` file; the first invalid entry
- * fails it.  Disabled and remote entries are left out: discovery
- * (mcp-config-discovery.h) is what reports them. */
-GPtrArray *
-mcp_server_config_load_file (const char  *path,
-                             GError     **error)
-{
-  g_autoptr(GError) local_error = NULL;
-  g_autoptr(json_t) root = mcp_server_config_read_json (path, FALSE, &local_error);
-  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
-  json_t *servers, *entry;
-  const char *name;
-
-  if (root == NULL && local_error->domain == G_FILE_ERROR)
-    {
-      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_READ,
-                   _("Cannot read the config file: %s"), local_error->message);
-      return NULL;
-    }
-  if (root == NULL)
-    {
-      g_propagate_error (error, g_steal_pointer (&local_error));
-      return NULL;
-    }
-
-  servers = json_object_get (root, "mcpServers");
-  if (!json_is_object (servers))
-    {
-      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
-                   _("%s has no “mcpServers” object; write {\"mcpServers\": {\"NAME\": {\"command\": …}}}"),
-                   path);
-      return NULL;
-    }
-
-  json_object_foreach (servers, name, entry)
-    {
-      McpServerConfig *config = mcp_server_config_new_from_json (name, entry, path, &local_error);
-
-      if (config != NULL)
-        g_ptr_array_add (configs, config);
-      else if (g_error_matches (local_error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_DISABLED) ||
-               g_error_matches (local_error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_REMOTE))
-        g_debug ("Skipping server “%s”: %s", name, local_error->message);
-      else
-        {
-          g_propagate_error (error, g_steal_pointer (&local_error));
-          return NULL;
-        }
-      g_clear_error (&local_error);
-    }
-
-  return g_steal_pointer (&configs);
-}
-
 McpServerConfig *
 mcp_server_config_find (GPtrArray  *configs,
                         const char *name)

@@ -20,7 +20,6 @@ typedef enum {
   MCP_CONFIG_ERROR_READ,       /* the file cannot be read */
   MCP_CONFIG_ERROR_SYNTAX,     /* not JSON; the message has line and column */
   MCP_CONFIG_ERROR_INVALID,    /* JSON, but a field has the wrong type */
-  MCP_CONFIG_ERROR_NOT_FOUND,  /* no server of that name */
   MCP_CONFIG_ERROR_DISABLED,   /* a valid entry, switched off ("disabled": true) */
   MCP_CONFIG_ERROR_REMOTE,     /* a valid entry for a server reached by URL */
 } McpConfigError;
@@ -82,8 +81,6 @@ char            *mcp_server_config_fingerprint    (const McpServerConfig *config
 /* Any thread; these read files and block. */
 json_t          *mcp_server_config_read_json      (const char       *path,
                                                    gboolean          allow_comments,
-                                                   GError          **error);
-GPtrArray       *mcp_server_config_load_file      (const char       *path,
                                                    GError          **error);
 McpServerConfig *mcp_server_config_find           (GPtrArray        *configs,
                                                    const char       *name);

@@ -36,8 +36,6 @@ G_DEFINE_QUARK (mcp-session-error-quark, mcp_session_error)
 #define WRITE_STALL_LIMIT_US (10 * G_USEC_PER_SEC)
 /* Threads that write replies to server→client requests (pings). */
 #define REPLY_THREADS 2
-/* How much stderr goes into an error message. */
-#define STDERR_TAIL_IN_ERRORS 2000
 
 typedef enum {
   SESSION_STARTING,
@@ -122,12 +120,6 @@ mcp_session_unref (McpSession *session)
   g_free (session);
 }
 
-const char *
-mcp_session_get_name (McpSession *session)
-{
-  return session->config->name;
-}
-
 GPid
 mcp_session_get_pid (McpSession *session)
 {
@@ -175,6 +167,15 @@ mcp_session_dup_stderr_tail (McpSession *session,
   g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&session->lock);
 
   return mcp_ring_tail (session->stderr_ring, max_bytes);
+}
+
+gboolean
+mcp_session_error_is_fatal (const GError *error)
+{
+  return error != NULL && error->domain == MCP_SESSION_ERROR &&
+         (error->code == MCP_SESSION_ERROR_TIMEOUT ||
+          error->code == MCP_SESSION_ERROR_CLOSED ||
+          error->code == MCP_SESSION_ERROR_PROTOCOL);
 }
 
 gboolean
@@ -986,7 +987,7 @@ fail_start (McpSession  *session,
   if (!cancelled)
     wait_for_stderr (session);
   release_io (session);
-  tail = mcp_session_dup_stderr_tail (session, STDERR_TAIL_IN_ERRORS);
+  tail = mcp_session_dup_stderr_tail (session, MCP_SESSION_STDERR_TAIL);
 
   if (g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_VERSION))
     g_string_assign (message, cause->message);

@@ -97,7 +97,6 @@ json_t     *mcp_session_list_tools     (McpSession      *session,
                                         GError         **error);
 
 /* Any thread, non-blocking. */
-const char *mcp_session_get_name             (McpSession *session);
 GPid        mcp_session_get_pid              (McpSession *session);
 const char *mcp_session_get_protocol_version (McpSession *session);
 json_t     *mcp_session_dup_server_info      (McpSession *session);
@@ -121,6 +120,13 @@ void        mcp_session_shutdown       (McpSession      *session,
                                         gint64           term_grace);
 
 #define MCP_SESSION_STDIN_GRACE (2 * G_USEC_PER_SEC)
+/* How much of a server's stderr goes into an error message. */
+#define MCP_SESSION_STDERR_TAIL 2000
+
+/* TRUE for failures after which the session cannot be trusted (a timeout,
+ * the server gone, a protocol error): the pool retires it.  Answers, even
+ * JSON-RPC errors, and cancellations are not. */
+gboolean    mcp_session_error_is_fatal (const GError *error);
 #define MCP_SESSION_TERM_GRACE  (2 * G_USEC_PER_SEC)
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpSession, mcp_session_unref)
