@@ -1,0 +1,947 @@
+/* mcp-bench.c — one repetition of one benchmark row of bench/run.
+ *
+ * `mcp-bench ROW [options]` measures a baseline and mcp-pool in the same
+ * run and prints one JSON object per line on stdout: name, baseline and
+ * pool values with their unit, the ratio the row is judged by, and a note.
+ * bench/run repeats it, takes medians and spreads and prints the table.
+ *
+ * Threads: the main thread iterates the default GMainContext, which every
+ * session and pool here reads on; the measurement runs on a job thread, as
+ * a pool worker would.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <unistd.h>
+
+#include <gio/gio.h>
+#include <glib-unix.h>
+#include <glib/gstdio.h>
+
+#include "mcp-code.h"
+#include "mcp-jsonrpc.h"
+#include "mcp-pool.h"
+#include "mcp-session.h"
+
+typedef struct {
+  char *example;      /* the fixture server, as the example server */
+  char *mcp_pool;     /* src/mcp-pool */
+  char *interop;      /* tests/interop/node_modules, or NULL */
+  int   calls;        /* warm calls per measurement */
+  int   cold;         /* cold starts per measurement */
+} BenchSetup;
+
+typedef int (*BenchRowFunc) (BenchSetup *setup);
+
+static BenchSetup setup;
+
+/* Output */
+
+static void
+emit_row (const char *name,
+          double      baseline,
+          double      pool,
+          const char *unit,
+          double      ratio,
+          const char *note)
+{
+  g_autoptr(json_t) row = json_pack ("{s:s, s:f, s:f, s:s, s:f, s:s}",
+                                     "name", name, "baseline", baseline, "pool", pool,
+                                     "unit", unit, "ratio", ratio, "note", note ? note : "");
+  g_autofree char *line = json_dumps (row, JSON_COMPACT);
+
+  printf ("%s\n", line);
+  fflush (stdout);
+}
+
+static void
+emit_not_measured (const char *name,
+                   const char *reason)
+{
+  g_autoptr(json_t) row = json_pack ("{s:s, s:s}", "name", name, "not_measured", reason);
+  g_autofree char *line = json_dumps (row, JSON_COMPACT);
+
+  printf ("%s\n", line);
+  fflush (stdout);
+}
+
+static int
+fail (const char   *row,
+      const GError *error)
+{
+  g_printerr ("mcp-bench %s: %s\n", row, error->message);
+  return 1;
+}
+
+/* Timing helpers */
+
+static int
+compare_gint64 (gconstpointer a,
+                gconstpointer b)
+{
+  gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
+
+  return (x > y) - (x < y);
+}
+
+static double
+median_us (gint64 *samples,
+           int     n)
+{
+  qsort (samples, n, sizeof (gint64), compare_gint64);
+  return n % 2 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2.0;
+}
+
+/* utime + stime of @pid in seconds. */
+static double
+process_cpu_seconds (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", pid);
+  g_autofree char *text = NULL;
+  g_auto(GStrv) fields = NULL;
+  const char *after_name;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL) || (after_name = strrchr (text, ')')) == NULL)
+    return 0;
+  /* Fields after "(comm)": state is the 3rd of the line, utime the 14th. */
+  fields = g_strsplit (after_name + 2, " ", 0);
+  if (g_strv_length (fields) < 13)
+    return 0;
+  return (g_ascii_strtod (fields[11], NULL) + g_ascii_strtod (fields[12], NULL)) / sysconf (_SC_CLK_TCK);
+}
+
+/* VmHWM of @pid in KiB: its own peak, children excluded. */
+static double
+process_peak_rss_kib (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/status", pid);
+  g_autofree char *text = NULL;
+  const char *line;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL) || (line = strstr (text, "VmHWM:")) == NULL)
+    return 0;
+  return g_ascii_strtod (line + strlen ("VmHWM:"), NULL);
+}
+
+/* Configs */
+
+static McpServerConfig *
+example_config (const char *name)
+{
+  return mcp_server_config_new (name, setup.example, (const char *[]) { NULL });
+}
+
+static char *
+interop_script (const char *package)
+{
+  g_autofree char *path = NULL;
+
+  if (setup.interop == NULL)
+    return NULL;
+  path = g_build_filename (setup.interop, "@modelcontextprotocol", package, "dist", "index.js", NULL);
+  return g_file_test (path, G_FILE_TEST_EXISTS) ? g_steal_pointer (&path) : NULL;
+}
+
+/* A config file for `mcp-pool serve` with @configs in it. */
+static char *
+write_config_file (GPtrArray  *configs,
+                   GError    **error)
+{
+  g_autoptr(json_t) servers = json_object ();
+  g_autoptr(json_t) file = NULL;
+  g_autofree char *path = NULL;
+  int fd;
+
+  for (guint i = 0; i < configs->len; i++)
+    {
+      McpServerConfig *config = configs->pdata[i];
+      json_t *args = json_array ();
+
+      for (guint j = 0; config->args != NULL && config->args[j] != NULL; j++)
+        json_array_append_new (args, json_string (config->args[j]));
+      json_object_set_new (servers, config->name,
+                           json_pack ("{s:s, s:o, s:i}", "command", config->command, "args", args,
+                                      "maxConcurrency", (int) config->max_concurrency));
+    }
+  file = json_pack ("{s:O}", "mcpServers", servers);
+  fd = g_file_open_tmp ("mcp-bench-XXXXXX.json", &path, error);
+  if (fd < 0)
+    return NULL;
+  close (fd);
+  if (json_dump_file (file, path, JSON_COMPACT) != 0)
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "could not write %s", path);
+      return NULL;
+    }
+  return g_steal_pointer (&path);
+}
+
+/* A session to `mcp-pool serve --config @config_path --expose @expose`. */
+static McpSession *
+start_serve (const char  *config_path,
+             const char  *expose,
+             GError     **error)
+{
+  g_autoptr(McpServerConfig) config =
+    mcp_server_config_new ("mcp-pool serve", setup.mcp_pool,
+                           (const char *[]) { "serve", "--config", config_path, "--expose", expose, NULL });
+
+  return mcp_session_start (config, NULL, NULL, NULL, error);
+}
+
+static void
+stop_session (McpSession *session)
+{
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+}
+
+/* A tools/call whose isError result is an error too. */
+static json_t *
+call_tool (McpSession  *session,
+           const char  *tool,
+           json_t      *arguments,
+           GError     **error)
+{
+  g_autoptr(json_t) params = json_pack ("{s:s, s:O}", "name", tool, "arguments", arguments);
+  json_t *result = mcp_session_call (session, "tools/call", params, 0, error);
+
+  if (result != NULL && json_is_true (json_object_get (result, "isError")))
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", tool,
+                   mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text"));
+      g_clear_pointer (&result, json_decref);
+    }
+  return result;
+}
+
+static gboolean
+echo (McpSession  *session,
+      const char  *tool,
+      GError     **error)
+{
+  g_autoptr(json_t) arguments = json_pack ("{s:s}", "message", "hello");
+  g_autoptr(json_t) result = call_tool (session, tool, arguments, error);
+
+  return result != NULL;
+}
+
+/* Row 1: cold-vs-warm */
+
+static int
+row_cold_vs_warm (BenchSetup *s)
+{
+  g_autofree char *script = interop_script ("server-everything");
+  g_autoptr(McpServerConfig) config = NULL;
+  g_autoptr(McpPool) pool = NULL;
+  g_autoptr(GPtrArray) configs = g_ptr_array_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree gint64 *cold = g_new (gint64, s->cold);
+  g_autofree gint64 *warm = g_new (gint64, s->calls);
+  g_autoptr(json_t) arguments = json_pack ("{s:s}", "message", "hello");
+  g_autofree char *note = NULL;
+  double cold_us, warm_us;
+
+  if (script == NULL)
+    {
+      emit_not_measured ("cold-vs-warm", "server-everything is not installed: cd tests/interop && npm ci");
+      return 0;
+    }
+  config = mcp_server_config_new ("everything", "node", (const char *[]) { script, "stdio", NULL });
+
+  /* What a spawn-per-call client does for every call. */
+  for (int i = 0; i < s->cold; i++)
+    {
+      gint64 start = g_get_monotonic_time ();
+      g_autoptr(McpSession) session = mcp_session_start (config, NULL, NULL, NULL, &error);
+      g_autoptr(json_t) params = json_pack ("{s:s, s:O}", "name", "echo", "arguments", arguments);
+      g_autoptr(json_t) result = NULL;
+
+      if (session == NULL)
+        return fail ("cold-vs-warm", error);
+      result = mcp_session_call (session, "tools/call", params, 0, &error);
+      mcp_session_shutdown (session, 0, MCP_SESSION_TERM_GRACE);
+      cold[i] = g_get_monotonic_time () - start;
+      if (result == NULL)
+        return fail ("cold-vs-warm", error);
+    }
+
+  pool = mcp_pool_new (NULL, NULL, NULL);
+  g_ptr_array_add (configs, config);
+  mcp_pool_set_servers (pool, configs);
+  for (int i = -1; i < s->calls; i++)
+    {
+      gint64 start = g_get_monotonic_time ();
+      g_autoptr(json_t) result = mcp_pool_call_tool (pool, "everything", "echo", arguments, NULL, &error);
+
+      if (result == NULL)
+        return fail ("cold-vs-warm", error);
+      if (i >= 0)   /* the first call starts the server */
+        warm[i] = g_get_monotonic_time () - start;
+    }
+  mcp_pool_shutdown (pool, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+
+  cold_us = median_us (cold, s->cold);
+  warm_us = median_us (warm, s->calls);
+  note = g_strdup_printf ("server-everything echo; median of %d spawn-per-call and %d warm pooled calls",
+                          s->cold, s->calls);
+  emit_row ("cold-vs-warm", cold_us, warm_us, "µs", cold_us / warm_us, note);
+  return 0;
+}
+
+/* Row 2: pool-overhead */
+
+typedef struct {
+  int from_parent;
+  int to_parent;
+  int rounds;
+} PipeEcho;
+
+static gpointer
+pipe_echo_thread (gpointer data)
+{
+  PipeEcho *pipes = data;
+  char byte;
+
+  for (int i = 0; i < pipes->rounds; i++)
+    if (read (pipes->from_parent, &byte, 1) != 1 || write (pipes->to_parent, &byte, 1) != 1)
+      break;
+  return NULL;
+}
+
+/* The median round trip of one byte through a pair of pipes and a thread
+ * that echoes it: the floor of any hop between two processes here. */
+static double
+pipe_round_trip_us (int rounds)
+{
+  int there[2], back[2];
+  PipeEcho pipes;
+  GThread *thread;
+  g_autofree gint64 *samples = g_new (gint64, rounds);
+  char byte = 'x';
+
+  if (!g_unix_open_pipe (there, FD_CLOEXEC, NULL) || !g_unix_open_pipe (back, FD_CLOEXEC, NULL))
+    g_error ("pipe failed");
+  pipes = (PipeEcho) { there[0], back[1], rounds };
+  thread = g_thread_new ("pipe-echo", pipe_echo_thread, &pipes);
+  for (int i = 0; i < rounds; i++)
+    {
+      gint64 start = g_get_monotonic_time ();
+
+      if (write (there[1], &byte, 1) != 1 || read (back[0], &byte, 1) != 1)
+        g_error ("pipe round trip failed");
+      samples[i] = g_get_monotonic_time () - start;
+    }
+  g_thread_join (thread);
+  close (there[0]), close (there[1]), close (back[0]), close (back[1]);
+  return median_us (samples, rounds);
+}
+
+/* Alternates calls on the two sessions so that both see the same load of
+ * a shared machine; the medians of each. */
+static gboolean
+time_echo_calls (McpSession  *direct,
+                 McpSession  *serve,
+                 int          calls,
+                 double      *direct_median,
+                 double      *serve_median,
+                 GError     **error)
+{
+  g_autofree gint64 *direct_samples = g_new (gint64, calls);
+  g_autofree gint64 *serve_samples = g_new (gint64, calls);
+
+  /* Warms both paths up (the first call through serve starts the server). */
+  if (!echo (direct, "echo", error) || !echo (serve, "example__echo", error))
+    return FALSE;
+  for (int i = 0; i < calls; i++)
+    {
+      gint64 start = g_get_monotonic_time ();
+
+      if (!echo (direct, "echo", error))
+        return FALSE;
+      direct_samples[i] = g_get_monotonic_time () - start;
+      start = g_get_monotonic_time ();
+      if (!echo (serve, "example__echo", error))
+        return FALSE;
+      serve_samples[i] = g_get_monotonic_time () - start;
+    }
+  *direct_median = median_us (direct_samples, calls);
+  *serve_median = median_us (serve_samples, calls);
+  return TRUE;
+}
+
+static int
+row_pool_overhead (BenchSetup *s)
+{
+  g_autoptr(McpServerConfig) config = example_config ("example");
+  g_autoptr(GPtrArray) configs = g_ptr_array_new ();
+  g_autoptr(McpSession) direct = NULL;
+  g_autoptr(McpSession) serve = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *note = NULL;
+  double direct_us = 0, serve_us = 0, pipe_us, added;
+
+  g_ptr_array_add (configs, config);
+  path = write_config_file (configs, &error);
+  if (path == NULL)
+    return fail ("pool-overhead", error);
+
+  direct = mcp_session_start (config, NULL, NULL, NULL, &error);
+  serve = direct ? start_serve (path, "proxy", &error) : NULL;
+  if (serve == NULL
+      || !time_echo_calls (direct, serve, s->calls * 2, &direct_us, &serve_us, &error))
+    {
+      g_clear_pointer (&direct, stop_session);
+      g_clear_pointer (&serve, stop_session);
+      g_unlink (path);
+      return fail ("pool-overhead", error);
+    }
+  stop_session (direct);
+  stop_session (serve);
+  g_unlink (path);
+
+  pipe_us = pipe_round_trip_us (s->calls * 5);
+  added = serve_us - direct_us;
+  note = g_strdup_printf ("+%.0f µs per call; pipe round trip %.1f µs; median of %d echo calls each, interleaved",
+                          added, pipe_us, s->calls * 2);
+  emit_row ("pool-overhead", direct_us, serve_us, "µs", added / MAX (pipe_us, 0.1), note);
+  return 0;
+}
+
+/* Row 3: multiplex */
+
+typedef struct {
+  McpPool    *pool;
+  const char *server;
+  const char *tool;
+  json_t     *arguments;
+  int         calls;
+  GError     *error;     /* the first failure */
+} CallerJob;
+
+static gpointer
+caller_thread (gpointer data)
+{
+  CallerJob *job = data;
+
+  for (int i = 0; i < job->calls && job->error == NULL; i++)
+    {
+      g_autoptr(json_t) result = mcp_pool_call_tool (job->pool, job->server, job->tool,
+                                                     job->arguments, NULL, &job->error);
+    }
+  return NULL;
+}
+
+/* Wall-clock µs for @callers threads making @calls calls each on @server. */
+static gint64
+run_callers (McpPool     *pool,
+             const char  *server,
+             const char  *tool,
+             json_t      *arguments,
+             int          callers,
+             int          calls,
+             GError     **error)
+{
+  g_autofree CallerJob *jobs = g_new0 (CallerJob, callers);
+  g_autofree GThread **threads = g_new (GThread *, callers);
+  gint64 start = g_get_monotonic_time (), elapsed;
+
+  for (int i = 0; i < callers; i++)
+    {
+      jobs[i] = (CallerJob) { pool, server, tool, arguments, calls, NULL };
+      threads[i] = g_thread_new ("caller", caller_thread, &jobs[i]);
+    }
+  for (int i = 0; i < callers; i++)
+    g_thread_join (threads[i]);
+  elapsed = g_get_monotonic_time () - start;
+  for (int i = 0; i < callers; i++)
+    if (jobs[i].error != NULL)
+      {
+        if (error != NULL && *error == NULL)
+          g_propagate_error (error, g_steal_pointer (&jobs[i].error));
+        g_clear_error (&jobs[i].error);
+      }
+  return error != NULL && *error != NULL ? -1 : elapsed;
+}
+
+static int
+row_multiplex (BenchSetup *s)
+{
+  g_autoptr(McpServerConfig) multi = example_config ("multiplexed");
+  g_autoptr(McpServerConfig) serial = example_config ("serialised");
+  g_autoptr(GPtrArray) configs = g_ptr_array_new ();
+  g_autoptr(McpPool) pool = mcp_pool_new (NULL, NULL, NULL);
+  g_autoptr(json_t) sleep_args = json_pack ("{s:i}", "ms", 200);
+  g_autoptr(json_t) echo_args = json_pack ("{s:s}", "message", "warm-up");
+  g_autoptr(GError) error = NULL;
+  gint64 multi_us, serial_us;
+
+  serial->max_concurrency = 1;
+  g_ptr_array_add (configs, multi);
+  g_ptr_array_add (configs, serial);
+  mcp_pool_set_servers (pool, configs);
+  if (run_callers (pool, "multiplexed", "echo", echo_args, 1, 1, &error) < 0
+      || run_callers (pool, "serialised", "echo", echo_args, 1, 1, &error) < 0
+      || (multi_us = run_callers (pool, "multiplexed", "sleep", sleep_args, 8, 1, &error)) < 0
+      || (serial_us = run_callers (pool, "serialised", "sleep", sleep_args, 8, 1, &error)) < 0)
+    {
+      mcp_pool_shutdown (pool, 0, MCP_SESSION_TERM_GRACE);
+      return fail ("multiplex", error);
+    }
+  mcp_pool_shutdown (pool, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  emit_row ("multiplex", serial_us / 1000.0, multi_us / 1000.0, "ms", (double) serial_us / multi_us,
+            "8 concurrent 200 ms calls on one server; baseline: the same pool with maxConcurrency 1");
+  (void) s;
+  return 0;
+}
+
+/* Row 4: throughput */
+
+typedef struct {
+  McpSession *session;
+  const char *tool;
+  int         calls;
+  GError     *error;
+} SessionCaller;
+
+static gpointer
+session_caller_thread (gpointer data)
+{
+  SessionCaller *caller = data;
+
+  for (int i = 0; i < caller->calls && caller->error == NULL; i++)
+    echo (caller->session, caller->tool, &caller->error);
+  return NULL;
+}
+
+/* 16 callers, caller i on @sessions[i % 4] with @tools[i % 4]; calls/s. */
+static double
+run_session_callers (McpSession  **sessions,
+                     const char  **tools,
+                     int           total,
+                     GError      **error)
+{
+  SessionCaller callers[16];
+  GThread *threads[16];
+  gint64 start = g_get_monotonic_time (), elapsed;
+
+  for (int i = 0; i < 16; i++)
+    {
+      callers[i] = (SessionCaller) { sessions[i % 4], tools[i % 4], total / 16, NULL };
+      threads[i] = g_thread_new ("caller", session_caller_thread, &callers[i]);
+    }
+  for (int i = 0; i < 16; i++)
+    g_thread_join (threads[i]);
+  elapsed = g_get_monotonic_time () - start;
+  for (int i = 0; i < 16; i++)
+    if (callers[i].error != NULL)
+      {
+        if (*error == NULL)
+          g_propagate_error (error, g_steal_pointer (&callers[i].error));
+        g_clear_error (&callers[i].error);
+      }
+  return *error != NULL ? -1 : (total / 16) * 16 / (elapsed / (double) G_USEC_PER_SEC);
+}
+
+static int
+row_throughput (BenchSetup *s)
+{
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *note = NULL;
+  McpSession *direct[4] = { NULL }, *serve = NULL;
+  const char *direct_tools[4] = { "echo", "echo", "echo", "echo" };
+  const char *serve_tools[4] = { "s0__echo", "s1__echo", "s2__echo", "s3__echo" };
+  McpSession *serve_sessions[4];
+  int total = MAX (s->calls * 4, 16);
+  double direct_rate = -1, serve_rate = -1, cpu = 0;
+
+  for (int i = 0; i < 4; i++)
+    g_ptr_array_add (configs, example_config ((const char *[]) { "s0", "s1", "s2", "s3" }[i]));
+  path = write_config_file (configs, &error);
+  for (int i = 0; path != NULL && i < 4 && error == NULL; i++)
+    direct[i] = mcp_session_start (configs->pdata[i], NULL, NULL, NULL, &error);
+  if (error == NULL)
+    serve = start_serve (path, "proxy", &error);
+  for (int i = 0; i < 4; i++)
+    serve_sessions[i] = serve;
+  /* Warm every server behind serve before the clock starts. */
+  for (int i = 0; error == NULL && i < 4; i++)
+    echo (serve, serve_tools[i], &error);
+  if (error == NULL)
+    direct_rate = run_session_callers (direct, direct_tools, total, &error);
+  if (error == NULL)
+    {
+      GPid pid = mcp_session_get_pid (serve);
+      double cpu_before = process_cpu_seconds (pid);
+
+      serve_rate = run_session_callers (serve_sessions, serve_tools, total, &error);
+      cpu = process_cpu_seconds (pid) - cpu_before;
+    }
+  for (int i = 0; i < 4; i++)
+    g_clear_pointer (&direct[i], stop_session);
+  g_clear_pointer (&serve, stop_session);
+  if (path != NULL)
+    g_unlink (path);
+  if (error != NULL)
+    return fail ("throughput", error);
+
+  note = g_strdup_printf ("16 callers over 4 servers, %d calls; mcp-pool CPU %.2f s per 1,000 calls; "
+                          "baseline: 4 direct persistent clients", (total / 16) * 16,
+                          cpu * 1000.0 / ((total / 16) * 16));
+  emit_row ("throughput", direct_rate, serve_rate, "calls/s", serve_rate / direct_rate, note);
+  return 0;
+}
+
+/* Row 5: memory */
+
+static gboolean
+peak_with_sessions (const char  *path,
+                    int          sessions,
+                    double      *idle_kib,
+                    double      *peak_kib,
+                    GError     **error)
+{
+  g_autoptr(McpSession) serve = start_serve (path, "gateway", error);
+
+  if (serve == NULL)
+    return FALSE;
+  *idle_kib = process_peak_rss_kib (mcp_session_get_pid (serve));
+  for (int i = 0; i < sessions; i++)
+    {
+      g_autofree char *server = g_strdup_printf ("s%d", i);
+      g_autoptr(json_t) arguments = json_pack ("{s:s, s:s, s:{s:s}}", "server", server, "tool", "echo",
+                                               "arguments", "message", "hello");
+      g_autoptr(json_t) result = call_tool (serve, "call_tool", arguments, error);
+
+      if (result == NULL)
+        {
+          stop_session (serve);
+          return FALSE;
+        }
+    }
+  *peak_kib = process_peak_rss_kib (mcp_session_get_pid (serve));
+  stop_session (serve);
+  return TRUE;
+}
+
+static int
+row_memory (BenchSetup *s)
+{
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *note = NULL;
+  const int counts[3] = { 1, 10, 50 };
+  double idle = 0, peak[3] = { 0 };
+
+  for (int i = 0; i < 50; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("s%d", i);
+      g_ptr_array_add (configs, example_config (name));
+    }
+  path = write_config_file (configs, &error);
+  for (int i = 0; path != NULL && i < 3; i++)
+    {
+      double idle_here;
+
+      if (!peak_with_sessions (path, counts[i], &idle_here, &peak[i], &error))
+        break;
+      idle = i == 0 ? idle_here : MIN (idle, idle_here);
+    }
+  if (path != NULL)
+    g_unlink (path);
+  if (error != NULL)
+    return fail ("memory", error);
+
+  note = g_strdup_printf ("peak RSS of mcp-pool serve, children excluded: 1 session %.1f MiB, "
+                          "10 sessions %.1f MiB, 50 sessions %.1f MiB (%.0f KiB per session)",
+                          peak[0] / 1024, peak[1] / 1024, peak[2] / 1024, (peak[2] - peak[0]) / 49);
+  (void) s;
+  emit_row ("memory", idle / 1024, peak[2] / 1024, "MiB", peak[2] / idle, note);
+  return 0;
+}
+
+/* Row 6: sandbox */
+
+static gboolean
+run_python (McpCode     *code,
+            const char  *source,
+            gint64      *elapsed,
+            char       **output,
+            GError     **error)
+{
+  g_autoptr(json_t) arguments = json_pack ("{s:s, s:[s]}", "code", source, "servers", "example");
+  gint64 start = g_get_monotonic_time ();
+  g_autoptr(json_t) result = mcp_code_run_python (code, arguments, NULL);
+  json_t *structured = json_object_get (result, "structuredContent");
+
+  *elapsed = g_get_monotonic_time () - start;
+  if (result == NULL || json_is_true (json_object_get (result, "isError")))
+    {
+      g_autofree char *text = result ? json_dumps (result, JSON_COMPACT) : g_strdup ("no result");
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "run_python failed: %s", text);
+      return FALSE;
+    }
+  if (output != NULL)
+    *output = g_strdup (mcp_json_get_string (structured, "stdout"));
+  return TRUE;
+}
+
+/* The seconds that @source prints as its last line. */
+static gboolean
+timed_in_sandbox (McpCode     *code,
+                  const char  *source,
+                  double      *seconds,
+                  GError     **error)
+{
+  g_autofree char *output = NULL;
+  gint64 elapsed;
+
+  if (!run_python (code, source, &elapsed, &output, error))
+    return FALSE;
+  *seconds = g_ascii_strtod (output ? output : "0", NULL);
+  return TRUE;
+}
+
+static int
+row_sandbox (BenchSetup *s)
+{
+  static const char gathered[] =
+    "import asyncio, time\n"
+    "t = time.monotonic()\n"
+    "await asyncio.gather(*(mcp_example.sleep(ms=100) for i in range(10)))\n"
+    "print(time.monotonic() - t)\n";
+  static const char serial[] =
+    "import time\n"
+    "t = time.monotonic()\n"
+    "for i in range(10):\n"
+    "    await mcp_example.sleep(ms=100)\n"
+    "print(time.monotonic() - t)\n";
+  g_autoptr(McpServerConfig) config = example_config ("example");
+  g_autoptr(GPtrArray) configs = g_ptr_array_new ();
+  g_autoptr(McpPool) pool = mcp_pool_new (NULL, NULL, NULL);
+  McpCodeOptions cold_options = { .keep_warm = FALSE };
+  McpCodeOptions warm_options = { .keep_warm = TRUE };
+  g_autoptr(McpCode) cold_code = NULL;
+  g_autoptr(McpCode) warm_code = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gint64 *cold = g_new (gint64, s->cold);
+  g_autofree gint64 *warm = g_new (gint64, s->cold);
+  g_autofree char *note = NULL;
+  double cold_us, warm_us, gathered_s = 0, serial_s = 0;
+  gboolean ok = TRUE;
+
+  g_ptr_array_add (configs, config);
+  mcp_pool_set_servers (pool, configs);
+  cold_code = mcp_code_new (pool, NULL, &cold_options);
+  for (int i = 0; ok && i < s->cold; i++)
+    ok = run_python (cold_code, "print(1)\n", &cold[i], NULL, &error);
+  if (!ok)
+    {
+      g_autofree char *reason = g_strdup_printf ("not measured: %s", error->message);
+
+      g_clear_pointer (&cold_code, mcp_code_free);
+      mcp_pool_shutdown (pool, 0, MCP_SESSION_TERM_GRACE);
+      emit_not_measured ("sandbox", reason);
+      emit_not_measured ("sandbox-gather", reason);
+      return 0;
+    }
+  cold_us = median_us (cold, s->cold);
+
+  warm_code = mcp_code_new (pool, NULL, &warm_options);
+  for (int i = 0; ok && i < s->cold; i++)
+    {
+      /* Leave the next warm sandbox the time it takes to start. */
+      g_usleep (MAX (2 * cold_us, 200000));
+      ok = run_python (warm_code, "print(1)\n", &warm[i], NULL, &error);
+    }
+  if (ok)
+    ok = timed_in_sandbox (warm_code, serial, &serial_s, &error)
+         && timed_in_sandbox (warm_code, gathered, &gathered_s, &error);
+  g_clear_pointer (&cold_code, mcp_code_free);
+  g_clear_pointer (&warm_code, mcp_code_free);
+  mcp_pool_shutdown (pool, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  if (!ok)
+    return fail ("sandbox", error);
+
+  warm_us = median_us (warm, s->cold);
+  note = g_strdup_printf ("run_python print(1), median of %d: cold sandbox against the warm one", s->cold);
+  emit_row ("sandbox", cold_us / 1000, warm_us / 1000, "ms", cold_us / warm_us, note);
+  emit_row ("sandbox-gather", serial_s * 1000, gathered_s * 1000, "ms", serial_s / gathered_s,
+            "10 tool calls of 100 ms from one run_python: one after another against asyncio.gather");
+  return 0;
+}
+
+/* Row 8: context */
+
+static gsize
+tools_list_chars (json_t *tools)
+{
+  g_autoptr(json_t) answer = json_pack ("{s:O}", "tools", tools);
+  g_autofree char *text = json_dumps (answer, JSON_COMPACT);
+
+  return g_utf8_strlen (text, -1);
+}
+
+static int
+row_context (BenchSetup *s)
+{
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *note = NULL;
+  g_autoptr(GString) names = g_string_new (NULL);
+  const char *modes[3] = { "code", "gateway", "proxy" };
+  const struct { const char *name, *package, *argument; } npm[] = {
+    { "everything", "server-everything", "stdio" },
+    { "filesystem", "server-filesystem", g_get_tmp_dir () },
+    { "memory", "server-memory", NULL },
+  };
+  gsize downstream = 0, exposed[3] = { 0 };
+
+  g_ptr_array_add (configs, example_config ("example"));
+  for (guint i = 0; i < G_N_ELEMENTS (npm); i++)
+    {
+      g_autofree char *script = interop_script (npm[i].package);
+
+      if (script != NULL)
+        g_ptr_array_add (configs, mcp_server_config_new (npm[i].name, "node",
+                                                         (const char *[]) { script, npm[i].argument, NULL }));
+    }
+  for (guint i = 0; i < configs->len; i++)
+    {
+      McpServerConfig *config = configs->pdata[i];
+      g_autoptr(McpSession) session = mcp_session_start (config, NULL, NULL, NULL, &error);
+      g_autoptr(json_t) tools = NULL;
+
+      if (session == NULL)
+        return fail ("context", error);
+      tools = mcp_session_dup_tools (session);
+      downstream += tools_list_chars (tools);
+      g_string_append_printf (names, "%s%s (%zu tools)", i ? ", " : "", config->name, json_array_size (tools));
+      stop_session (session);
+    }
+  path = write_config_file (configs, &error);
+  for (int i = 0; path != NULL && i < 3; i++)
+    {
+      g_autoptr(McpSession) serve = start_serve (path, modes[i], &error);
+      g_autoptr(json_t) tools = NULL;
+
+      if (serve == NULL)
+        break;
+      tools = mcp_session_dup_tools (serve);
+      exposed[i] = tools_list_chars (tools);
+      stop_session (serve);
+    }
+  if (path != NULL)
+    g_unlink (path);
+  if (error != NULL)
+    return fail ("context", error);
+
+  note = g_strdup_printf ("tools/list in characters (tokens at 4 characters each): code %zu (%zu), "
+                          "gateway %zu (%zu), proxy %zu (%zu); all downstream lists %zu (%zu): %s",
+                          exposed[0], exposed[0] / 4, exposed[1], exposed[1] / 4, exposed[2], exposed[2] / 4,
+                          downstream, downstream / 4, names->str);
+  (void) s;
+  emit_row ("context", downstream, exposed[0], "characters", (double) downstream / exposed[0], note);
+  return 0;
+}
+
+/* Main */
+
+static const struct {
+  const char   *name;
+  BenchRowFunc  func;
+} rows[] = {
+  { "cold-vs-warm",  row_cold_vs_warm },
+  { "pool-overhead", row_pool_overhead },
+  { "multiplex",     row_multiplex },
+  { "throughput",    row_throughput },
+  { "memory",        row_memory },
+  { "sandbox",       row_sandbox },
+  { "context",       row_context },
+};
+
+typedef struct {
+  BenchRowFunc func;
+  int          status;
+  gboolean     done;     /* atomic */
+} BenchJob;
+
+static gpointer
+bench_job_thread (gpointer data)
+{
+  BenchJob *job = data;
+
+  job->status = job->func (&setup);
+  g_atomic_int_set (&job->done, TRUE);
+  g_main_context_wakeup (NULL);
+  return NULL;
+}
+
+static char *
+beside_self (const char *relative)
+{
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *dir = self ? g_path_get_dirname (self) : g_strdup (".");
+
+  return g_build_filename (dir, relative, NULL);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_autofree char *example = NULL, *mcp_pool = NULL, *interop = NULL;
+  int calls = 500, cold = 5;
+  GOptionEntry entries[] = {
+    { "example-server", 0, 0, G_OPTION_ARG_FILENAME, &example, "The fixture server", "PATH" },
+    { "mcp-pool", 0, 0, G_OPTION_ARG_FILENAME, &mcp_pool, "The mcp-pool program", "PATH" },
+    { "interop", 0, 0, G_OPTION_ARG_FILENAME, &interop, "tests/interop/node_modules", "DIR" },
+    { "calls", 'n', 0, G_OPTION_ARG_INT, &calls, "Warm calls per measurement (default 500)", "N" },
+    { "cold", 0, 0, G_OPTION_ARG_INT, &cold, "Cold starts per measurement (default 5)", "N" },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = g_option_context_new ("ROW — one repetition of one bench/run row");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GString) usage = g_string_new ("Rows:");
+  BenchJob job = { NULL, 0, FALSE };
+  GThread *thread;
+
+  for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+    g_string_append_printf (usage, " %s", rows[i].name);
+  g_option_context_add_main_entries (context, entries, NULL);
+  g_option_context_set_description (context, usage->str);
+  if (!g_option_context_parse (context, &argc, &argv, &error) || argc != 2 || calls < 1 || cold < 1)
+    {
+      g_printerr ("mcp-bench: %s\n%s\n", error ? error->message : "give one row", usage->str);
+      return 2;
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+    if (strcmp (argv[1], rows[i].name) == 0)
+      job.func = rows[i].func;
+  if (job.func == NULL)
+    {
+      g_printerr ("mcp-bench: unknown row %s\n%s\n", argv[1], usage->str);
+      return 2;
+    }
+
+  json_object_seed (0);
+  setup.example = example ? g_steal_pointer (&example) : beside_self ("../src/mcp-pool-example-server");
+  setup.mcp_pool = mcp_pool ? g_steal_pointer (&mcp_pool) : beside_self ("../src/mcp-pool");
+  setup.interop = g_steal_pointer (&interop);
+  setup.calls = calls;
+  setup.cold = cold;
+
+  thread = g_thread_new ("bench", bench_job_thread, &job);
+  while (!g_atomic_int_get (&job.done))
+    g_main_context_iteration (NULL, TRUE);
+  g_thread_join (thread);
+  return job.status;
+}
