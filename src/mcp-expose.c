@@ -25,6 +25,7 @@ G_DEFINE_QUARK (mcp-expose-error-quark, mcp_expose_error)
 #define TOOL_NAME_MAX           64
 #define PROXY_SEPARATOR         "__"
 #define NAMES_IN_ERRORS         20
+#define LISTING_THREADS         8
 
 struct _McpExpose {
   McpPool        *pool;                /* immutable */
@@ -193,8 +194,9 @@ typedef struct {
   ListWait *wait;
 } ServerListing;
 
-static gpointer
-list_one_server (gpointer data)
+static void
+list_one_server (gpointer data,
+                 gpointer unused)
 {
   ServerListing *listing = data;
   g_autoptr(json_t) tools = mcp_pool_list_tools (listing->pool, listing->server,
@@ -209,7 +211,14 @@ list_one_server (gpointer data)
   mcp_pool_unref (listing->pool);
   g_free (listing->server);
   g_free (listing);
-  return NULL;
+}
+
+/* Shared by every listing, so that a server stuck in a long start cannot
+ * collect a thread per request. */
+static gpointer
+create_listing_pool (gpointer unused)
+{
+  return g_thread_pool_new (list_one_server, NULL, LISTING_THREADS, FALSE, NULL);
 }
 
 /* Makes sure every server's tools are in the cache, starting those never
@@ -218,6 +227,7 @@ list_one_server (gpointer data)
 static void
 list_every_server (McpExpose *expose)
 {
+  static GOnce listing_pool = G_ONCE_INIT;
   g_autoptr(GPtrArray) servers = mcp_pool_list_servers (expose->pool);
   ListWait *wait = g_new0 (ListWait, 1);
   gint64 deadline = g_get_monotonic_time () + LIST_WAIT_MS * G_TIME_SPAN_MILLISECOND;
@@ -242,7 +252,7 @@ list_every_server (McpExpose *expose)
       g_mutex_lock (&wait->lock);
       wait->pending++;
       g_mutex_unlock (&wait->lock);
-      g_thread_unref (g_thread_new ("mcp-list", list_one_server, listing));
+      g_thread_pool_push (g_once (&listing_pool, create_listing_pool, NULL), listing, NULL);
     }
 
   g_mutex_lock (&wait->lock);
