@@ -32,18 +32,6 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (RunResult, run_result_clear)
 
 static char *scratch_home;
 
-static const char *
-mcp_pool_path (void)
-{
-  static char *path;
-
-  if (path == NULL)
-    path = g_strdup (g_getenv ("MCP_POOL_MCP_POOL"));
-  if (path == NULL)
-    path = g_test_build_filename (G_TEST_BUILT, "..", "src", "mcp-pool", NULL);
-  return path;
-}
-
 static void
 run (RunResult   *result,
      const char  *first_arg,
@@ -56,7 +44,7 @@ run (RunResult   *result,
   const char *arg;
   va_list args;
 
-  g_ptr_array_add (argv, (gpointer) mcp_pool_path ());
+  g_ptr_array_add (argv, (gpointer) test_mcp_pool_path ());
   va_start (args, first_arg);
   for (arg = first_arg; arg != NULL; arg = va_arg (args, const char *))
     g_ptr_array_add (argv, (gpointer) arg);
@@ -257,7 +245,7 @@ test_children_die_with_pool (void)
   GPid pool_pid, server_pid;
   int status;
 
-  pool = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE, &error, mcp_pool_path (),
+  pool = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE, &error, test_mcp_pool_path (),
                            "call", "--config", config, "fixture", "sleep", "ms=60000", NULL);
   g_assert_no_error (error);
   pool_pid = atoi (g_subprocess_get_identifier (pool));

@@ -14,19 +14,6 @@
 #include "mcp-session.h"
 #include "test-util.h"
 
-static gboolean
-has_tool (json_t     *tools,
-          const char *name)
-{
-  json_t *tool;
-  size_t index;
-
-  json_array_foreach (tools, index, tool)
-    if (g_strcmp0 (mcp_json_get_string (tool, "name"), name) == 0)
-      return TRUE;
-  return FALSE;
-}
-
 static void
 test_everything (void)
 {
@@ -60,8 +47,8 @@ test_everything (void)
 
   tools = mcp_session_dup_tools (session);
   g_assert_cmpuint (json_array_size (tools), >=, 5);
-  g_assert_true (has_tool (tools, "echo"));
-  g_assert_true (has_tool (tools, "get-sum"));
+  g_assert_nonnull (test_find_tool (tools, "echo"));
+  g_assert_nonnull (test_find_tool (tools, "get-sum"));
   json_array_foreach (tools, index, tool)
     g_assert_true (json_is_object (json_object_get (tool, "inputSchema")));
 
@@ -226,18 +213,6 @@ test_pool_memory (PoolFixture *fixture, gconstpointer data)
 /* The script bounds itself to 90 s; this only catches a node that hangs. */
 #define SDK_CLIENT_TIMEOUT_S 150
 
-static const char *
-mcp_pool_path (void)
-{
-  static char *path;
-
-  if (path == NULL)
-    path = g_strdup (g_getenv ("MCP_POOL_MCP_POOL"));
-  if (path == NULL)
-    path = g_test_build_filename (G_TEST_BUILT, "..", "src", "mcp-pool", NULL);
-  return path;
-}
-
 static void
 store_result (GObject      *source,
               GAsyncResult *result,
@@ -302,7 +277,7 @@ test_sdk_client (void)
   context = g_main_context_new ();
   g_main_context_push_thread_default (context);
   start = g_get_monotonic_time ();
-  process = g_subprocess_launcher_spawn (launcher, &error, "node", script, mcp_pool_path (), config_path,
+  process = g_subprocess_launcher_spawn (launcher, &error, "node", script, test_mcp_pool_path (), config_path,
                                          scratch, NULL);
   g_assert_no_error (error);
   g_subprocess_communicate_utf8_async (process, NULL, NULL, store_result, &result);

@@ -14,23 +14,6 @@
 
 static char *scratch_home;
 
-static const char *
-mcp_pool_path (void)
-{
-  static char *path;
-
-  /* Absolute: mcp-pool runs in a folder of its own. */
-  if (path == NULL && g_getenv ("MCP_POOL_MCP_POOL") != NULL)
-    path = g_canonicalize_filename (g_getenv ("MCP_POOL_MCP_POOL"), NULL);
-  if (path == NULL)
-    {
-      g_autofree char *built = g_test_build_filename (G_TEST_BUILT, "..", "src", "mcp-pool", NULL);
-
-      path = g_canonicalize_filename (built, NULL);
-    }
-  return path;
-}
-
 /* A config file with the fixture under each name; @servers alternates
  * names and JSON arrays of fixture flags, NULL-terminated. */
 static char *
@@ -54,7 +37,7 @@ serve_new (const char *config,
            const char *expose)
 {
   g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  const char *argv[] = { mcp_pool_path (), "serve", "--config", config, "--expose", expose, NULL };
+  const char *argv[] = { test_mcp_pool_path (), "serve", "--config", config, "--expose", expose, NULL };
 
   if (expose == NULL)
     argv[4] = NULL;
@@ -202,20 +185,6 @@ assert_result (json_t     *result,
   va_end (needles);
 }
 
-/* The tool named @name in a tools/list result, or NULL. */
-static json_t *
-find_tool (json_t     *tools,
-           const char *name)
-{
-  json_t *tool;
-  size_t i;
-
-  json_array_foreach (tools, i, tool)
-    if (g_strcmp0 (mcp_json_get_string (tool, "name"), name) == 0)
-      return tool;
-  return NULL;
-}
-
 static json_t *
 list_tools (TestClient *client)
 {
@@ -331,7 +300,7 @@ test_gateway_list (Fixture       *fixture,
   g_assert_cmpuint (json_array_size (tools), ==, G_N_ELEMENTS (names));
   for (guint i = 0; i < G_N_ELEMENTS (names); i++)
     {
-      json_t *tool = find_tool (tools, names[i]);
+      json_t *tool = test_find_tool (tools, names[i]);
 
       g_assert_nonnull (tool);
       g_assert_true (json_is_object (json_object_get (tool, "inputSchema")));
@@ -407,10 +376,10 @@ test_proxy_names (Fixture       *fixture,
   /* Five servers with the same tools: none lost, none merged. */
   g_assert_cmpuint (json_array_size (tools) % 5, ==, 0);
   g_assert_cmpuint (n_long, ==, json_array_size (tools) / 5 * 2);
-  g_assert_nonnull (find_tool (tools, "one__echo"));
-  g_assert_nonnull (find_tool (tools, "two__echo"));
-  g_assert_nonnull (find_tool (tools, "my_server__echo"));
-  g_assert_nonnull (find_tool (tools, "one__notify_list_changed"));
+  g_assert_nonnull (test_find_tool (tools, "one__echo"));
+  g_assert_nonnull (test_find_tool (tools, "two__echo"));
+  g_assert_nonnull (test_find_tool (tools, "my_server__echo"));
+  g_assert_nonnull (test_find_tool (tools, "one__notify_list_changed"));
   /* Stable from one listing to the next. */
   g_assert_true (json_equal (tools, again));
 }
@@ -454,7 +423,7 @@ test_code_run_python (Fixture       *fixture,
   g_autoptr(json_t) result = NULL;
   json_t *output;
 
-  g_assert_nonnull (find_tool (tools, "run_python"));
+  g_assert_nonnull (test_find_tool (tools, "run_python"));
   result = call_tool (client, "run_python",
                       json_pack ("{s:s, s:[s]}", "code",
                                  "print(await mcp_alpha.echo(message='from code'))\n", "servers", "alpha"));

@@ -129,19 +129,6 @@ fixture_stats (McpSession *session)
   return json_incref (json_object_get (result, "structuredContent"));
 }
 
-static gboolean
-has_tool (json_t     *tools,
-          const char *name)
-{
-  json_t *tool;
-  size_t index;
-
-  json_array_foreach (tools, index, tool)
-    if (g_strcmp0 (mcp_json_get_string (tool, "name"), name) == 0)
-      return TRUE;
-  return FALSE;
-}
-
 static void
 test_handshake (Fixture *fixture, gconstpointer data)
 {
@@ -153,8 +140,8 @@ test_handshake (Fixture *fixture, gconstpointer data)
 
   g_assert_cmpstr (mcp_session_get_protocol_version (session), ==, MCP_PROTOCOL_VERSION_NEWEST);
   g_assert_cmpstr (mcp_json_get_string (info, "name"), ==, "mcp-pool-fixture");
-  g_assert_true (has_tool (tools, "echo"));
-  g_assert_true (has_tool (tools, "sleep"));
+  g_assert_nonnull (test_find_tool (tools, "echo"));
+  g_assert_nonnull (test_find_tool (tools, "sleep"));
 
   result = call_tool (session, "echo", json_pack ("{s:s}", "message", "hi"), 0, &error);
   g_assert_no_error (error);
@@ -195,11 +182,11 @@ test_pagination (Fixture *fixture, gconstpointer data)
   g_autoptr(json_t) again = NULL;
   g_autoptr(GError) error = NULL;
 
-  g_assert_true (has_tool (tools, "echo"));
+  g_assert_nonnull (test_find_tool (tools, "echo"));
   for (int i = 0; i < 10; i++)
     {
       g_autofree char *name = g_strdup_printf ("dummy_%d", i);
-      g_assert_true (has_tool (tools, name));
+      g_assert_nonnull (test_find_tool (tools, name));
     }
 
   again = mcp_session_list_tools (session, 0, &error);

@@ -69,6 +69,36 @@ test_fixture_path (void)
   return path;
 }
 
+const char *
+test_mcp_pool_path (void)
+{
+  static char *path;
+
+  /* Absolute: tests run mcp-pool in folders of its own. */
+  if (path == NULL && g_getenv ("MCP_POOL_MCP_POOL") != NULL)
+    path = g_canonicalize_filename (g_getenv ("MCP_POOL_MCP_POOL"), NULL);
+  if (path == NULL)
+    {
+      g_autofree char *built = g_test_build_filename (G_TEST_BUILT, "..", "src", "mcp-pool", NULL);
+
+      path = g_canonicalize_filename (built, NULL);
+    }
+  return path;
+}
+
+json_t *
+test_find_tool (json_t     *tools,
+                const char *name)
+{
+  json_t *tool;
+  size_t index;
+
+  json_array_foreach (tools, index, tool)
+    if (g_strcmp0 (json_string_value (json_object_get (tool, "name")), name) == 0)
+      return tool;
+  return NULL;
+}
+
 McpServerConfig *
 test_fixture_config (const char *name,
                      ...)

@@ -22,6 +22,11 @@ void             test_io_thread_free         (TestIoThread *io);
 McpServerConfig *test_fixture_config         (const char   *name,
                                               ...) G_GNUC_NULL_TERMINATED;
 const char      *test_fixture_path           (void);
+/* The built mcp-pool program, as an absolute path. */
+const char      *test_mcp_pool_path          (void);
+/* The tool named @name in an array of tools, or NULL. */
+json_t          *test_find_tool              (json_t       *tools,
+                                              const char   *name);
 
 /* TRUE if no process of group @pgid exists any more (zombies included). */
 gboolean         test_process_group_gone     (GPid          pgid);
