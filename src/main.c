@@ -71,7 +71,13 @@ main (int    argc,
 
   for (gsize i = 0; i < G_N_ELEMENTS (subcommands); i++)
     if (strcmp (argv[1], subcommands[i].name) == 0)
-      return subcommands[i].run (argc - 1, argv + 1);
+      {
+        /* So that a command's --help says "mcp-pool serve", not "serve". */
+        g_autofree char *name = g_strdup_printf ("mcp-pool %s", argv[1]);
+
+        g_set_prgname (name);
+        return subcommands[i].run (argc - 1, argv + 1);
+      }
 
   g_printerr (_("mcp-pool: unknown command “%s”\n\n"), argv[1]);
   print_usage (stderr);
