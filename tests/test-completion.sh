@@ -1,0 +1,75 @@
+#!/bin/bash
+# Checks data/mcp-pool.bash-completion by calling its completion function
+# with COMP_WORDS and COMP_CWORD set as bash sets them.
+
+srcdir=${G_TEST_SRCDIR:-$(dirname "$0")}/..
+program=${MCP_POOL_MCP_POOL:-mcp-pool}
+failures=0
+
+# shellcheck source=/dev/null
+source "$srcdir/data/mcp-pool.bash-completion" || exit 1
+
+scratch=$(mktemp -d) || exit 1
+trap 'rm -rf "$scratch"' EXIT
+cat > "$scratch/servers.json" <<'JSON'
+{ "mcpServers": { "alpha": { "command": "/bin/true" },
+                  "beta-2": { "command": "/bin/cat" },
+                  "remote": { "url": "http://localhost:1" } } }
+JSON
+touch "$scratch/script.py"
+# Nothing of the user's own configuration.
+export HOME=$scratch/home
+mkdir -p "$HOME"
+unset MCP_POOL_CONFIG
+cd "$scratch" || exit 1
+
+# expect "WANTED REPLIES" WORD… : the replies, sorted and joined by spaces.
+expect()
+{
+    local wanted=$1 got
+    shift
+    COMP_WORDS=("$program" "$@")
+    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+    COMPREPLY=()
+    _mcp_pool
+    got=$(printf '%s\n' "${COMPREPLY[@]}" | LC_ALL=C sort | tr '\n' ' ')
+    got=${got% }
+    if [[ $got == "$wanted" ]]; then
+        echo "ok: mcp-pool $*"
+    else
+        echo "FAIL: mcp-pool $*: wanted “$wanted”, got “$got”"
+        failures=$((failures + 1))
+    fi
+}
+
+expect "--help --version call demo doctor evict help run serve servers tools" ""
+expect "serve servers" se
+expect "--version" --v
+expect "--config --expose --help --timeout --verbose" serve --
+expect "--calls --help" demo --
+expect "--config --help --run-timeout --servers --timeout --verbose" run --
+expect "--json" servers --j
+expect "code gateway proxy" serve --expose ""
+expect "code,gateway code,proxy" serve -e code,
+expect "code,proxy,gateway" serve --expose = code,proxy,
+expect "--expose=gateway" serve --expose=g
+expect "servers.json" serve --config serv
+expect "servers.json" doctor -c serv
+expect "--config=servers.json" tools --config=serv
+expect "alpha beta-2" tools --config servers.json ""
+expect "beta-2" evict -c servers.json b
+expect "alpha" call --config=servers.json a
+expect "" call --config=servers.json alpha ""
+expect "alpha,beta-2" run -c servers.json --servers alpha,
+expect "script.py" run -c servers.json scr
+expect "" tools --config missing.json ""
+expect "" tools --timeout ""
+COMP_WORDS=(/nonexistent/mcp-pool tools "")
+COMP_CWORD=2
+_mcp_pool && [[ ${#COMPREPLY[@]} == 0 ]] && echo "ok: a missing program completes nothing" ||
+    { echo "FAIL: a missing program"; failures=$((failures + 1)); }
+
+if ((failures > 0)); then
+    echo "$failures check(s) failed"
+    exit 1
+fi
