@@ -40,10 +40,14 @@ mcp_cli_serve (int    argc,
   g_autofree char *expose = NULL;
   g_auto(GStrv) storage = NULL;
   g_autoptr(GError) error = NULL;
+  gint64 max_message = 0;
   GOptionEntry entries[] = {
     { "expose", 'e', 0, G_OPTION_ARG_STRING, &expose,
       N_("What the client sees: code, gateway, proxy, comma-separated (default code; $MCP_POOL_EXPOSE)"),
       N_("LIST") },
+    { "max-message-bytes", 0, 0, G_OPTION_ARG_INT64, &max_message,
+      N_("Refuse client messages longer than this (default 32 MiB; $MCP_POOL_MAX_MESSAGE_BYTES)"),
+      N_("BYTES") },
     { NULL }
   };
   g_autoptr(GOptionContext) context =
@@ -70,6 +74,15 @@ mcp_cli_serve (int    argc,
       g_printerr ("mcp-pool serve: %s\n", error->message);
       return 2;
     }
+
+  if (max_message == 0 && g_getenv ("MCP_POOL_MAX_MESSAGE_BYTES") != NULL)
+    max_message = g_ascii_strtoll (g_getenv ("MCP_POOL_MAX_MESSAGE_BYTES"), NULL, 10);
+  if (max_message != 0 && (max_message < 1024 || max_message > 1024 * 1024 * 1024))
+    {
+      g_printerr ("%s\n", _("mcp-pool serve: --max-message-bytes must be from 1024 to 1073741824"));
+      return 2;
+    }
+  options.max_line = (gsize) max_message;
 
   g_log_set_writer_func (log_to_stderr, NULL, NULL);
   mcp_cli_discovery_options (&common, &discovery, &storage);

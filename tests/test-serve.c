@@ -568,6 +568,33 @@ test_long_line (Fixture       *fixture,
   assert_refused (fixture->client, line->str, NULL_ID, 0);
 }
 
+/* The limit on a client's messages can be set; over it, a request is
+ * refused and serving goes on. */
+static void
+test_max_message_bytes (void)
+{
+  g_autofree char *config = write_config ((const char * const []) { "fixture", "[]", NULL });
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  const char *argv[] = { test_mcp_pool_path (), "serve", "--config", config, "--expose", "gateway", NULL };
+  g_autoptr(GString) line = g_string_new ("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"params\":{\"pad\":\"");
+  g_autoptr(TestClient) client = NULL;
+  g_autoptr(json_t) result = NULL;
+
+  g_subprocess_launcher_setenv (launcher, "HOME", scratch_home, TRUE);
+  g_subprocess_launcher_setenv (launcher, "MCP_POOL_MAX_MESSAGE_BYTES", "2048", TRUE);
+  g_subprocess_launcher_set_cwd (launcher, scratch_home);
+  client = test_client_new (launcher, argv);
+  result = serve_initialize (client, "2025-11-25");
+
+  for (int i = 0; i < 3000; i++)
+    g_string_append_c (line, 'x');
+  g_string_append (line, "\"}}");
+  assert_refused (client, line->str, NULL_ID, MCP_JSONRPC_INVALID_REQUEST);
+  serve_finish (client);
+  g_clear_pointer (&client, test_client_free);
+  test_assert_no_children ();
+}
+
 /* Progress */
 
 static void
@@ -840,6 +867,7 @@ main (int argc, char **argv)
   ADD ("/serve/failure/timeout", gateway_setup, test_timeout);
   ADD ("/serve/bad-input/messages", gateway_setup, test_bad_input);
   ADD ("/serve/bad-input/long-line", gateway_setup, test_long_line);
+  g_test_add_func ("/serve/bad-input/max-message-bytes", test_max_message_bytes);
   ADD ("/serve/progress", gateway_setup, test_progress);
   ADD ("/serve/cancel", gateway_setup, test_cancel);
   ADD ("/serve/concurrency", gateway_setup, test_concurrency);

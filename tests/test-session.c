@@ -375,6 +375,24 @@ test_line_cap (Fixture *fixture, gconstpointer data)
   g_assert_false (mcp_session_is_alive (fixture->session));
 }
 
+/* The cap comes from the config's maxMessageBytes, within bounds. */
+static void
+test_line_cap_config (void)
+{
+  g_autoptr(json_t) good = json_pack ("{s:s, s:i}", "command", "x", "maxMessageBytes", 1048576);
+  g_autoptr(json_t) bad = json_pack ("{s:s, s:i}", "command", "x", "maxMessageBytes", 5);
+  g_autoptr(McpServerConfig) config = mcp_server_config_new_from_json ("capped", good, "test.json", NULL);
+  g_autoptr(McpServerConfig) refused = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_nonnull (config);
+  g_assert_cmpuint (config->max_line, ==, 1048576);
+  refused = mcp_server_config_new_from_json ("capped", bad, "test.json", &error);
+  g_assert_null (refused);
+  g_assert_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID);
+  g_assert_nonnull (strstr (error->message, "maxMessageBytes"));
+}
+
 static void
 test_fail_start (Fixture *fixture, gconstpointer data)
 {
@@ -597,6 +615,7 @@ main (int argc, char **argv)
   ADD ("/session/stderr-flood", "--stderr-flood 2000000", test_stderr_flood);
   ADD ("/session/huge-reply", NULL, test_huge_reply);
   ADD ("/session/line-cap", NULL, test_line_cap);
+  g_test_add_func ("/session/line-cap-from-config", test_line_cap_config);
   ADD ("/session/start/fails", NULL, test_fail_start);
   ADD ("/session/start/timeout", NULL, test_start_timeout);
   ADD ("/session/start/no-such-program", NULL, test_spawn_failure);

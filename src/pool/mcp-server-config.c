@@ -259,6 +259,12 @@ read_environment (json_t             *entry,
   return TRUE;
 }
 
+/* Bounds of what a config may set: a year of idleness is "forever" already,
+ * and a message limit must leave room for a handshake and stay allocatable. */
+#define IDLE_TIMEOUT_MAX_S (365.0 * 24 * 3600)
+#define MESSAGE_BYTES_MIN  1024
+#define MESSAGE_BYTES_MAX  (1024 * 1024 * 1024)
+
 /* The fields every format shares.  OpenCode's own "timeout" is in
  * milliseconds and bounds the tool listing only, so it is not read there. */
 static gboolean
@@ -289,7 +295,17 @@ read_settings (McpServerConfig *config,
       if (!json_is_number (value) || json_number_value (value) < 0)
         return invalid_field (error, name, source, "idleTimeout",
                               _("a number of seconds (0 keeps the server forever)"));
-      config->idle_timeout_ms = (gint64) (json_number_value (value) * 1000);
+      config->idle_timeout_ms = (gint64) (MIN (json_number_value (value), IDLE_TIMEOUT_MAX_S) * 1000);
+    }
+
+  value = json_object_get (entry, "maxMessageBytes");
+  if (value != NULL)
+    {
+      if (!json_is_integer (value) || json_integer_value (value) < MESSAGE_BYTES_MIN ||
+          json_integer_value (value) > MESSAGE_BYTES_MAX)
+        return invalid_field (error, name, source, "maxMessageBytes",
+                              _("a whole number of bytes from 1024 to 1073741824"));
+      config->max_line = (gsize) json_integer_value (value);
     }
 
   value = json_object_get (entry, "maxConcurrency");

@@ -42,7 +42,7 @@ typedef struct {
   gint64  call_timeout_ms;
   gint64  idle_timeout_ms;    /* a session unused this long is shut down; 0: never */
   guint   max_concurrency;    /* requests in flight at once; 0: no limit */
-  gsize   max_line;           /* longest message accepted from the server */
+  gsize   max_line;           /* longest message accepted from the server ("maxMessageBytes") */
   gsize   stderr_capacity;    /* bytes of stderr kept for error messages */
 } McpServerConfig;
 
