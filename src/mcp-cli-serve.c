@@ -41,7 +41,10 @@ mcp_cli_serve (int    argc,
   g_auto(GStrv) storage = NULL;
   g_autoptr(GError) error = NULL;
   gint64 max_message = 0;
+  gboolean shared = FALSE;
   GOptionEntry entries[] = {
+    { "shared", 0, 0, G_OPTION_ARG_NONE, &shared,
+      N_("Use the pool that all of this user's clients share (mcp-poold, started on demand)"), NULL },
     { "expose", 'e', 0, G_OPTION_ARG_STRING, &expose,
       N_("What the client sees: code, gateway, proxy, comma-separated (default code; $MCP_POOL_EXPOSE)"),
       N_("LIST") },
@@ -87,8 +90,14 @@ mcp_cli_serve (int    argc,
   g_log_set_writer_func (log_to_stderr, NULL, NULL);
   mcp_cli_discovery_options (&common, &discovery, &storage);
   options.call_timeout_ms = mcp_cli_timeout_ms (&common);
+  options.shared = shared;
 
-  serve = mcp_serve_new (&discovery, NULL, STDIN_FILENO, STDOUT_FILENO, &options);
+  serve = mcp_serve_new (&discovery, NULL, STDIN_FILENO, STDOUT_FILENO, &options, &error);
+  if (serve == NULL)
+    {
+      g_printerr ("mcp-pool serve: %s\n", error->message);
+      return 1;
+    }
   status = mcp_serve_run (serve);
   mcp_serve_free (serve);
   return status;

@@ -80,6 +80,21 @@ mcp_expose_parse (const char      *list,
   return TRUE;
 }
 
+char *
+mcp_expose_flags_to_string (McpExposeFlags flags)
+{
+  g_autoptr(GPtrArray) names = g_ptr_array_new ();
+
+  if (flags & MCP_EXPOSE_CODE)
+    g_ptr_array_add (names, "code");
+  if (flags & MCP_EXPOSE_GATEWAY)
+    g_ptr_array_add (names, "gateway");
+  if (flags & MCP_EXPOSE_PROXY)
+    g_ptr_array_add (names, "proxy");
+  g_ptr_array_add (names, NULL);
+  return g_strjoinv (",", (char **) names->pdata);
+}
+
 McpExpose *
 mcp_expose_new (McpPool        *pool,
                 McpExposeFlags  flags,

@@ -42,6 +42,8 @@ typedef struct _McpExpose McpExpose;
 gboolean   mcp_expose_parse          (const char            *list,
                                       McpExposeFlags        *flags,
                                       GError               **error);
+/* "code,gateway,proxy" or a part of it, as mcp_expose_parse() reads it. */
+char      *mcp_expose_flags_to_string (McpExposeFlags        flags);
 /* @code (may be NULL) serves run_python when flags include CODE. */
 McpExpose *mcp_expose_new            (McpPool               *pool,
                                       McpExposeFlags         flags,

@@ -20,6 +20,8 @@
 #include "mcp-framing.h"
 #include "mcp-jsonrpc.h"
 #include "mcp-protocol.h"
+#include "mcp-remote.h"
+#include "mcp-upstream.h"
 
 #define WORKERS_DEFAULT        32
 /* While ending, a client that stops reading gets this long for a line. */
@@ -32,9 +34,10 @@ struct _McpServe {
   McpServeOptions   options;         /* immutable */
   GMainContext     *context;         /* immutable */
   GMainLoop        *loop;
-  McpPool          *pool;
-  McpExpose        *expose;
+  McpPool          *pool;            /* NULL in shared mode */
+  McpExpose        *expose;          /* NULL in shared mode */
   McpCode          *code;            /* NULL without code mode */
+  McpRemote        *remote;          /* shared mode: the daemon; immutable */
   McpConfigWatcher *watcher;         /* main context only */
   GSource          *input;           /* main context only */
   GSource          *signals[2];      /* main context only */
@@ -134,63 +137,14 @@ queue_message (McpServe *serve,
   json_decref (message);
 }
 
-static json_t *
-error_reply (json_t     *id,
-             int         code,
-             const char *format,
-             ...) G_GNUC_PRINTF (3, 4);
-
-static json_t *
-error_reply (json_t     *id,
-             int         code,
-             const char *format,
-             ...)
-{
-  g_autofree char *text = NULL;
-  va_list args;
-
-  va_start (args, format);
-  text = g_strdup_vprintf (format, args);
-  va_end (args);
-  return mcp_jsonrpc_error_new (id, code, text, NULL);
-}
-
 /* Requests, on the workers */
 
-static json_t *
-handle_initialize (McpServe *serve,
-                   json_t   *params)
-{
-  const char *asked = mcp_json_get_string (params, "protocolVersion");
-  g_autofree char *instructions = mcp_expose_instructions (serve->expose);
-
-  /* The version asked for if we speak it, else our newest: the client
-   * decides whether it can live with that. */
-  return json_pack ("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}",
-                    "protocolVersion",
-                    mcp_protocol_version_is_known (asked) ? asked : MCP_PROTOCOL_VERSION_NEWEST,
-                    "capabilities", "tools", "listChanged", TRUE, "resources",
-                    "serverInfo", "name", PACKAGE_NAME, "version", PACKAGE_VERSION,
-                    "title", "MCP Pool",
-                    "instructions", instructions);
-}
-
-typedef struct {
-  McpServe *serve;
-  json_t   *token;
-} ProgressForward;
-
-/* On the pool's context: the server's progress, under the client's token. */
+/* Any thread: a server's progress, already under the client's token. */
 static void
-forward_progress (json_t   *params,
-                  gpointer  user_data)
+queue_progress (json_t   *params,
+                gpointer  user_data)
 {
-  ProgressForward *forward = user_data;
-  json_t *upstream = json_copy (params);
-
-  json_object_set (upstream, "progressToken", forward->token);
-  queue_message (forward->serve, mcp_jsonrpc_notification_new ("notifications/progress", upstream), TRUE);
-  json_decref (upstream);
+  queue_message (user_data, mcp_jsonrpc_notification_new ("notifications/progress", json_incref (params)), TRUE);
 }
 
 static GCancellable *
@@ -204,73 +158,27 @@ lookup_cancellable (McpServe *serve,
   return cancellable != NULL ? g_object_ref (cancellable) : NULL;
 }
 
-static json_t *
-handle_tools_call (McpServe *serve,
-                   json_t   *id,
-                   json_t   *params)
-{
-  const char *name = mcp_json_get_string (params, "name");
-  json_t *arguments = json_object_get (params, "arguments");
-  json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
-  g_autoptr(GCancellable) cancellable = lookup_cancellable (serve, id);
-  ProgressForward forward = { serve, token };
-  McpCallOptions options = { .cancellable = cancellable };
-  g_autoptr(GError) error = NULL;
-  json_t *result;
-
-  if (name == NULL)
-    return error_reply (id, MCP_JSONRPC_INVALID_PARAMS,
-                        _("tools/call needs “name”, the name of a tool from tools/list"));
-  if (arguments != NULL && !json_is_object (arguments) && !json_is_null (arguments))
-    return error_reply (id, MCP_JSONRPC_INVALID_PARAMS,
-                        _("tools/call: “arguments” must be an object"));
-  if (mcp_jsonrpc_id_is_valid (token))
-    {
-      options.progress = forward_progress;
-      options.progress_data = &forward;
-    }
-
-  result = mcp_expose_call_tool (serve->expose, name, json_is_object (arguments) ? arguments : NULL,
-                                 &options, &error);
-  if (result == NULL)
-    return error_reply (id, MCP_JSONRPC_INVALID_PARAMS, "%s", error->message);
-  return mcp_jsonrpc_result_new (id, result);
-}
-
+/* The reply to @request, from the pool of this process or from the
+ * shared daemon. */
 static json_t *
 handle_request (McpServe *serve,
                 json_t   *request)
 {
-  const char *method = mcp_json_get_string (request, "method");
   json_t *id = json_object_get (request, "id");
-  json_t *params = json_object_get (request, "params");
+  g_autoptr(GCancellable) cancellable = lookup_cancellable (serve, id);
   g_autoptr(GError) error = NULL;
+  json_t *reply;
 
-  if (params != NULL && !json_is_object (params))
-    return error_reply (id, MCP_JSONRPC_INVALID_PARAMS, _("“params” of %s must be an object"), method);
-
-  if (g_str_equal (method, "initialize"))
-    return mcp_jsonrpc_result_new (id, handle_initialize (serve, params));
-  if (g_str_equal (method, "ping"))
+  if (serve->remote == NULL)
+    return mcp_upstream_handle_request (serve->expose, request, cancellable, queue_progress, serve);
+  if (g_str_equal (mcp_json_get_string (request, "method"), "ping"))
     return mcp_jsonrpc_result_new (id, json_object ());
-  if (g_str_equal (method, "tools/list"))
-    return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "tools", mcp_expose_list_tools (serve->expose)));
-  if (g_str_equal (method, "tools/call"))
-    return handle_tools_call (serve, id, params);
-  if (g_str_equal (method, "resources/list"))
-    return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "resources",
-                                                  mcp_expose_list_resources (serve->expose)));
-  if (g_str_equal (method, "resources/templates/list"))
-    return mcp_jsonrpc_result_new (id, json_pack ("{s:[]}", "resourceTemplates"));
-  if (g_str_equal (method, "resources/read"))
-    {
-      json_t *contents = mcp_expose_read_resource (serve->expose, mcp_json_get_string (params, "uri"), &error);
 
-      if (contents == NULL)
-        return error_reply (id, MCP_JSONRPC_RESOURCE_NOT_FOUND, "%s", error->message);
-      return mcp_jsonrpc_result_new (id, contents);
-    }
-  return error_reply (id, MCP_JSONRPC_METHOD_NOT_FOUND, _("Method not found: %s"), method);
+  reply = mcp_remote_handle_request (serve->remote, serve->options.expose, serve->options.call_timeout_ms,
+                                     request, cancellable, queue_progress, serve, &error);
+  if (reply == NULL)
+    return mcp_upstream_error_reply (id, MCP_JSONRPC_INTERNAL_ERROR, "%s", error->message);
+  return reply;
 }
 
 static void
@@ -346,10 +254,10 @@ start_request (McpServe *serve,
 
   g_mutex_lock (&serve->lock);
   if (serve->ending)
-    refusal = error_reply (json_object_get (request, "id"), MCP_JSONRPC_INTERNAL_ERROR,
+    refusal = mcp_upstream_error_reply (json_object_get (request, "id"), MCP_JSONRPC_INTERNAL_ERROR,
                            _("mcp-pool is shutting down"));
   else if (g_hash_table_contains (serve->in_flight, key))
-    refusal = error_reply (json_object_get (request, "id"), MCP_JSONRPC_INVALID_REQUEST,
+    refusal = mcp_upstream_error_reply (json_object_get (request, "id"), MCP_JSONRPC_INVALID_REQUEST,
                            _("The id %s is already used by a request in flight"), key + 2);
   else
     g_hash_table_insert (serve->in_flight, g_steal_pointer (&key), g_cancellable_new ());
@@ -364,18 +272,6 @@ start_request (McpServe *serve,
   return TRUE;
 }
 
-/* Requests that never wait for a server are answered at once, so that a
- * ping is not queued behind long tool calls. */
-static gboolean
-is_quick (const char *method)
-{
-  static const char * const quick[] = {
-    "ping", "initialize", "resources/list", "resources/templates/list", "resources/read", NULL,
-  };
-
-  return g_strv_contains (quick, method);
-}
-
 static void
 on_input_message (json_t   *message,
                   gpointer  user_data)
@@ -386,7 +282,9 @@ on_input_message (json_t   *message,
   switch (mcp_jsonrpc_classify (message))
     {
     case MCP_MESSAGE_REQUEST:
-      if (is_quick (mcp_json_get_string (message, "method")))
+      /* In shared mode only a ping is answered without the daemon. */
+      if (mcp_upstream_is_quick (mcp_json_get_string (message, "method")) &&
+          (serve->remote == NULL || g_str_equal (mcp_json_get_string (message, "method"), "ping")))
         queue_message (serve, handle_request (serve, message), FALSE);
       else
         start_request (serve, message);
@@ -399,7 +297,7 @@ on_input_message (json_t   *message,
       break;
     case MCP_MESSAGE_INVALID:
     default:
-      queue_message (serve, error_reply (mcp_jsonrpc_id_is_valid (id) ? id : NULL, MCP_JSONRPC_INVALID_REQUEST,
+      queue_message (serve, mcp_upstream_error_reply (mcp_jsonrpc_id_is_valid (id) ? id : NULL, MCP_JSONRPC_INVALID_REQUEST,
                                       _("Invalid request: a JSON-RPC request needs a string “method” "
                                         "and an integer or string “id”")), FALSE);
       break;
@@ -412,7 +310,7 @@ on_input_noise (const char *line,
                 GError     *error,
                 gpointer    user_data)
 {
-  queue_message (user_data, error_reply (NULL, MCP_JSONRPC_PARSE_ERROR, _("Parse error: %s"), error->message),
+  queue_message (user_data, mcp_upstream_error_reply (NULL, MCP_JSONRPC_PARSE_ERROR, _("Parse error: %s"), error->message),
               FALSE);
 }
 
@@ -420,7 +318,7 @@ static void
 on_input_too_long (GError   *error,
                    gpointer  user_data)
 {
-  queue_message (user_data, error_reply (NULL, MCP_JSONRPC_INVALID_REQUEST, _("Request refused: %s"),
+  queue_message (user_data, mcp_upstream_error_reply (NULL, MCP_JSONRPC_INVALID_REQUEST, _("Request refused: %s"),
                                       error->message), FALSE);
 }
 
@@ -439,7 +337,8 @@ end_in_thread (gpointer data)
   McpServe *serve = ending->serve;
   GThreadPool *writer;
 
-  mcp_pool_shutdown (serve->pool, ending->stdin_grace, ending->term_grace);
+  if (serve->pool != NULL)
+    mcp_pool_shutdown (serve->pool, ending->stdin_grace, ending->term_grace);
   /* The requests in flight have failed or been cancelled by now. */
   g_thread_pool_free (g_steal_pointer (&serve->workers), FALSE, TRUE);
   g_clear_pointer (&serve->code, mcp_code_free);
@@ -513,9 +412,8 @@ on_terminate_signal (gpointer user_data)
 /* Pool events, on the main context */
 
 static void
-on_tools_changed (McpPool    *pool,
-                  const char *server,
-                  gpointer    user_data)
+announce_tools_changed (const char *server,
+                        gpointer    user_data)
 {
   McpServe *serve = user_data;
   gboolean initialized;
@@ -528,6 +426,14 @@ on_tools_changed (McpPool    *pool,
 }
 
 static void
+on_tools_changed (McpPool    *pool,
+                  const char *server,
+                  gpointer    user_data)
+{
+  announce_tools_changed (server, user_data);
+}
+
+static void
 on_config_changed (McpDiscovery *discovery,
                    gpointer      user_data)
 {
@@ -537,20 +443,50 @@ on_config_changed (McpDiscovery *discovery,
   mcp_discovery_free (discovery);
 }
 
+/* Main thread: the in-process pool, with the servers of @discovery_options. */
+static void
+start_pool (McpServe                  *serve,
+            const McpDiscoveryOptions *discovery_options,
+            const McpPoolCallbacks    *callbacks)
+{
+  g_autoptr(McpDiscovery) discovery = NULL;
+
+  serve->pool = mcp_pool_new (serve->context, NULL, callbacks);
+  if (serve->options.expose & MCP_EXPOSE_CODE)
+    {
+      McpCodeOptions code_options = { .keep_warm = TRUE, .timeout_s = serve->options.code_timeout_s };
+
+      serve->code = mcp_code_new (serve->pool, serve->context, &code_options);
+    }
+  serve->expose = mcp_expose_new (serve->pool, serve->options.expose, serve->options.call_timeout_ms,
+                                  serve->code);
+  /* Watch first, so that no change between discovery and watching is lost. */
+  serve->watcher = mcp_config_watcher_new (discovery_options, serve->context, on_config_changed, serve);
+  discovery = mcp_config_discover (discovery_options);
+  mcp_pool_set_servers (serve->pool, discovery->servers);
+}
+
 McpServe *
 mcp_serve_new (const McpDiscoveryOptions *discovery_options,
                GMainContext              *context,
                int                        in_fd,
                int                        out_fd,
-               const McpServeOptions     *options)
+               const McpServeOptions     *options,
+               GError                   **error)
 {
   static const McpLineReaderFuncs input_funcs = {
     on_input_message, on_input_noise, on_input_too_long, on_input_closed,
   };
-  McpServe *serve = g_new0 (McpServe, 1);
-  McpPoolCallbacks callbacks = { NULL, on_tools_changed, serve };
-  g_autoptr(McpDiscovery) discovery = NULL;
+  McpServe *serve;
+  McpPoolCallbacks callbacks = { NULL, on_tools_changed, NULL };
+  McpRemoteCallbacks remote_callbacks = { announce_tools_changed, NULL, NULL };
+  g_autoptr(McpRemote) remote = NULL;
   int signals[] = { SIGTERM, SIGINT };
+
+  if (options->shared && (remote = mcp_remote_new (error)) == NULL)
+    return NULL;
+  serve = g_new0 (McpServe, 1);
+  callbacks.user_data = remote_callbacks.user_data = serve;
 
   serve->options = *options;
   serve->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
@@ -562,18 +498,16 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
   serve->in_flight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
   serve->cancelled_by_client = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 
-  serve->pool = mcp_pool_new (serve->context, NULL, &callbacks);
-  if (options->expose & MCP_EXPOSE_CODE)
+  if (remote != NULL)
     {
-      McpCodeOptions code_options = { .keep_warm = TRUE, .timeout_s = options->code_timeout_s };
-
-      serve->code = mcp_code_new (serve->pool, serve->context, &code_options);
+      /* The daemon finds and follows the servers itself. */
+      serve->remote = g_steal_pointer (&remote);
+      g_main_context_push_thread_default (serve->context);
+      mcp_remote_watch (serve->remote, &remote_callbacks);
+      g_main_context_pop_thread_default (serve->context);
     }
-  serve->expose = mcp_expose_new (serve->pool, options->expose, options->call_timeout_ms, serve->code);
-  /* Watch first, so that no change between discovery and watching is lost. */
-  serve->watcher = mcp_config_watcher_new (discovery_options, serve->context, on_config_changed, serve);
-  discovery = mcp_config_discover (discovery_options);
-  mcp_pool_set_servers (serve->pool, discovery->servers);
+  else
+    start_pool (serve, discovery_options, &callbacks);
 
   serve->workers = g_thread_pool_new (run_request_job, serve,
                                       options->workers > 0 ? (int) options->workers : WORKERS_DEFAULT,
@@ -614,7 +548,8 @@ mcp_serve_free (McpServe *serve)
   g_clear_pointer (&serve->watcher, mcp_config_watcher_free);
   mcp_expose_free (serve->expose);
   mcp_code_free (serve->code);
-  mcp_pool_free (serve->pool);
+  g_clear_pointer (&serve->pool, mcp_pool_free);
+  mcp_remote_free (serve->remote);
   g_hash_table_unref (serve->in_flight);
   g_hash_table_unref (serve->cancelled_by_client);
   g_mutex_clear (&serve->lock);

@@ -7,6 +7,10 @@
  * writes whole lines, so the order holds and neither the main context nor
  * a worker blocks on a slow client.
  *
+ * Shared mode (`serve --shared`): the requests go to mcp-poold over the
+ * session bus, which answers them from the pool that every client of the
+ * user shares; only a ping is answered here.
+ *
  * Ending: stdin EOF, SIGTERM or SIGINT stop the reading, shut every server
  * down in parallel within the budget MCP clients allow (EOF: stdin closed,
  * SIGTERM after 1 s, SIGKILL after 2 s; SIGTERM to mcp-pool: SIGTERM at
@@ -29,15 +33,19 @@ typedef struct {
   gint64         code_timeout_s;    /* run_python's default; 0: see mcp-code.h */
   gsize          max_line;          /* 0: MCP_LINE_MAX_DEFAULT */
   guint          workers;           /* 0: a default */
+  gboolean       shared;            /* forward to mcp-poold instead of a pool of our own */
 } McpServeOptions;
 
 /* Main thread.  Finds the servers with @discovery and keeps following
- * their config files; reads @in_fd, writes @out_fd. */
+ * their config files; reads @in_fd, writes @out_fd.  In shared mode the
+ * daemon does the finding and answers the requests, and @discovery is not
+ * used; NULL with @error when the session bus cannot be reached. */
 McpServe *mcp_serve_new   (const McpDiscoveryOptions *discovery,
                            GMainContext          *context,
                            int                    in_fd,
                            int                    out_fd,
-                           const McpServeOptions *options);
+                           const McpServeOptions *options,
+                           GError               **error);
 /* Main thread: runs until the client leaves or a signal ends it. */
 int       mcp_serve_run   (McpServe              *serve);
 void      mcp_serve_free  (McpServe              *serve);

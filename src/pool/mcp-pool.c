@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include "mcp-config-discovery.h"
 #include "mcp-pool-private.h"
 
 #include "mcp-jsonrpc.h"
@@ -626,6 +627,38 @@ mcp_pool_list_servers (McpPool *pool)
     g_ptr_array_add (infos, entry_info (g_ptr_array_index (entries, i), now));
   g_ptr_array_sort (infos, compare_info);
   return infos;
+}
+
+json_t *
+mcp_pool_describe_servers (McpPool   *pool,
+                           GPtrArray *skipped)
+{
+  g_autoptr(GPtrArray) servers = mcp_pool_list_servers (pool);
+  json_t *array = json_array ();
+
+  for (guint i = 0; i < servers->len; i++)
+    {
+      McpServerInfo *info = g_ptr_array_index (servers, i);
+
+      json_array_append_new (array, json_pack ("{s:s, s:s?, s:s?, s:s, s:i, s:i, s:I, s:I, s:I, s:s?}",
+                                               "name", info->name, "source", info->source,
+                                               "description", info->description,
+                                               "state", mcp_server_state_to_string (info->state),
+                                               "pid", (int) info->pid, "tools", info->n_tools,
+                                               "calls", (json_int_t) info->calls,
+                                               "errors", (json_int_t) info->errors,
+                                               "starts", (json_int_t) info->starts,
+                                               "last_error", info->last_error));
+    }
+  for (guint i = 0; skipped != NULL && i < skipped->len; i++)
+    {
+      McpSkippedServer *entry = g_ptr_array_index (skipped, i);
+
+      json_array_append_new (array, json_pack ("{s:s, s:s?, s:s, s:s}", "name", entry->name,
+                                               "source", entry->source, "state", "skipped",
+                                               "last_error", entry->reason));
+    }
+  return array;
 }
 
 /* Config changes: the generation rule */

@@ -102,6 +102,11 @@ McpPool    *mcp_pool_new            (GMainContext            *context,
 void        mcp_pool_set_servers    (McpPool                 *pool,
                                      GPtrArray               *configs);
 GPtrArray  *mcp_pool_list_servers   (McpPool                 *pool);
+/* Every server as JSON for listings (name, source, description, state,
+ * pid, tools, calls, errors, starts, last_error), followed by the
+ * McpSkippedServer entries of @skipped (may be NULL) in state "skipped". */
+json_t     *mcp_pool_describe_servers (McpPool               *pool,
+                                       GPtrArray             *skipped);
 gboolean    mcp_pool_has_server     (McpPool                 *pool,
                                      const char              *server,
                                      GError                 **error);
