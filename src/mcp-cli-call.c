@@ -86,14 +86,26 @@ static int
 run_call (gpointer data)
 {
   CallJob *job = data;
-  g_autoptr(McpDiscovery) discovery = mcp_cli_discover (job->common);
-  McpCliPool *cli = mcp_cli_pool_new (discovery);
   McpCallOptions options = { .timeout_ms = mcp_cli_timeout_ms (job->common) };
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) result = NULL;
 
-  result = mcp_pool_call_tool (cli->pool, job->server, job->tool, job->arguments, &options, &error);
-  mcp_cli_pool_free (cli);
+  if (job->common->shared)
+    {
+      g_autoptr(McpRemote) remote = mcp_cli_remote_new (job->common);
+
+      if (remote == NULL)
+        return 1;
+      result = mcp_remote_call_tool (remote, job->server, job->tool, job->arguments, &options, &error);
+    }
+  else
+    {
+      g_autoptr(McpDiscovery) discovery = mcp_cli_discover (job->common);
+      McpCliPool *cli = mcp_cli_pool_new (discovery);
+
+      result = mcp_pool_call_tool (cli->pool, job->server, job->tool, job->arguments, &options, &error);
+      mcp_cli_pool_free (cli);
+    }
 
   if (result == NULL)
     return mcp_cli_fail ("%s", error->message);

@@ -32,6 +32,8 @@ mcp_cli_add_common_options (GOptionContext *context,
       N_("Seconds a tool call may take (default 30, at most 120; $MCP_POOL_TIMEOUT)"), N_("S") },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &common->verbose,
       N_("Log what the pool does on stderr ($MCP_POOL_VERBOSE=1)"), NULL },
+    { "shared", 0, 0, G_OPTION_ARG_NONE, &common->shared,
+      N_("Use the pool that all of this user's clients share (mcp-poold, started on demand)"), NULL },
     { NULL }
   };
 
@@ -79,6 +81,24 @@ mcp_cli_discovery_options (McpCliCommon        *common,
     options->config_files = (const char * const *) common->config_files;
   else if (env_files != NULL)
     options->config_files = (const char * const *) (*storage = g_strsplit (env_files, G_SEARCHPATH_SEPARATOR_S, -1));
+}
+
+McpRemote *
+mcp_cli_remote_new (McpCliCommon *common)
+{
+  g_autoptr(GError) error = NULL;
+  McpRemote *remote;
+
+  if (common->config_files != NULL)
+    {
+      mcp_cli_fail (_("--config does not go with --shared: the shared daemon reads the servers of "
+                      "the session (see mcp-poold(8)); leave out one of the two"));
+      return NULL;
+    }
+  remote = mcp_remote_new (&error);
+  if (remote == NULL)
+    mcp_cli_fail ("%s", error->message);
+  return remote;
 }
 
 McpDiscovery *

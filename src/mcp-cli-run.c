@@ -24,10 +24,6 @@ static int
 run_code (gpointer data)
 {
   RunJob *job = data;
-  g_autoptr(McpDiscovery) discovery = mcp_cli_discover (job->common);
-  McpCliPool *cli = mcp_cli_pool_new (discovery);
-  McpCodeOptions options = { .keep_warm = FALSE };
-  g_autoptr(McpCode) code = mcp_code_new (cli->pool, NULL, &options);
   g_auto(GStrv) names = g_strsplit (job->servers ? job->servers : "", ",", -1);
   g_autoptr(json_t) arguments = json_pack ("{s:s, s:[]}", "code", job->source, "servers");
   g_autoptr(json_t) result = NULL;
@@ -40,9 +36,28 @@ run_code (gpointer data)
   if (job->timeout_s > 0)
     json_object_set_new (arguments, "timeout", json_real (job->timeout_s));
 
-  result = mcp_code_run_python (code, arguments, NULL);
-  g_clear_pointer (&code, mcp_code_free);
-  mcp_cli_pool_free (cli);
+  if (job->common->shared)
+    {
+      g_autoptr(McpRemote) remote = mcp_cli_remote_new (job->common);
+      g_autoptr(GError) error = NULL;
+
+      if (remote == NULL)
+        return 1;
+      result = mcp_remote_run_python (remote, arguments, NULL, &error);
+      if (result == NULL)
+        return mcp_cli_fail ("%s", error->message);
+    }
+  else
+    {
+      g_autoptr(McpDiscovery) discovery = mcp_cli_discover (job->common);
+      McpCliPool *cli = mcp_cli_pool_new (discovery);
+      McpCodeOptions options = { .keep_warm = FALSE };
+      McpCode *code = mcp_code_new (cli->pool, NULL, &options);
+
+      result = mcp_code_run_python (code, arguments, NULL);
+      mcp_code_free (code);
+      mcp_cli_pool_free (cli);
+    }
 
   structured = json_object_get (result, "structuredContent");
   if (structured == NULL)

@@ -41,10 +41,7 @@ mcp_cli_serve (int    argc,
   g_auto(GStrv) storage = NULL;
   g_autoptr(GError) error = NULL;
   gint64 max_message = 0;
-  gboolean shared = FALSE;
   GOptionEntry entries[] = {
-    { "shared", 0, 0, G_OPTION_ARG_NONE, &shared,
-      N_("Use the pool that all of this user's clients share (mcp-poold, started on demand)"), NULL },
     { "expose", 'e', 0, G_OPTION_ARG_STRING, &expose,
       N_("What the client sees: code, gateway, proxy, comma-separated (default code; $MCP_POOL_EXPOSE)"),
       N_("LIST") },
@@ -90,7 +87,13 @@ mcp_cli_serve (int    argc,
   g_log_set_writer_func (log_to_stderr, NULL, NULL);
   mcp_cli_discovery_options (&common, &discovery, &storage);
   options.call_timeout_ms = mcp_cli_timeout_ms (&common);
-  options.shared = shared;
+  options.shared = common.shared;
+  if (common.shared && common.config_files != NULL)
+    {
+      g_printerr ("%s\n", _("mcp-pool serve: --config does not go with --shared: the shared daemon reads "
+                            "the servers of the session (see mcp-poold(8)); leave out one of the two"));
+      return 2;
+    }
 
   serve = mcp_serve_new (&discovery, NULL, STDIN_FILENO, STDOUT_FILENO, &options, &error);
   if (serve == NULL)

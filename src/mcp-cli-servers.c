@@ -1,5 +1,7 @@
-/* mcp-cli-servers.c — `mcp-pool servers`, `tools` and `evict`: what is
- * configured, what each server offers, and retiring a server's session. */
+/* mcp-cli-servers.c — `mcp-pool servers`, `tools`, `evict` and `reload`:
+ * what is configured, what each server offers, retiring a server's session
+ * and re-reading the config, from a pool of the command's own or from the
+ * shared daemon (--shared). */
 #include "config.h"
 
 #include <stdio.h>
@@ -78,66 +80,85 @@ print_table (GPtrArray *rows)
     }
 }
 
+/* The servers as mcp_pool_describe_servers() gives them: from the daemon,
+ * or from a pool of our own with the entries discovery skipped. */
 static json_t *
-info_to_json (McpServerInfo *info)
+describe_servers (McpCliCommon *common)
 {
-  return json_pack ("{s:s, s:s?, s:s?, s:s, s:i, s:i, s:I, s:I, s:I, s:s?}",
-                    "name", info->name, "source", info->source, "description", info->description,
-                    "state", mcp_server_state_to_string (info->state), "pid", (int) info->pid,
-                    "tools", info->n_tools, "calls", (json_int_t) info->calls,
-                    "errors", (json_int_t) info->errors, "starts", (json_int_t) info->starts,
-                    "last_error", info->last_error);
+  g_autoptr(GError) error = NULL;
+  json_t *servers;
+
+  if (common->shared)
+    {
+      g_autoptr(McpRemote) remote = mcp_cli_remote_new (common);
+
+      if (remote == NULL)
+        return NULL;
+      if ((servers = mcp_remote_list_servers (remote, &error)) == NULL)
+        mcp_cli_fail ("%s", error->message);
+    }
+  else
+    {
+      g_autoptr(McpDiscovery) discovery = mcp_cli_discover (common);
+      McpCliPool *cli = mcp_cli_pool_new (discovery);
+
+      servers = mcp_pool_describe_servers (cli->pool, discovery->skipped);
+      mcp_cli_pool_free (cli);
+    }
+  return servers;
+}
+
+/* A number, or "-" below @least (no pid, never listed). */
+static char *
+json_count (json_t     *value,
+            json_int_t  least)
+{
+  return json_is_integer (value) && json_integer_value (value) >= least
+         ? g_strdup_printf ("%" JSON_INTEGER_FORMAT, json_integer_value (value)) : g_strdup ("-");
 }
 
 static int
 run_servers (gpointer data)
 {
   ListJob *job = data;
-  g_autoptr(McpDiscovery) discovery = mcp_cli_discover (job->common);
-  McpCliPool *cli = mcp_cli_pool_new (discovery);
-  g_autoptr(GPtrArray) servers = mcp_pool_list_servers (cli->pool);
+  g_autoptr(json_t) servers = describe_servers (job->common);
   g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func ((GDestroyNotify) g_ptr_array_unref);
-  g_autoptr(json_t) array = json_array ();
+  json_t *server;
+  size_t index;
 
-  add_row (rows, _("NAME"), _("SOURCE"), _("STATE"), _("PID"), _("TOOLS"), _("CALLS"),
-           _("ERRORS"), _("LAST ERROR"), NULL);
-  for (guint i = 0; i < servers->len; i++)
-    {
-      McpServerInfo *info = g_ptr_array_index (servers, i);
-      g_autofree char *source = short_path (info->source);
-      g_autofree char *pid = info->pid ? g_strdup_printf ("%d", info->pid) : g_strdup ("-");
-      g_autofree char *tools = info->n_tools >= 0 ? g_strdup_printf ("%d", info->n_tools) : g_strdup ("-");
-      g_autofree char *calls = g_strdup_printf ("%" G_GUINT64_FORMAT, info->calls);
-      g_autofree char *errors = g_strdup_printf ("%" G_GUINT64_FORMAT, info->errors);
-
-      json_array_append_new (array, info_to_json (info));
-      add_row (rows, info->name, source, mcp_server_state_to_string (info->state), pid, tools,
-               calls, errors, info->last_error ? info->last_error : "", NULL);
-    }
-  /* What was found but will not run, and why. */
-  for (guint i = 0; i < discovery->skipped->len; i++)
-    {
-      McpSkippedServer *skipped = g_ptr_array_index (discovery->skipped, i);
-      g_autofree char *source = short_path (skipped->source);
-
-      json_array_append_new (array, json_pack ("{s:s, s:s?, s:s, s:s}", "name", skipped->name,
-                                               "source", skipped->source, "state", "skipped",
-                                               "last_error", skipped->reason));
-      add_row (rows, skipped->name, source, "skipped", "-", "-", "-", "-", skipped->reason, NULL);
-    }
-  mcp_cli_pool_free (cli);
-
+  if (servers == NULL)
+    return 1;
   if (job->json_output)
     {
-      g_autofree char *dump = json_dumps (array, JSON_INDENT (2));
+      g_autofree char *dump = json_dumps (servers, JSON_INDENT (2));
       printf ("%s\n", dump);
       return 0;
     }
-  if (rows->len == 1)
+  if (json_array_size (servers) == 0)
     {
       printf ("%s\n", _("No MCP server is configured. mcp-pool reads ~/.claude.json, Claude Desktop's, "
                         "Cursor's, VS Code's and other clients' files; see mcp-pool doctor."));
       return 0;
+    }
+
+  add_row (rows, _("NAME"), _("SOURCE"), _("STATE"), _("PID"), _("TOOLS"), _("CALLS"),
+           _("ERRORS"), _("LAST ERROR"), NULL);
+  json_array_foreach (servers, index, server)
+    {
+      g_autofree char *source = short_path (mcp_json_get_string (server, "source"));
+      g_autofree char *pid = json_count (json_object_get (server, "pid"), 1);
+      g_autofree char *tools = json_count (json_object_get (server, "tools"), 0);
+      g_autofree char *calls = NULL;
+      g_autofree char *errors = NULL;
+      const char *last_error = mcp_json_get_string (server, "last_error");
+
+      if (json_object_get (server, "calls") != NULL)
+        {
+          calls = g_strdup_printf ("%" JSON_INTEGER_FORMAT, json_integer_value (json_object_get (server, "calls")));
+          errors = g_strdup_printf ("%" JSON_INTEGER_FORMAT, json_integer_value (json_object_get (server, "errors")));
+        }
+      add_row (rows, mcp_json_get_string (server, "name"), source, mcp_json_get_string (server, "state"),
+               pid, tools, calls ? calls : "-", errors ? errors : "-", last_error ? last_error : "", NULL);
     }
   print_table (rows);
   return 0;
@@ -146,7 +167,8 @@ run_servers (gpointer data)
 /* Lists every server at once: starting them one after another would add
  * up their start-up times. */
 typedef struct {
-  McpPool    *pool;
+  McpPool    *pool;            /* the pool of this command, or */
+  McpRemote  *remote;          /* the shared one */
   const char *server;
   gboolean    full;
   json_t     *tools;
@@ -158,9 +180,12 @@ list_server_tools (gpointer data)
 {
   ToolsOfServer *item = data;
 
-  item->tools = mcp_pool_list_tools (item->pool, item->server,
-                                     item->full ? MCP_TOOL_DETAIL_FULL : MCP_TOOL_DETAIL_SUMMARY,
-                                     &item->error);
+  if (item->remote != NULL)
+    item->tools = mcp_remote_list_tools (item->remote, item->server, &item->error);
+  else
+    item->tools = mcp_pool_list_tools (item->pool, item->server,
+                                       item->full ? MCP_TOOL_DETAIL_FULL : MCP_TOOL_DETAIL_SUMMARY,
+                                       &item->error);
   return NULL;
 }
 
@@ -168,22 +193,42 @@ static int
 run_tools (gpointer data)
 {
   ListJob *job = data;
-  g_autoptr(McpDiscovery) discovery = mcp_cli_discover (job->common);
-  McpCliPool *cli = mcp_cli_pool_new (discovery);
-  g_autoptr(GPtrArray) servers = mcp_pool_list_servers (cli->pool);
+  g_autoptr(McpDiscovery) discovery = NULL;
+  g_autoptr(McpRemote) remote = NULL;
+  g_autoptr(json_t) servers = NULL;
+  g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) threads = g_ptr_array_new ();
-  g_autofree ToolsOfServer *items = g_new0 (ToolsOfServer, servers->len + 1);
+  g_autofree ToolsOfServer *items = NULL;
   g_autoptr(json_t) all = json_array ();
+  McpCliPool *cli = NULL;
+  json_t *server;
+  size_t index;
   guint n = 0;
   int status = 0;
 
-  for (guint i = 0; i < servers->len; i++)
+  if (job->common->shared)
     {
-      McpServerInfo *info = g_ptr_array_index (servers, i);
+      if ((remote = mcp_cli_remote_new (job->common)) == NULL)
+        return 1;
+      if ((servers = mcp_remote_list_servers (remote, &error)) == NULL)
+        return mcp_cli_fail ("%s", error->message);
+    }
+  else
+    {
+      discovery = mcp_cli_discover (job->common);
+      cli = mcp_cli_pool_new (discovery);
+      servers = mcp_pool_describe_servers (cli->pool, NULL);
+    }
 
-      if (job->server != NULL && !g_str_equal (job->server, info->name))
+  items = g_new0 (ToolsOfServer, json_array_size (servers) + 1);
+  json_array_foreach (servers, index, server)
+    {
+      const char *name = mcp_json_get_string (server, "name");
+
+      if ((job->server != NULL && !g_str_equal (job->server, name)) ||
+          g_strcmp0 (mcp_json_get_string (server, "state"), "skipped") == 0)
         continue;
-      items[n] = (ToolsOfServer) { cli->pool, info->name, job->json_output };
+      items[n] = (ToolsOfServer) { cli ? cli->pool : NULL, remote, name, job->json_output };
       g_ptr_array_add (threads, g_thread_new ("mcp-cli-tools", list_server_tools, &items[n]));
       n++;
     }
@@ -193,7 +238,7 @@ run_tools (gpointer data)
   if (job->server != NULL && n == 0)
     {
       /* Let the pool word the error, with the names it knows. */
-      items[0] = (ToolsOfServer) { cli->pool, job->server, FALSE };
+      items[0] = (ToolsOfServer) { cli ? cli->pool : NULL, remote, job->server, FALSE };
       list_server_tools (&items[0]);
       n = 1;
     }
@@ -201,7 +246,7 @@ run_tools (gpointer data)
   for (guint i = 0; i < n; i++)
     {
       json_t *tool;
-      size_t index;
+      size_t position;
 
       if (items[i].tools == NULL)
         {
@@ -214,7 +259,7 @@ run_tools (gpointer data)
         printf (g_dngettext (GETTEXT_PACKAGE, "%s (%zu tool)\n", "%s (%zu tools)\n",
                              json_array_size (items[i].tools)),
                 items[i].server, json_array_size (items[i].tools));
-      json_array_foreach (items[i].tools, index, tool)
+      json_array_foreach (items[i].tools, position, tool)
         {
           g_autofree char *summary = first_line (mcp_json_get_string (tool, "description"));
 
@@ -225,7 +270,8 @@ run_tools (gpointer data)
         }
       json_decref (items[i].tools);
     }
-  mcp_cli_pool_free (cli);
+  if (cli != NULL)
+    mcp_cli_pool_free (cli);
 
   if (job->json_output)
     {
@@ -235,21 +281,59 @@ run_tools (gpointer data)
   return status;
 }
 
-/* An in-process pool lives for one command, so there is no session left to
- * retire; the command still checks the name so a typo does not pass. */
+/* The daemon's pool when there is one; an in-process pool lives for one
+ * command, so there is no session left to retire, and the command only
+ * checks the name so that a typo does not pass. */
 static int
 run_evict (gpointer data)
 {
   ListJob *job = data;
-  g_autoptr(McpDiscovery) discovery = mcp_cli_discover (job->common);
-  McpCliPool *cli = mcp_cli_pool_new (discovery);
-  g_autoptr(McpServerConfig) config = mcp_pool_dup_config (cli->pool, job->server);
+  g_autoptr(McpRemote) remote = job->common->shared ? mcp_cli_remote_new (job->common) : mcp_remote_new (NULL);
+  g_autoptr(McpDiscovery) discovery = NULL;
+  g_autoptr(McpServerConfig) config = NULL;
+  g_autoptr(GError) error = NULL;
+  McpCliPool *cli;
 
+  if (job->common->shared && remote == NULL)
+    return 1;
+  if (remote != NULL && (job->common->shared || mcp_remote_daemon_is_running (remote)))
+    {
+      if (!mcp_remote_evict (remote, job->server, &error))
+        return mcp_cli_fail ("%s", error->message);
+      printf (_("Evicted “%s” from the shared pool; its next call starts it afresh.\n"), job->server);
+      return 0;
+    }
+
+  discovery = mcp_cli_discover (job->common);
+  cli = mcp_cli_pool_new (discovery);
+  config = mcp_pool_dup_config (cli->pool, job->server);
   mcp_cli_pool_free (cli);
   if (config == NULL)
     return mcp_cli_fail (_("No server is named “%s”; see mcp-pool servers"), job->server);
-  printf (_("Server “%s” has no running session to evict: without the shared daemon each mcp-pool "
-            "command has a pool of its own, which ends with the command.\n"), job->server);
+  printf (_("Server “%s” has no running session to evict: no shared daemon runs, and without it each "
+            "mcp-pool command has a pool of its own, which ends with the command.\n"), job->server);
+  return 0;
+}
+
+/* Only the daemon keeps a pool between commands. */
+static int
+run_reload (gpointer data)
+{
+  ListJob *job = data;
+  g_autoptr(McpRemote) remote = mcp_cli_remote_new (job->common);
+  g_autoptr(GError) error = NULL;
+
+  if (remote == NULL)
+    return 1;
+  if (!job->common->shared && !mcp_remote_daemon_is_running (remote))
+    {
+      printf ("%s\n", _("No shared daemon runs, so there is nothing to reload: every mcp-pool command "
+                        "reads the config files when it starts."));
+      return 0;
+    }
+  if (!mcp_remote_reload (remote, &error))
+    return mcp_cli_fail ("%s", error->message);
+  printf ("%s\n", _("The shared daemon read the config files again."));
   return 0;
 }
 
@@ -309,4 +393,13 @@ mcp_cli_evict (int argc, char **argv)
   return list_command (argc, argv, _("SERVER"),
                        _("Retires the server's session, so that the next call starts it afresh."),
                        TRUE, run_evict);
+}
+
+int
+mcp_cli_reload (int argc, char **argv)
+{
+  return list_command (argc, argv, NULL,
+                       _("Makes the shared daemon (mcp-poold) read the config files again and apply "
+                         "the changes: new servers are added, changed ones restart, removed ones stop."),
+                       FALSE, run_reload);
 }

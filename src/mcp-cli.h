@@ -7,6 +7,7 @@
 
 #include "mcp-config-discovery.h"
 #include "mcp-pool.h"
+#include "mcp-remote.h"
 
 G_BEGIN_DECLS
 
@@ -34,6 +35,7 @@ typedef struct {
   char   **config_files;
   double   timeout_s;
   gboolean verbose;
+  gboolean shared;       /* use mcp-poold instead of a pool of the command's own */
 } McpCliCommon;
 
 void          mcp_cli_common_clear       (McpCliCommon   *common);
@@ -47,6 +49,10 @@ void          mcp_cli_discovery_options  (McpCliCommon        *common,
                                           GStrv               *storage);
 /* Blocking (file reads); reports unreadable config files on stderr. */
 McpDiscovery *mcp_cli_discover           (McpCliCommon   *common);
+
+/* Blocking: the shared daemon, for --shared; NULL after reporting on
+ * stderr why it cannot be reached. */
+McpRemote    *mcp_cli_remote_new         (McpCliCommon   *common);
 
 /* An in-process pool on the default main context, with a progress line on
  * a terminal while a server is slow to start. */
@@ -63,6 +69,7 @@ int   mcp_cli_call            (int argc, char **argv);
 int   mcp_cli_servers         (int argc, char **argv);
 int   mcp_cli_tools           (int argc, char **argv);
 int   mcp_cli_evict           (int argc, char **argv);
+int   mcp_cli_reload          (int argc, char **argv);
 int   mcp_cli_doctor          (int argc, char **argv);
 int   mcp_cli_serve           (int argc, char **argv);
 int   mcp_cli_run             (int argc, char **argv);
