@@ -4,12 +4,18 @@
  * handler, nothing that a GLib child watch could race with).  Only
  * mcp_child_terminate() reaps, so a pid is never reused while anyone may
  * still signal it.
+ *
+ * It also owns the keeper (mcp_spawner_keep_groups()): a small forked
+ * process that is told, over a pipe, which process groups the pool started
+ * and which it has reaped, and SIGKILLs the ones left when the pipe reaches
+ * end of file because the pool is gone.
  */
 #include "config.h"
 
 #include "mcp-spawner.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/pidfd.h>
@@ -29,6 +35,35 @@ G_DEFINE_QUARK (mcp-spawner-error-quark, mcp_spawner_error)
 #define RUN_OUTPUT_CAP (64 * 1024)
 /* The bound on waiting for a SIGKILLed process to vanish. */
 #define KILL_WAIT_US (2 * G_USEC_PER_SEC)
+
+/* The keeper reads its pipe at this fd; every other fd but stderr is closed
+ * there, so it holds no pipe of a server or of the pool's client open. */
+#define KEEPER_FD 3
+/* How many process groups the keeper remembers.  A static table, because the
+ * keeper may not call malloc(); far more groups than a pool runs at once. */
+#define KEEPER_MAX_GROUPS 4096
+
+/* One message to the keeper.  8 bytes, less than PIPE_BUF, so a write() is
+ * atomic and records of several threads never interleave. */
+typedef struct {
+  gint32 op;     /* KEEPER_ADD or KEEPER_REMOVE */
+  gint32 pgid;
+} KeeperRecord;
+
+enum {
+  KEEPER_ADD = '+',
+  KEEPER_REMOVE = '-',
+};
+
+/* The write end of the keeper's pipe, or -1 when there is no keeper or it
+ * died; atomic.  Never closed while the pool runs, so a thread that read it
+ * cannot write to a recycled fd.  The keeper sees end of file when the
+ * process exits. */
+static int   keeper_fd = -1;
+static GPid  keeper_pid;              /* set once before keeper_fd */
+/* The groups the keeper remembers.  Only the keeper process uses it: a
+ * static array, because the keeper lives in a fork of a threaded process. */
+static gint32 keeper_groups[KEEPER_MAX_GROUPS];
 
 struct _McpChild {
   GPid pid;       /* also the process group id */
@@ -78,6 +113,38 @@ child_setup (gpointer user_data)
   sigprocmask (SIG_SETMASK, &none, NULL);
 }
 
+/* Tells the keeper, if there is one, about group @pgid.  Any thread; blocks
+ * only if the keeper has stopped reading and the pipe is full. */
+static void
+keeper_send (gint32 op,
+             GPid   pgid)
+{
+  KeeperRecord record = { op, pgid };
+  int fd = g_atomic_int_get (&keeper_fd);
+  ssize_t written;
+
+  if (fd < 0)
+    return;
+  do
+    written = write (fd, &record, sizeof record);
+  while (written < 0 && errno == EINTR);
+  if (written == sizeof record)
+    return;
+
+  /* EPIPE: the keeper is gone (SIGPIPE is ignored here).  Only the thread
+   * that wins the exchange warns and reaps it; the fd stays open, as other
+   * threads may hold its number. */
+  if (g_atomic_int_compare_and_exchange (&keeper_fd, fd, -1))
+    {
+      g_warning ("The process-group keeper (pid %d) is gone (%s): servers will no longer "
+                 "be killed with their children if mcp-pool itself is killed",
+                 keeper_pid, written < 0 ? g_strerror (errno) : "short write");
+      /* It closed the pipe's read end while exiting, so this does not hang. */
+      while (waitpid (keeper_pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    }
+}
+
 static void
 run_spawn_job (SpawnJob *job)
 {
@@ -108,6 +175,7 @@ run_spawn_job (SpawnJob *job)
   *job->stdin_fd = pipes[0];
   *job->stdout_fd = pipes[1];
   *job->stderr_fd = pipes[2];
+  keeper_send (KEEPER_ADD, pid);
 }
 
 static gpointer
@@ -294,11 +362,149 @@ mcp_child_terminate (McpChild *child,
             g_warning ("Process group %d still has members after SIGKILL", child->pid);
         }
     }
+  /* Even if members resisted SIGKILL: once the group empties, its id may be
+   * reused by a stranger's group, which the keeper must never kill. */
+  keeper_send (KEEPER_REMOVE, child->pid);
 
   if (child->pidfd >= 0)
     close (child->pidfd);
   g_free (child);
   return status;
+}
+
+/* The keeper */
+
+/* Writes @message to stderr from the keeper, where printf() is not safe. */
+#define KEEPER_SAY(message) \
+  (void) !write (STDERR_FILENO, "mcp-pool-keep: " message "\n", sizeof "mcp-pool-keep: " message)
+
+/* Closes every fd above KEEPER_FD. */
+static void
+keeper_close_fds (void)
+{
+  struct rlimit limit;
+
+  if (close_range (KEEPER_FD + 1, ~0U, 0) == 0)
+    return;
+  /* Kernels before 5.9 have no close_range(). */
+  if (getrlimit (RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+    limit.rlim_cur = 65536;
+  for (rlim_t fd = KEEPER_FD + 1; fd < limit.rlim_cur; fd++)
+    close ((int) fd);
+}
+
+static void
+keeper_remember (gint32 pgid,
+                 guint *n_groups)
+{
+  static gboolean told_full;
+
+  if (*n_groups < KEEPER_MAX_GROUPS)
+    {
+      keeper_groups[(*n_groups)++] = pgid;
+      return;
+    }
+  /* The group's leader still dies by PR_SET_PDEATHSIG; only an orphan of
+   * it may survive the pool.  Said once: the keeper has no log. */
+  if (!told_full)
+    KEEPER_SAY ("too many process groups; new ones are not killed if mcp-pool dies");
+  told_full = TRUE;
+}
+
+static void
+keeper_forget (gint32 pgid,
+               guint *n_groups)
+{
+  for (guint i = 0; i < *n_groups; i++)
+    if (keeper_groups[i] == pgid)
+      {
+        keeper_groups[i] = keeper_groups[--*n_groups];
+        return;
+      }
+}
+
+/* The keeper process, forked from a threaded one: from here to _exit() only
+ * async-signal-safe calls, no malloc(), no GLib. */
+static void G_GNUC_NORETURN
+keeper_main (int read_fd)
+{
+  static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+  struct sigaction ignore = { .sa_handler = SIG_IGN };
+  guint n_groups = 0;
+
+  /* Out of the pool's group: Ctrl-C or a kill of that group must leave the
+   * keeper running to clean up after the pool. */
+  setpgid (0, 0);
+  prctl (PR_SET_NAME, "mcp-pool-keep");
+  /* It may outlive the pool for a moment; it must not keep a folder busy. */
+  if (chdir ("/") != 0)
+    KEEPER_SAY ("cannot change to /");
+  for (gsize i = 0; i < G_N_ELEMENTS (ignored); i++)
+    sigaction (ignored[i], &ignore, NULL);
+
+  /* Keep only stderr and the pipe: holding the client's stdout or a
+   * server's pipe open would hide their end of file. */
+  if (read_fd != KEEPER_FD && dup2 (read_fd, KEEPER_FD) < 0)
+    _exit (1);
+  close (STDIN_FILENO);
+  close (STDOUT_FILENO);
+  keeper_close_fds ();
+
+  for (;;)
+    {
+      KeeperRecord record;
+      ssize_t n = read (KEEPER_FD, &record, sizeof record);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      /* End of file or an error: the pool is gone. */
+      if (n != sizeof record)
+        break;
+      if (record.op == KEEPER_ADD && record.pgid > 0)
+        keeper_remember (record.pgid, &n_groups);
+      else if (record.op == KEEPER_REMOVE)
+        keeper_forget (record.pgid, &n_groups);
+    }
+
+  for (guint i = 0; i < n_groups; i++)
+    kill (-keeper_groups[i], SIGKILL);
+  _exit (0);
+}
+
+static gpointer
+start_keeper (gpointer unused)
+{
+  int fds[2];
+  pid_t pid;
+
+  /* O_CLOEXEC: a server must never inherit the write end, or the keeper
+   * would not see end of file while that server lives. */
+  if (pipe2 (fds, O_CLOEXEC) != 0)
+    {
+      g_warning ("Could not start the process-group keeper: pipe: %s", g_strerror (errno));
+      return NULL;
+    }
+  pid = fork ();
+  if (pid == 0)
+    keeper_main (fds[0]);
+  close (fds[0]);
+  if (pid < 0)
+    {
+      g_warning ("Could not start the process-group keeper: fork: %s", g_strerror (errno));
+      close (fds[1]);
+      return NULL;
+    }
+  keeper_pid = pid;
+  g_atomic_int_set (&keeper_fd, fds[1]);
+  return NULL;
+}
+
+void
+mcp_spawner_keep_groups (void)
+{
+  static GOnce once = G_ONCE_INIT;
+
+  g_once (&once, start_keeper, NULL);
 }
 
 /* Appends what is readable on @fd to @buffer, up to @cap bytes; FALSE at

@@ -9,6 +9,15 @@
  * their grandchildren can be signalled together.  The process becomes a
  * child subreaper, so a grandchild orphaned by its launcher is reparented to
  * the pool and reaped here instead of lingering as a zombie.
+ *
+ * PR_SET_PDEATHSIG reaches only the direct children, though: when the pool
+ * is SIGKILLed, a launcher dies but its grandchildren live on as orphans.
+ * Programs therefore start a keeper (mcp_spawner_keep_groups()), a forked
+ * process named mcp-pool-keep that remembers every process group the pool
+ * starts and has not yet reaped, and SIGKILLs them all when the pool is gone.
+ * It learns that from end of file on a pipe whose only write end the pool
+ * holds, which comes however the pool ends.  Library users and tests that do
+ * not call it get no keeper and no extra child.
  */
 #pragma once
 
@@ -53,6 +62,20 @@ McpChild *mcp_spawner_spawn          (const McpSpawnRequest *request,
                                       int                   *stderr_fd,
                                       GError               **error);
 
+/* Any thread; idempotent; returns at once.  Forks the keeper described
+ * above, once per process, so that process groups started by later
+ * mcp_spawner_spawn() calls are SIGKILLed when this process dies, even by
+ * SIGKILL; groups started before are not tracked, so call it first thing.
+ * The keeper leads its own process group, ignores SIGINT, SIGTERM, SIGHUP
+ * and SIGPIPE, keeps only stderr open, and exits once it has killed what was
+ * left; it is a child of this process, so a subreaper above the pool sees it
+ * for a moment after the pool ends.  It remembers up to 4096 groups; beyond
+ * that it says so once on stderr and new groups are only killed through
+ * their leader's PR_SET_PDEATHSIG.  If the keeper dies, the next spawn or
+ * termination logs a warning and the pool goes on without it.  Failing to
+ * start it is a warning, not an error. */
+void      mcp_spawner_keep_groups    (void);
+
 GPid      mcp_child_get_pid          (McpChild *child);
 int       mcp_child_get_pidfd        (McpChild *child);
 gboolean  mcp_child_has_exited       (McpChild *child,
@@ -66,8 +89,8 @@ char     *mcp_child_describe_status  (int       wait_status);
  * @stdin_grace + 2 × @term_grace (µs).  Waits for the child to leave on its
  * own (its stdin is closed by the caller beforehand), then SIGTERMs the
  * group, then SIGKILLs it, reaps the leader and every orphan of the group,
- * and frees @child.  Returns the leader's wait status.  Call once per
- * child. */
+ * tells the keeper (if any) to forget the group, and frees @child.  Returns
+ * the leader's wait status.  Call once per child. */
 int       mcp_child_terminate        (McpChild *child,
                                       gint64    stdin_grace,
                                       gint64    term_grace);
