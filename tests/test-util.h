@@ -31,7 +31,9 @@ json_t          *test_find_tool              (json_t       *tools,
 /* TRUE if no process of group @pgid exists any more (zombies included). */
 gboolean         test_process_group_gone     (GPid          pgid);
 gboolean         test_process_gone           (GPid          pid);
-/* Asserts that this process has no child left, running or zombie. */
+/* Asserts that this process has no child left, running or zombie.  A
+ * keeper of an mcp-pool that has ended may be: it is waited for (5 s at
+ * most) and reaped. */
 void             test_assert_no_children     (void);
 guint            test_count_open_fds         (void);
 
