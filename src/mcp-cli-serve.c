@@ -9,6 +9,7 @@
 
 #include "mcp-cli.h"
 #include "mcp-serve.h"
+#include "mcp-spawner.h"
 
 /* stdout carries only MCP messages: GLib's default writer would print
  * debug and info messages there, so every log line goes to stderr. */
@@ -85,6 +86,9 @@ mcp_cli_serve (int    argc,
   options.max_line = (gsize) max_message;
 
   g_log_set_writer_func (log_to_stderr, NULL, NULL);
+  /* Before any server starts: the keeper tracks only groups started after
+   * it, and a client may end serve by SIGKILL, which no cleanup here survives. */
+  mcp_spawner_keep_groups ();
   mcp_cli_discovery_options (&common, &discovery, &storage);
   options.call_timeout_ms = mcp_cli_timeout_ms (&common);
   options.shared = common.shared;

@@ -731,6 +731,23 @@ test_end_on_sigterm (Fixture       *fixture,
   assert_all_gone (pids);
 }
 
+/* SIGKILL leaves mcp-pool no time to end anything: its keeper kills every
+ * group, so the launcher's grandchild, which PR_SET_PDEATHSIG does not
+ * reach, is gone too. */
+static void
+test_end_on_sigkill (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  GPid pids[3];
+
+  ending_pids (fixture->client, pids);
+  g_subprocess_send_signal (fixture->client->process, SIGKILL);
+  test_client_wait_exit (fixture->client);
+  g_assert_true (g_subprocess_get_if_signaled (fixture->client->process));
+  g_assert_cmpint (g_subprocess_get_term_sig (fixture->client->process), ==, SIGKILL);
+  assert_all_gone (pids);
+}
+
 /* list_changed */
 
 static void
@@ -873,6 +890,7 @@ main (int argc, char **argv)
   ADD ("/serve/concurrency", gateway_setup, test_concurrency);
   ADD ("/serve/end/stdin-eof", ending_setup, test_end_on_eof);
   ADD ("/serve/end/sigterm", ending_setup, test_end_on_sigterm);
+  ADD ("/serve/end/sigkill", ending_setup, test_end_on_sigkill);
   ADD ("/serve/proxy/list-changed", proxy_setup, test_list_changed);
   ADD ("/serve/end/while-starting", slow_start_setup, test_end_while_starting);
   ADD ("/serve/end/stdout-closed", gateway_setup, test_end_stdout_closed);
