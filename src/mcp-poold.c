@@ -72,7 +72,7 @@ main (int    argc,
   options.idle_timeout_s = no_idle_exit ? 0 : (guint) idle_timeout;
 
   /* Server processes must not outlive the daemon, however it ends. */
-  // KEEP mcp_spawner_keep_groups ();
+  mcp_spawner_keep_groups ();
   mcp_cli_discovery_options (&common, &discovery, &storage);
   daemon = mcp_daemon_new (&discovery, &options);
   status = mcp_daemon_run (daemon);

@@ -1,0 +1,770 @@
+/* test-daemon.c — mcp-poold on a private bus.
+ *
+ * Each test runs its own dbus-daemon (GTestDBus) whose service directory
+ * holds the activation file made from data/io.github.mcppool.Pool.service.in
+ * with Exec= pointing into the build tree, so the daemon is started the
+ * way a session bus starts it: by activation, on the first call.  The
+ * servers are the fixture's, from a config file named by MCP_POOL_CONFIG,
+ * which the activated daemon inherits from the bus.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <stdio.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "mcp-remote.h"
+#include "test-util.h"
+
+/* Every wait for the daemon or a process to act is bounded by this. */
+#define WAIT_MS (15 * 1000)
+/* The uid a test plays a foreign user with. */
+#define NOBODY  65534
+
+typedef struct {
+  char            *dir;
+  GTestDBus       *bus;
+  GDBusConnection *connection;
+  GPtrArray       *signals;     /* "Member server [state]" strings, in arrival order */
+} Fixture;
+
+typedef struct {
+  const char *daemon_args;      /* appended to Exec= */
+  const char *server_args;      /* the fixture server's, as JSON array items */
+} Setup;
+
+static const Setup plain = { "--idle-timeout=600", "" };
+static const Setup quick_idle = { "--idle-timeout=1", "" };
+static const Setup with_grandchild = { "--idle-timeout=600", "\"--grandchild\"" };
+
+static const char *
+poold_path (void)
+{
+  const char *path = g_getenv ("MCP_POOL_POOLD");
+
+  g_assert_nonnull (path);
+  return path;
+}
+
+/* The activation file, made from the one that gets installed. */
+static void
+write_service_file (const char  *services,
+                    const Setup *setup)
+{
+  g_autofree char *template_path = g_test_build_filename (G_TEST_DIST, "..", "data",
+                                                          "io.github.mcppool.Pool.service.in", NULL);
+  g_autofree char *template = NULL;
+  g_autofree char *exec = g_strdup_printf ("%s %s", poold_path (), setup->daemon_args);
+  g_autofree char *path = g_build_filename (services, "io.github.mcppool.Pool.service", NULL);
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) parts = NULL;
+  g_autofree char *text = NULL;
+
+  g_file_get_contents (template_path, &template, NULL, &error);
+  g_assert_no_error (error);
+  parts = g_strsplit (template, "@libexecdir@/mcp-poold", -1);
+  g_assert_cmpuint (g_strv_length (parts), ==, 2);
+  text = g_strjoinv (exec, parts);
+  g_file_set_contents (path, text, -1, &error);
+  g_assert_no_error (error);
+}
+
+static GDBusConnection *
+connect_to_bus (Fixture *fixture)
+{
+  g_autoptr(GError) error = NULL;
+  GDBusConnection *connection =
+    g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (fixture->bus),
+                                            G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                            G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                            NULL, NULL, &error);
+
+  g_assert_no_error (error);
+  return connection;
+}
+
+/* Removes the test's directory tree: files and folders it made. */
+static void
+remove_tree (const char *path)
+{
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+
+      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
+        remove_tree (child);
+      else
+        g_unlink (child);
+    }
+  g_rmdir (path);
+}
+
+/* An activated daemon is reparented to this process, a subreaper, so
+ * whatever it leaves is reaped here before looking. */
+static void
+reap_exited (void)
+{
+  while (waitpid (-1, NULL, WNOHANG) > 0)
+    ;
+}
+
+static gboolean
+process_gone (gpointer pid)
+{
+  reap_exited ();
+  return test_process_gone (GPOINTER_TO_INT (pid));
+}
+
+static gboolean
+group_gone (gpointer pgid)
+{
+  reap_exited ();
+  return test_process_group_gone (GPOINTER_TO_INT (pgid));
+}
+
+static void
+fixture_set_up (Fixture       *fixture,
+                gconstpointer  data)
+{
+  const Setup *setup = data;
+  g_autofree char *services = NULL;
+  g_autofree char *config = NULL;
+  g_autofree char *config_text = NULL;
+  g_autoptr(GError) error = NULL;
+
+  fixture->dir = g_dir_make_tmp ("mcp-poold-test-XXXXXX", &error);
+  g_assert_no_error (error);
+  services = g_build_filename (fixture->dir, "services", NULL);
+  g_assert_cmpint (g_mkdir (services, 0700), ==, 0);
+  write_service_file (services, setup);
+
+  config = g_build_filename (fixture->dir, "servers.json", NULL);
+  config_text = g_strdup_printf ("{\"mcpServers\": {\"fix\": {\"command\": \"%s\", \"args\": [%s]}}}",
+                                 test_fixture_path (), setup->server_args);
+  g_file_set_contents (config, config_text, -1, &error);
+  g_assert_no_error (error);
+  /* The bus, and so the daemon it starts, inherits this environment. */
+  g_setenv ("MCP_POOL_CONFIG", config, TRUE);
+
+  fixture->bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+  g_test_dbus_add_service_dir (fixture->bus, services);
+  g_test_dbus_up (fixture->bus);
+  fixture->connection = connect_to_bus (fixture);
+  fixture->signals = g_ptr_array_new_with_free_func (g_free);
+}
+
+/* GTestDBus keeps a watcher process, a fork of this program, for the
+ * life of the test program; it is the one child that may stay. */
+static gboolean
+is_bus_watcher (const char *pid)
+{
+  g_autofree char *exe_link = g_build_filename ("/proc", pid, "exe", NULL);
+  g_autofree char *exe = g_file_read_link (exe_link, NULL);
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+
+  return exe != NULL && g_strcmp0 (exe, self) == 0;
+}
+
+/* Reaps what has exited; TRUE once no child but the watcher is left. */
+static gboolean
+reap_and_check_no_children (gpointer unused)
+{
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+  gboolean none = TRUE;
+
+  reap_exited ();
+  while ((name = g_dir_read_name (proc)) != NULL)
+    {
+      g_autofree char *stat_path = g_build_filename ("/proc", name, "stat", NULL);
+      g_autofree char *stat = NULL;
+      const char *after_name;
+      int ppid = 0;
+
+      if (!g_ascii_isdigit (name[0]) || !g_file_get_contents (stat_path, &stat, NULL, NULL) ||
+          (after_name = strrchr (stat, ')')) == NULL || sscanf (after_name, ") %*c %d", &ppid) != 1)
+        continue;
+      if (ppid == getpid () && !is_bus_watcher (name))
+        none = FALSE;
+    }
+  return none;
+}
+
+static void
+fixture_tear_down (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_dbus_connection_close_sync (fixture->connection, NULL, NULL);
+  g_clear_object (&fixture->connection);
+  /* The daemon loses its bus, shuts its servers down and exits; being a
+   * child subreaper, this process inherits and reaps what is left. */
+  g_test_dbus_down (fixture->bus);
+  g_clear_object (&fixture->bus);
+  g_assert_true (test_wait_for (reap_and_check_no_children, NULL, WAIT_MS));
+  g_ptr_array_unref (fixture->signals);
+  remove_tree (fixture->dir);
+  g_free (fixture->dir);
+}
+
+/* Calling the daemon */
+
+static GVariant *
+call_daemon (GDBusConnection *connection,
+             const char      *method,
+             GVariant        *parameters,
+             const char      *reply_type,
+             GError         **error)
+{
+  return g_dbus_connection_call_sync (connection, MCP_DAEMON_BUS_NAME, MCP_DAEMON_OBJECT_PATH,
+                                      MCP_DAEMON_INTERFACE, method, parameters,
+                                      reply_type ? G_VARIANT_TYPE (reply_type) : NULL,
+                                      G_DBUS_CALL_FLAGS_NONE, WAIT_MS, NULL, error);
+}
+
+static json_t *
+call_for_json (Fixture    *fixture,
+               const char *method,
+               GVariant   *parameters)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = call_daemon (fixture->connection, method, parameters, "(s)", &error);
+  const char *text;
+  json_t *value;
+
+  g_assert_no_error (error);
+  g_variant_get (reply, "(&s)", &text);
+  value = json_loads (text, JSON_DECODE_ANY, NULL);
+  g_assert_nonnull (value);
+  return value;
+}
+
+static json_t *
+call_tool (Fixture    *fixture,
+           const char *tool,
+           const char *arguments)
+{
+  return call_for_json (fixture, "CallTool", g_variant_new ("(sssu)", "fix", tool, arguments, 0));
+}
+
+static GPid
+daemon_pid (GDBusConnection *connection)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = call_daemon (connection, "GetStats", NULL, "(a{sv})", &error);
+  g_autoptr(GVariant) stats = NULL;
+  guint32 pid = 0;
+
+  g_assert_no_error (error);
+  stats = g_variant_get_child_value (reply, 0);
+  g_assert_true (g_variant_lookup (stats, "pid", "u", &pid));
+  return (GPid) pid;
+}
+
+static gboolean
+daemon_is_running (GDBusConnection *connection)
+{
+  g_autoptr(GVariant) reply =
+    g_dbus_connection_call_sync (connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                 "org.freedesktop.DBus", "NameHasOwner",
+                                 g_variant_new ("(s)", MCP_DAEMON_BUS_NAME), G_VARIANT_TYPE ("(b)"),
+                                 G_DBUS_CALL_FLAGS_NONE, WAIT_MS, NULL, NULL);
+  gboolean running = FALSE;
+
+  g_assert_nonnull (reply);
+  g_variant_get (reply, "(b)", &running);
+  return running;
+}
+
+/* The fixture server's entry in ListServers. */
+static json_t *
+server_entry (Fixture *fixture)
+{
+  g_autoptr(json_t) servers = call_for_json (fixture, "ListServers", NULL);
+
+  g_assert_cmpuint (json_array_size (servers), ==, 1);
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (servers, 0), "name"), ==, "fix");
+  return json_incref (json_array_get (servers, 0));
+}
+
+/* Signals */
+
+static void
+on_signal (GDBusConnection *connection,
+           const char      *sender,
+           const char      *path,
+           const char      *interface,
+           const char      *member,
+           GVariant        *parameters,
+           gpointer         user_data)
+{
+  Fixture *fixture = user_data;
+  g_autofree char *text = g_variant_print (parameters, FALSE);
+
+  /* Progress as "Progress SERIAL STEP", the rest as printed. */
+  if (g_str_equal (member, "Progress"))
+    {
+      g_autoptr(json_t) params = NULL;
+      const char *json_text;
+      guint32 serial;
+
+      g_variant_get (parameters, "(u&s)", &serial, &json_text);
+      params = json_loads (json_text, 0, NULL);
+      g_assert_nonnull (params);
+      g_ptr_array_add (fixture->signals,
+                       g_strdup_printf ("Progress %u %" JSON_INTEGER_FORMAT, serial,
+                                        json_integer_value (json_object_get (params, "progress"))));
+      return;
+    }
+  g_ptr_array_add (fixture->signals, g_strdup_printf ("%s %s", member, text));
+}
+
+static gboolean
+on_wait_timeout (gpointer user_data)
+{
+  *(gboolean *) user_data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Dispatches signals until @expected arrives; then forgets the ones seen. */
+static void
+wait_for_signal (Fixture    *fixture,
+                 const char *expected)
+{
+  gboolean timed_out = FALSE;
+  guint timeout = g_timeout_add (WAIT_MS, on_wait_timeout, &timed_out);
+
+  for (;;)
+    {
+      for (guint i = 0; i < fixture->signals->len; i++)
+        if (g_str_equal (g_ptr_array_index (fixture->signals, i), expected))
+          {
+            g_ptr_array_set_size (fixture->signals, 0);
+            g_source_remove (timeout);
+            return;
+          }
+      if (timed_out)
+        g_error ("No signal “%s” within %d ms", expected, WAIT_MS);
+      g_main_context_iteration (NULL, TRUE);
+    }
+}
+
+/* Tests */
+
+static void
+test_activation (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  g_autoptr(json_t) server = NULL;
+  g_autoptr(json_t) result = NULL;
+  GPid pid;
+
+  g_assert_false (daemon_is_running (fixture->connection));
+  server = server_entry (fixture);
+  g_assert_true (daemon_is_running (fixture->connection));
+  g_assert_cmpstr (mcp_json_get_string (server, "state"), ==, "idle");
+
+  pid = daemon_pid (fixture->connection);
+  g_assert_cmpint (pid, >, 0);
+  g_assert_cmpint (pid, !=, getpid ());
+
+  result = call_tool (fixture, "echo", "{\"message\": \"warm\"}");
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text"),
+                   ==, "Echo: warm");
+}
+
+static TestClient *
+start_shared_client (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  const char *argv[] = { test_mcp_pool_path (), "serve", "--shared", "--expose", "proxy", NULL };
+  TestClient *client = test_client_new (launcher, argv);
+  g_autoptr(json_t) result =
+    test_client_result (client, "initialize",
+                        json_pack ("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", "2025-06-18",
+                                   "capabilities", "clientInfo", "name", "test-daemon", "version", "1"));
+
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (result, "serverInfo"), "name"), ==, "mcp-pool");
+  test_client_notify (client, "notifications/initialized", NULL);
+  return client;
+}
+
+static json_int_t
+server_pid_seen_by (TestClient *client)
+{
+  g_autoptr(json_t) result = test_client_result (client, "tools/call",
+                                                 json_pack ("{s:s, s:{}}", "name", "fix__stats", "arguments"));
+  json_t *structured = json_object_get (result, "structuredContent");
+
+  g_assert_nonnull (structured);
+  return json_integer_value (json_object_get (structured, "pid"));
+}
+
+static void
+end_client (TestClient *client)
+{
+  test_client_close_input (client);
+  test_client_wait_exit (client);
+  test_client_free (client);
+}
+
+static void
+test_two_clients_one_server (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  TestClient *first = start_shared_client ();
+  TestClient *second = start_shared_client ();
+  g_autoptr(json_t) server = NULL;
+  json_int_t pid_first, pid_second;
+
+  pid_first = server_pid_seen_by (first);
+  pid_second = server_pid_seen_by (second);
+  g_assert_cmpint (pid_first, >, 0);
+  g_assert_cmpint (pid_first, ==, pid_second);
+
+  server = server_entry (fixture);
+  g_assert_cmpint (json_integer_value (json_object_get (server, "pid")), ==, pid_first);
+  g_assert_cmpint (json_integer_value (json_object_get (server, "starts")), ==, 1);
+
+  end_client (first);
+  end_client (second);
+}
+
+/* Progress reaches the caller before the reply, under the call's serial. */
+typedef struct {
+  Fixture      *fixture;
+  GDBusMessage *reply;
+  guint         progress_before_reply;
+} ProgressCall;
+
+static void
+on_call_reply (GObject      *source,
+               GAsyncResult *result,
+               gpointer      user_data)
+{
+  ProgressCall *call = user_data;
+  g_autoptr(GError) error = NULL;
+
+  call->progress_before_reply = call->fixture->signals->len;
+  call->reply = g_dbus_connection_send_message_with_reply_finish (G_DBUS_CONNECTION (source), result, &error);
+  g_assert_no_error (error);
+}
+
+static void
+test_signals (Fixture       *fixture,
+              gconstpointer  data)
+{
+  const char *members[] = { "ServerStateChanged", "ToolsChanged", "Progress" };
+  g_autoptr(GDBusMessage) message = NULL;
+  g_autoptr(json_t) result = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *stdout_text = NULL;
+  ProgressCall call = { fixture };
+  guint32 serial = 0;
+  int status;
+
+  for (guint i = 0; i < G_N_ELEMENTS (members); i++)
+    g_dbus_connection_signal_subscribe (fixture->connection, MCP_DAEMON_BUS_NAME, MCP_DAEMON_INTERFACE,
+                                        members[i], MCP_DAEMON_OBJECT_PATH, NULL,
+                                        G_DBUS_SIGNAL_FLAGS_NONE, on_signal, fixture, NULL);
+
+  result = call_tool (fixture, "echo", "{\"message\": \"x\"}");
+  wait_for_signal (fixture, "ServerStateChanged ('fix', 'ready')");
+
+  /* Eviction from a terminal reaches the running daemon. */
+  {
+    const char *argv[] = { test_mcp_pool_path (), "evict", "fix", NULL };
+
+    g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &stdout_text, NULL, &status, &error);
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+    g_assert_nonnull (strstr (stdout_text, "Evicted"));
+  }
+  wait_for_signal (fixture, "ServerStateChanged ('fix', 'idle')");
+
+  json_decref (result);
+  result = call_tool (fixture, "notify_list_changed", "{}");
+  wait_for_signal (fixture, "ToolsChanged ('fix',)");
+
+  message = g_dbus_message_new_method_call (MCP_DAEMON_BUS_NAME, MCP_DAEMON_OBJECT_PATH,
+                                            MCP_DAEMON_INTERFACE, "CallTool");
+  g_dbus_message_set_body (message, g_variant_new ("(sssu)", "fix", "progress",
+                                                   "{\"steps\": 3, \"delay_ms\": 20}", 0));
+  g_ptr_array_set_size (fixture->signals, 0);
+  g_dbus_connection_send_message_with_reply (fixture->connection, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
+                                             WAIT_MS, &serial, NULL, on_call_reply, &call);
+  while (call.reply == NULL)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_null (g_dbus_message_get_error_name (call.reply));
+  g_assert_cmpuint (call.progress_before_reply, ==, 3);
+  for (guint i = 0; i < 3; i++)
+    {
+      g_autofree char *expected = g_strdup_printf ("Progress %u %u", serial, i + 1);
+
+      g_assert_cmpstr (g_ptr_array_index (fixture->signals, i), ==, expected);
+    }
+  g_object_unref (call.reply);
+}
+
+static void
+test_idle_exit (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(json_t) result = call_tool (fixture, "echo", "{\"message\": \"x\"}");
+  g_autoptr(json_t) server = server_entry (fixture);
+  GPid first = daemon_pid (fixture->connection);
+  GPid server_pid = json_integer_value (json_object_get (server, "pid"));
+  g_autoptr(GDBusConnection) watcher = connect_to_bus (fixture);
+
+  g_assert_cmpint (server_pid, >, 0);
+  /* This connection is the daemon's one client; once it leaves, the daemon
+   * waits its idle second and exits, ending its server. */
+  g_dbus_connection_close_sync (fixture->connection, NULL, NULL);
+  g_object_unref (fixture->connection);
+  fixture->connection = g_steal_pointer (&watcher);
+  g_assert_true (test_wait_for (process_gone,
+                                GINT_TO_POINTER (first), WAIT_MS));
+  g_assert_false (daemon_is_running (fixture->connection));
+  g_assert_true (test_wait_for (group_gone,
+                                GINT_TO_POINTER (server_pid), WAIT_MS));
+
+  /* The next call activates a new one. */
+  g_assert_cmpint (daemon_pid (fixture->connection), !=, first);
+}
+
+static GSubprocess *
+spawn_daemon (const char *first_arg, ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr(GError) error = NULL;
+  GSubprocess *process;
+  va_list args;
+
+  g_ptr_array_add (argv, (char *) poold_path ());
+  va_start (args, first_arg);
+  for (const char *arg = first_arg; arg != NULL; arg = va_arg (args, const char *))
+    g_ptr_array_add (argv, (char *) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+  process = g_subprocess_newv ((const char * const *) argv->pdata, G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
+  g_assert_no_error (error);
+  return process;
+}
+
+typedef struct {
+  GDBusConnection *connection;
+  GPid             pid;
+} OwnerWait;
+
+static gboolean
+daemon_has_pid (gpointer data)
+{
+  OwnerWait *wait = data;
+
+  return daemon_pid (wait->connection) == wait->pid;
+}
+
+static void
+test_replace (Fixture       *fixture,
+              gconstpointer  data)
+{
+  GPid activated = daemon_pid (fixture->connection);
+  g_autoptr(GSubprocess) refused = spawn_daemon ("--no-idle-exit", NULL);
+  g_autoptr(GSubprocess) replacement = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *refusal = NULL;
+  OwnerWait wait = { fixture->connection, 0 };
+
+  /* Without --replace a second daemon leaves the first alone. */
+  g_subprocess_communicate_utf8 (refused, NULL, NULL, NULL, &refusal, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_subprocess_get_exit_status (refused), ==, 1);
+  g_assert_nonnull (strstr (refusal, "--replace"));
+  g_assert_cmpint (daemon_pid (fixture->connection), ==, activated);
+
+  replacement = spawn_daemon ("--replace", "--no-idle-exit", NULL);
+  wait.pid = (GPid) g_ascii_strtoll (g_subprocess_get_identifier (replacement), NULL, 10);
+  g_assert_true (test_wait_for (daemon_has_pid, &wait, WAIT_MS));
+  g_assert_true (test_wait_for (process_gone,
+                                GINT_TO_POINTER (activated), WAIT_MS));
+
+  g_subprocess_send_signal (replacement, SIGTERM);
+  g_subprocess_wait (replacement, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_get_if_exited (replacement));
+  g_assert_cmpint (g_subprocess_get_exit_status (replacement), ==, 0);
+}
+
+static void
+test_sigkill_leaves_no_server (Fixture       *fixture,
+                               gconstpointer  data)
+{
+  g_autoptr(json_t) result = call_tool (fixture, "stats", "{}");
+  json_t *stats = json_object_get (result, "structuredContent");
+  GPid server = json_integer_value (json_object_get (stats, "pid"));
+  GPid grandchild = json_integer_value (json_object_get (stats, "grandchild_pid"));
+
+  g_assert_cmpint (server, >, 0);
+  g_assert_cmpint (grandchild, >, 0);
+  g_assert_false (test_process_gone (grandchild));
+
+  g_assert_cmpint (kill (daemon_pid (fixture->connection), SIGKILL), ==, 0);
+  g_assert_true (test_wait_for (group_gone, GINT_TO_POINTER (server), WAIT_MS));
+  g_assert_true (test_process_gone (grandchild));
+}
+
+/* Root can play another user: a bus that admits everyone, and a client
+ * process that drops to nobody. */
+static void
+drop_to_nobody (gpointer unused)
+{
+  if (setgroups (0, NULL) != 0 || setgid (NOBODY) != 0 || setuid (NOBODY) != 0)
+    _exit (99);
+}
+
+static void
+test_foreign_uid (void)
+{
+  g_autofree char *dir = NULL;
+  g_autofree char *services = NULL;
+  g_autofree char *config = NULL;
+  g_autofree char *config_text = NULL;
+  g_autofree char *address = NULL;
+  g_autofree char *foreign_err = NULL;
+  g_autoptr(GSubprocess) bus = NULL;
+  g_autoptr(GDataInputStream) bus_output = NULL;
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
+  g_autoptr(GSubprocess) foreign = NULL;
+  g_autoptr(GDBusConnection) own = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GError) error = NULL;
+  const Setup *setup = &plain;
+
+  if (getuid () != 0)
+    {
+      g_test_skip ("Playing another user needs root (to run a client as uid 65534)");
+      return;
+    }
+  if (!g_file_test ("/usr/bin/gdbus", G_FILE_TEST_IS_EXECUTABLE))
+    {
+      g_test_skip ("/usr/bin/gdbus (libglib2.0-bin) is needed as the foreign client");
+      return;
+    }
+
+  dir = g_dir_make_tmp ("mcp-poold-uid-XXXXXX", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_chmod (dir, 0755), ==, 0);
+  services = g_build_filename (dir, "services", NULL);
+  g_assert_cmpint (g_mkdir (services, 0755), ==, 0);
+  write_service_file (services, setup);
+  config = g_build_filename (dir, "bus.conf", NULL);
+  config_text = g_strdup_printf ("<busconfig><type>session</type><listen>unix:dir=%s</listen>"
+                                 "<servicedir>%s</servicedir>"
+                                 "<policy context=\"default\"><allow user=\"*\"/>"
+                                 "<allow send_destination=\"*\" eavesdrop=\"true\"/>"
+                                 "<allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>",
+                                 dir, services);
+  g_file_set_contents (config, config_text, -1, &error);
+  g_assert_no_error (error);
+
+  {
+    g_autofree char *config_arg = g_strconcat ("--config-file=", config, NULL);
+    const char *argv[] = { "dbus-daemon", config_arg, "--nofork", "--print-address=1", NULL };
+
+    bus = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
+    g_assert_no_error (error);
+  }
+  bus_output = g_data_input_stream_new (g_subprocess_get_stdout_pipe (bus));
+  address = g_data_input_stream_read_line (bus_output, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (address);
+
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_subprocess_launcher_setenv (launcher, "DBUS_SESSION_BUS_ADDRESS", address, TRUE);
+  g_subprocess_launcher_set_child_setup (launcher, drop_to_nobody, NULL, NULL);
+  {
+    const char *argv[] = { "/usr/bin/gdbus", "call", "--session", "--dest", MCP_DAEMON_BUS_NAME,
+                           "--object-path", MCP_DAEMON_OBJECT_PATH,
+                           "--method", MCP_DAEMON_INTERFACE ".ListServers", NULL };
+
+    foreign = g_subprocess_launcher_spawnv (launcher, argv, &error);
+    g_assert_no_error (error);
+  }
+  g_subprocess_communicate_utf8 (foreign, NULL, NULL, NULL, &foreign_err, &error);
+  g_assert_no_error (error);
+  g_assert_false (g_subprocess_get_successful (foreign));
+  g_assert_nonnull (strstr (foreign_err, "AccessDenied"));
+
+  /* The daemon's own user is served on the same bus. */
+  own = g_dbus_connection_new_for_address_sync (address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                         G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                NULL, NULL, &error);
+  g_assert_no_error (error);
+  reply = call_daemon (own, "ListServers", NULL, "(s)", &error);
+  g_assert_no_error (error);
+
+  g_dbus_connection_close_sync (own, NULL, NULL);
+  g_subprocess_send_signal (bus, SIGTERM);
+  g_subprocess_wait (bus, NULL, NULL);
+  g_assert_true (test_wait_for (reap_and_check_no_children, NULL, WAIT_MS));
+  remove_tree (dir);
+}
+
+/* Without a session bus, --shared says what is wrong and what to do. */
+static void
+test_no_session_bus (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher =
+    g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                               G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_autofree char *empty = g_dir_make_tmp ("mcp-poold-nobus-XXXXXX", NULL);
+  const char *argv[] = { test_mcp_pool_path (), "serve", "--shared", NULL };
+  g_autoptr(GSubprocess) serve = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+
+  g_subprocess_launcher_unsetenv (launcher, "DBUS_SESSION_BUS_ADDRESS");
+  g_subprocess_launcher_unsetenv (launcher, "DISPLAY");
+  g_subprocess_launcher_setenv (launcher, "XDG_RUNTIME_DIR", empty, TRUE);
+  serve = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  g_subprocess_communicate_utf8 (serve, "", NULL, &out, &err, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_subprocess_get_exit_status (serve), ==, 1);
+  g_assert_cmpstr (out, ==, "");
+  g_assert_nonnull (strstr (err, "session bus"));
+  g_assert_nonnull (strstr (err, "--shared"));
+  g_rmdir (empty);
+  g_assert_true (reap_and_check_no_children (NULL));
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  /* What a killed daemon leaves behind is reparented here and reaped. */
+  prctl (PR_SET_CHILD_SUBREAPER, 1);
+
+  g_test_add ("/daemon/activation", Fixture, &plain, fixture_set_up, test_activation, fixture_tear_down);
+  g_test_add ("/daemon/two-clients-one-server", Fixture, &plain, fixture_set_up,
+              test_two_clients_one_server, fixture_tear_down);
+  g_test_add ("/daemon/signals", Fixture, &plain, fixture_set_up, test_signals, fixture_tear_down);
+  g_test_add ("/daemon/idle-exit", Fixture, &quick_idle, fixture_set_up, test_idle_exit, fixture_tear_down);
+  g_test_add ("/daemon/replace", Fixture, &plain, fixture_set_up, test_replace, fixture_tear_down);
+  g_test_add ("/daemon/sigkill-leaves-no-server", Fixture, &with_grandchild, fixture_set_up,
+              test_sigkill_leaves_no_server, fixture_tear_down);
+  g_test_add_func ("/daemon/foreign-uid", test_foreign_uid);
+  g_test_add_func ("/daemon/no-session-bus", test_no_session_bus);
+  return g_test_run ();
+}
