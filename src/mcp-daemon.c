@@ -59,7 +59,7 @@ struct _McpDaemon {
   GHashTable                *clients;     /* main context: unique name → subscription id */
 
   GMutex                     lock;
-  GHashTable                *exposures;   /* protected by lock: "FLAGS TIMEOUT" → McpExpose */
+  GHashTable                *exposures;   /* protected by lock: flags → McpExpose */
   GHashTable                *uids;        /* protected by lock: unique name → uid + 1 */
 };
 
@@ -77,6 +77,7 @@ struct _DaemonCall {
   DaemonWork             work;
   json_t                *args;          /* the method's arguments, as JSON */
   McpExpose             *expose;        /* HandleRequest only */
+  gint64                 timeout_ms;    /* HandleRequest only: the client's default */
   GVariant              *reply;         /* set by the worker */
   GError                *error;
 };
@@ -250,13 +251,13 @@ run_call_job (gpointer data,
   g_main_context_invoke (call->daemon->context, finish_call, call);
 }
 
-/* Main context: registers the call and hands it to a worker. */
-static gboolean
-start_call (McpDaemon             *daemon,
-            GDBusMethodInvocation *invocation,
-            DaemonWork             work,
-            json_t                *args,
-            McpExpose             *expose)
+/* Main context: a call, registered so that Cancel and a vanished caller
+ * find it, not yet started. */
+static DaemonCall *
+register_call (McpDaemon             *daemon,
+               GDBusMethodInvocation *invocation,
+               DaemonWork             work,
+               json_t                *args)
 {
   const char *sender = g_dbus_method_invocation_get_sender (invocation);
   DaemonCall *call = g_new0 (DaemonCall, 1);
@@ -268,13 +269,29 @@ start_call (McpDaemon             *daemon,
   call->cancellable = g_cancellable_new ();
   call->work = work;
   call->args = args;
-  call->expose = expose;
 
   remember_client (daemon, sender);
   g_hash_table_insert (daemon->in_flight, call->key, call);
   update_idleness (daemon);
+  return call;
+}
+
+/* Main context: hands a registered call to a worker; for the handlers. */
+static gboolean
+run_call (McpDaemon  *daemon,
+          DaemonCall *call)
+{
   g_thread_pool_push (daemon->workers, call, NULL);
   return TRUE;
+}
+
+static gboolean
+start_call (McpDaemon             *daemon,
+            GDBusMethodInvocation *invocation,
+            DaemonWork             work,
+            json_t                *args)
+{
+  return run_call (daemon, register_call (daemon, invocation, work, args));
 }
 
 typedef struct {
@@ -350,7 +367,7 @@ work_handle_request (DaemonCall  *call,
     call->daemon, (char *) g_dbus_method_invocation_get_sender (call->invocation), call->serial,
   };
 
-  return json_reply (mcp_upstream_handle_request (call->expose, call->args, call->cancellable,
+  return json_reply (mcp_upstream_handle_request (call->expose, call->args, call->timeout_ms, call->cancellable,
                                                   route.destination != NULL ? send_progress : NULL,
                                                   &route));
 }
@@ -394,7 +411,7 @@ handle_list_tools (McpDBusPool1          *skeleton,
                    const char            *server,
                    McpDaemon             *daemon)
 {
-  return start_call (daemon, invocation, work_list_tools, json_pack ("{s:s}", "server", server), NULL);
+  return start_call (daemon, invocation, work_list_tools, json_pack ("{s:s}", "server", server));
 }
 
 static gboolean
@@ -412,7 +429,7 @@ handle_call_tool (McpDBusPool1          *skeleton,
     return TRUE;
   return start_call (daemon, invocation, work_call_tool,
                      json_pack ("{s:s, s:s, s:o, s:I}", "server", server, "tool", tool,
-                                "arguments", arguments, "timeout_ms", (json_int_t) timeout_ms), NULL);
+                                "arguments", arguments, "timeout_ms", (json_int_t) timeout_ms));
 }
 
 static gboolean
@@ -429,7 +446,7 @@ handle_run_python (McpDBusPool1          *skeleton,
     json_array_append_new (json_object_get (args, "servers"), json_string (*server));
   if (timeout_ms > 0)
     json_object_set_new (args, "timeout", json_real (timeout_ms / 1000.0));
-  return start_call (daemon, invocation, work_run_python, args, NULL);
+  return start_call (daemon, invocation, work_run_python, args);
 }
 
 static gboolean
@@ -505,21 +522,19 @@ handle_get_stats (McpDBusPool1          *skeleton,
   return TRUE;
 }
 
-/* One McpExpose per exposure and default timeout, shared by the clients
- * that ask for the same. */
+/* One McpExpose per exposure (at most seven), shared by the clients that
+ * ask for the same; each request brings its client's default timeout. */
 static McpExpose *
 lookup_exposure (McpDaemon      *daemon,
-                 McpExposeFlags  flags,
-                 gint64          timeout_ms)
+                 McpExposeFlags  flags)
 {
-  g_autofree char *key = g_strdup_printf ("%u %" G_GINT64_FORMAT, flags, timeout_ms);
   g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&daemon->lock);
-  McpExpose *expose = g_hash_table_lookup (daemon->exposures, key);
+  McpExpose *expose = g_hash_table_lookup (daemon->exposures, GUINT_TO_POINTER (flags));
 
   if (expose == NULL)
     {
-      expose = mcp_expose_new (daemon->pool, flags, timeout_ms, daemon->code);
-      g_hash_table_insert (daemon->exposures, g_steal_pointer (&key), expose);
+      expose = mcp_expose_new (daemon->pool, flags, 0, daemon->code);
+      g_hash_table_insert (daemon->exposures, GUINT_TO_POINTER (flags), expose);
     }
   return expose;
 }
@@ -535,6 +550,7 @@ handle_handle_request (McpDBusPool1          *skeleton,
   const char *expose_text = NULL;
   McpExposeFlags flags;
   guint64 timeout_ms = 0;
+  DaemonCall *call;
   json_t *request;
 
   g_variant_lookup (options, "expose", "&s", &expose_text);
@@ -555,8 +571,10 @@ handle_handle_request (McpDBusPool1          *skeleton,
       return TRUE;
     }
 
-  return start_call (daemon, invocation, work_handle_request, request,
-                     lookup_exposure (daemon, flags, (gint64) MIN (timeout_ms, G_MAXINT64)));
+  call = register_call (daemon, invocation, work_handle_request, request);
+  call->expose = lookup_exposure (daemon, flags);
+  call->timeout_ms = (gint64) MIN (timeout_ms, MCP_CALL_TIMEOUT_MAX_MS);
+  return run_call (daemon, call);
 }
 
 static gboolean
@@ -756,7 +774,7 @@ mcp_daemon_new (const McpDiscoveryOptions *discovery,
   g_mutex_init (&daemon->lock);
   daemon->in_flight = g_hash_table_new (g_str_hash, g_str_equal);
   daemon->clients = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  daemon->exposures = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) mcp_expose_free);
+  daemon->exposures = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) mcp_expose_free);
   daemon->uids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   return daemon;
 }

@@ -170,7 +170,7 @@ handle_request (McpServe *serve,
   json_t *reply;
 
   if (serve->remote == NULL)
-    return mcp_upstream_handle_request (serve->expose, request, cancellable, queue_progress, serve);
+    return mcp_upstream_handle_request (serve->expose, request, 0, cancellable, queue_progress, serve);
   if (g_str_equal (mcp_json_get_string (request, "method"), "ping"))
     return mcp_jsonrpc_result_new (id, json_object ());
 

@@ -77,6 +77,7 @@ static json_t *
 handle_tools_call (McpExpose       *expose,
                    json_t          *id,
                    json_t          *params,
+                   gint64           timeout_ms,
                    GCancellable    *cancellable,
                    McpProgressFunc  progress,
                    gpointer         progress_data)
@@ -85,7 +86,7 @@ handle_tools_call (McpExpose       *expose,
   json_t *arguments = json_object_get (params, "arguments");
   json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
   ProgressForward forward = { progress, progress_data, token };
-  McpCallOptions options = { .cancellable = cancellable };
+  McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable };
   g_autoptr(GError) error = NULL;
   json_t *result;
 
@@ -111,6 +112,7 @@ handle_tools_call (McpExpose       *expose,
 json_t *
 mcp_upstream_handle_request (McpExpose       *expose,
                              json_t          *request,
+                             gint64           timeout_ms,
                              GCancellable    *cancellable,
                              McpProgressFunc  progress,
                              gpointer         progress_data)
@@ -131,7 +133,7 @@ mcp_upstream_handle_request (McpExpose       *expose,
   if (g_str_equal (method, "tools/list"))
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "tools", mcp_expose_list_tools (expose)));
   if (g_str_equal (method, "tools/call"))
-    return handle_tools_call (expose, id, params, cancellable, progress, progress_data);
+    return handle_tools_call (expose, id, params, timeout_ms, cancellable, progress, progress_data);
   if (g_str_equal (method, "resources/list"))
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "resources",
                                                   mcp_expose_list_resources (expose)));

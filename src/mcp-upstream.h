@@ -21,11 +21,13 @@ G_BEGIN_DECLS
  * that reads the input keeps a ping from queueing behind tool calls. */
 gboolean mcp_upstream_is_quick        (const char      *method);
 
-/* The JSON-RPC reply to @request (a valid request).  Progress of a
- * tools/call that asked for it reaches @progress as the params of an
- * upstream notifications/progress, under the client's token. */
+/* The JSON-RPC reply to @request (a valid request).  Tool calls take
+ * @timeout_ms (0: the exposure's default).  Progress of a tools/call that
+ * asked for it reaches @progress as the params of an upstream
+ * notifications/progress, under the client's token. */
 json_t  *mcp_upstream_handle_request  (McpExpose       *expose,
                                        json_t          *request,
+                                       gint64           timeout_ms,
                                        GCancellable    *cancellable,
                                        McpProgressFunc  progress,
                                        gpointer         progress_data);
