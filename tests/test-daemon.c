@@ -383,10 +383,11 @@ test_activation (Fixture       *fixture,
 }
 
 static TestClient *
-start_shared_client (void)
+start_client (gboolean    shared,
+              const char *expose)
 {
   g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  const char *argv[] = { test_mcp_pool_path (), "serve", "--shared", "--expose", "proxy", NULL };
+  const char *argv[] = { test_mcp_pool_path (), "serve", "--expose", expose, shared ? "--shared" : NULL, NULL };
   TestClient *client = test_client_new (launcher, argv);
   g_autoptr(json_t) result =
     test_client_result (client, "initialize",
@@ -421,8 +422,8 @@ static void
 test_two_clients_one_server (Fixture       *fixture,
                              gconstpointer  data)
 {
-  TestClient *first = start_shared_client ();
-  TestClient *second = start_shared_client ();
+  TestClient *first = start_client (TRUE, "proxy");
+  TestClient *second = start_client (TRUE, "proxy");
   g_autoptr(json_t) server = NULL;
   json_int_t pid_first, pid_second;
 
@@ -437,6 +438,60 @@ test_two_clients_one_server (Fixture       *fixture,
 
   end_client (first);
   end_client (second);
+}
+
+/* serve --shared answers as serve does: the same tools, results and
+ * errors, request by request. */
+static void
+test_same_answers (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  static const char * const requests[] = {
+    "{\"method\": \"tools/list\"}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__echo\", \"arguments\": {\"message\": \"a\"}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__tool_error\", \"arguments\": {}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__fail\", \"arguments\": {}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"no_such_tool\", \"arguments\": {}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"call_tool\", \"arguments\": {\"server\": \"nope\", \"tool\": \"x\"}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"search_tools\", \"arguments\": {\"query\": \"echo message\"}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__echo\", \"arguments\": [1]}}",
+    "{\"method\": \"tools/call\", \"params\": {}}",
+    "{\"method\": \"resources/list\"}",
+    "{\"method\": \"resources/read\", \"params\": {\"uri\": \"mcp-pool://nothing\"}}",
+    "{\"method\": \"no/such/method\"}",
+  };
+  TestClient *local = start_client (FALSE, "code,gateway,proxy");
+  TestClient *shared = start_client (TRUE, "code,gateway,proxy");
+
+  for (guint i = 0; i < G_N_ELEMENTS (requests); i++)
+    {
+      json_t *answers[2] = { NULL, NULL };
+      TestClient *clients[] = { local, shared };
+
+      for (guint c = 0; c < 2; c++)
+        {
+          json_t *request = json_loads (requests[i], 0, NULL);
+          json_int_t id;
+
+          g_assert_nonnull (request);
+          id = test_client_request (clients[c], mcp_json_get_string (request, "method"),
+                                    json_incref (json_object_get (request, "params")));
+          answers[c] = test_client_read_reply (clients[c], id);
+          json_object_del (answers[c], "id");
+          json_decref (request);
+        }
+      if (!json_equal (answers[0], answers[1]))
+        {
+          g_autofree char *one = json_dumps (answers[0], JSON_COMPACT);
+          g_autofree char *other = json_dumps (answers[1], JSON_COMPACT);
+
+          g_error ("%s\nserve:          %s\nserve --shared: %s", requests[i], one, other);
+        }
+      json_decref (answers[0]);
+      json_decref (answers[1]);
+    }
+  end_client (local);
+  end_client (shared);
 }
 
 /* Progress reaches the caller before the reply, under the call's serial. */
@@ -759,6 +814,7 @@ main (int    argc,
   g_test_add ("/daemon/activation", Fixture, &plain, fixture_set_up, test_activation, fixture_tear_down);
   g_test_add ("/daemon/two-clients-one-server", Fixture, &plain, fixture_set_up,
               test_two_clients_one_server, fixture_tear_down);
+  g_test_add ("/daemon/same-answers", Fixture, &plain, fixture_set_up, test_same_answers, fixture_tear_down);
   g_test_add ("/daemon/signals", Fixture, &plain, fixture_set_up, test_signals, fixture_tear_down);
   g_test_add ("/daemon/idle-exit", Fixture, &quick_idle, fixture_set_up, test_idle_exit, fixture_tear_down);
   g_test_add ("/daemon/replace", Fixture, &plain, fixture_set_up, test_replace, fixture_tear_down);
