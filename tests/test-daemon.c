@@ -382,6 +382,60 @@ test_activation (Fixture       *fixture,
                    ==, "Echo: warm");
 }
 
+static void
+write_config (Fixture    *fixture,
+              const char *names)
+{
+  g_auto(GStrv) list = g_strsplit (names, " ", -1);
+  g_autoptr(GString) text = g_string_new ("{\"mcpServers\": {");
+  g_autofree char *path = g_build_filename (fixture->dir, "servers.json", NULL);
+  g_autoptr(GError) error = NULL;
+
+  for (guint i = 0; list[i] != NULL; i++)
+    g_string_append_printf (text, "%s\"%s\": {\"command\": \"%s\"}", i ? ", " : "", list[i],
+                            test_fixture_path ());
+  g_string_append (text, "}}");
+  g_file_set_contents (path, text->str, -1, &error);
+  g_assert_no_error (error);
+}
+
+static guint
+count_servers (Fixture *fixture)
+{
+  g_autoptr(json_t) servers = call_for_json (fixture, "ListServers", NULL);
+
+  return json_array_size (servers);
+}
+
+static gboolean
+has_two_servers (gpointer fixture)
+{
+  return count_servers (fixture) == 2;
+}
+
+/* The daemon follows its config files, and reloads them when told. */
+static void
+test_config_changes (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  g_autofree char *out = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *argv[] = { test_mcp_pool_path (), "reload", NULL };
+  int status;
+
+  g_assert_cmpuint (count_servers (fixture), ==, 1);
+  write_config (fixture, "fix two");
+  g_assert_true (test_wait_for (has_two_servers, fixture, WAIT_MS));
+
+  /* After `mcp-pool reload` returns, the change is in place. */
+  write_config (fixture, "fix two three");
+  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  g_assert_nonnull (strstr (out, "read the config files again"));
+  g_assert_cmpuint (count_servers (fixture), ==, 3);
+}
+
 static TestClient *
 start_client (gboolean    shared,
               const char *expose)
@@ -814,6 +868,7 @@ main (int    argc,
   g_test_add ("/daemon/activation", Fixture, &plain, fixture_set_up, test_activation, fixture_tear_down);
   g_test_add ("/daemon/two-clients-one-server", Fixture, &plain, fixture_set_up,
               test_two_clients_one_server, fixture_tear_down);
+  g_test_add ("/daemon/config-changes", Fixture, &plain, fixture_set_up, test_config_changes, fixture_tear_down);
   g_test_add ("/daemon/same-answers", Fixture, &plain, fixture_set_up, test_same_answers, fixture_tear_down);
   g_test_add ("/daemon/signals", Fixture, &plain, fixture_set_up, test_signals, fixture_tear_down);
   g_test_add ("/daemon/idle-exit", Fixture, &quick_idle, fixture_set_up, test_idle_exit, fixture_tear_down);
