@@ -42,12 +42,23 @@ expect()
     fi
 }
 
-expect "--help --version call demo doctor evict help run serve servers tools" ""
+expect "--help --version call demo doctor evict help reload run serve servers tools" ""
 expect "serve servers" se
+expect "reload run" r
+expect "reload" rel
 expect "--version" --v
-expect "--config --expose --help --timeout --verbose" serve --
+expect "--config --expose --help --shared --timeout --verbose" serve --
 expect "--calls --help" demo --
-expect "--config --help --run-timeout --servers --timeout --verbose" run --
+expect "--config --help --run-timeout --servers --shared --timeout --verbose" run --
+expect "--config --help --shared --timeout --verbose" reload --
+expect "--config --help --timeout --verbose" doctor --
+expect "--shared" servers --sh
+expect "--shared" tools --sh
+expect "--shared" call --sh
+expect "--shared" evict --sh
+expect "--shared" reload --s
+expect "" doctor --sh
+expect "" demo --sh
 expect "--json" servers --j
 expect "code gateway proxy" serve --expose ""
 expect "code,gateway code,proxy" serve -e code,
@@ -58,6 +69,12 @@ expect "servers.json" doctor -c serv
 expect "--config=servers.json" tools --config=serv
 expect "alpha beta-2" tools --config servers.json ""
 expect "beta-2" evict -c servers.json b
+# --shared does not go with --config: the names come from $MCP_POOL_CONFIG.
+MCP_POOL_CONFIG=servers.json expect "alpha beta-2" evict --shared ""
+MCP_POOL_CONFIG=servers.json expect "alpha" call --shared a
+expect "servers.json" reload -c serv
+expect "" reload ""
+expect "" reload --shared ""
 expect "alpha" call --config=servers.json a
 expect "" call --config=servers.json alpha ""
 expect "alpha,beta-2" run -c servers.json --servers alpha,
