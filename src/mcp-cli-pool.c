@@ -32,6 +32,17 @@ mcp_cli_add_common_options (GOptionContext *context,
       N_("Seconds a tool call may take (default 30, at most 120; $MCP_POOL_TIMEOUT)"), N_("S") },
     { "verbose", 'v', 0, G_OPTION_ARG_NONE, &common->verbose,
       N_("Log what the pool does on stderr ($MCP_POOL_VERBOSE=1)"), NULL },
+    { NULL }
+  };
+
+  g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
+}
+
+void
+mcp_cli_add_shared_option (GOptionContext *context,
+                           McpCliCommon   *common)
+{
+  GOptionEntry entries[] = {
     { "shared", 0, 0, G_OPTION_ARG_NONE, &common->shared,
       N_("Use the pool that all of this user's clients share (mcp-poold, started on demand)"), NULL },
     { NULL }

@@ -100,6 +100,7 @@ mcp_cli_run (int    argc,
 
   g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
   mcp_cli_add_common_options (context, &common);
+  mcp_cli_add_shared_option (context, &common);
   if (!mcp_cli_parse (context, &argc, &argv))
     return 2;
   file = rest != NULL && rest[0] != NULL ? rest[0] : "-";

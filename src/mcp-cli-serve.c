@@ -61,6 +61,7 @@ mcp_cli_serve (int    argc,
 
   g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
   mcp_cli_add_common_options (context, &common);
+  mcp_cli_add_shared_option (context, &common);
   if (!mcp_cli_parse (context, &argc, &argv))
     return 2;
   if (argc > 1)
@@ -87,8 +88,10 @@ mcp_cli_serve (int    argc,
 
   g_log_set_writer_func (log_to_stderr, NULL, NULL);
   /* Before any server starts: the keeper tracks only groups started after
-   * it, and a client may end serve by SIGKILL, which no cleanup here survives. */
-  mcp_spawner_keep_groups ();
+   * it, and a client may end serve by SIGKILL, which no cleanup here
+   * survives.  In shared mode the daemon starts the servers, and keeps them. */
+  if (!common.shared)
+    mcp_spawner_keep_groups ();
   mcp_cli_discovery_options (&common, &discovery, &storage);
   options.call_timeout_ms = mcp_cli_timeout_ms (&common);
   options.shared = common.shared;

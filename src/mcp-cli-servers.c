@@ -320,12 +320,12 @@ static int
 run_reload (gpointer data)
 {
   ListJob *job = data;
-  g_autoptr(McpRemote) remote = mcp_cli_remote_new (job->common);
+  g_autoptr(McpRemote) remote = job->common->shared ? mcp_cli_remote_new (job->common) : mcp_remote_new (NULL);
   g_autoptr(GError) error = NULL;
 
-  if (remote == NULL)
+  if (job->common->shared && remote == NULL)
     return 1;
-  if (!job->common->shared && !mcp_remote_daemon_is_running (remote))
+  if (remote == NULL || (!job->common->shared && !mcp_remote_daemon_is_running (remote)))
     {
       printf ("%s\n", _("No shared daemon runs, so there is nothing to reload: every mcp-pool command "
                         "reads the config files when it starts."));
@@ -343,21 +343,28 @@ list_command (int          argc,
               const char  *parameters,
               const char  *summary,
               gboolean     needs_server,
+              gboolean     prints_json,
               McpCliJob    run)
 {
   g_auto(McpCliCommon) common = { 0 };
   g_auto(GStrv) rest = NULL;
   gboolean json_output = FALSE;
   GOptionEntry entries[] = {
-    { "json", 0, 0, G_OPTION_ARG_NONE, &json_output, N_("Print JSON"), NULL },
     { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_STRING_ARRAY, &rest, NULL, NULL },
+    { NULL }
+  };
+  GOptionEntry json_entries[] = {
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json_output, N_("Print JSON"), NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = mcp_cli_option_context_new (parameters, summary);
   ListJob job = { &common };
 
   g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
+  if (prints_json)
+    g_option_context_add_main_entries (context, json_entries, GETTEXT_PACKAGE);
   mcp_cli_add_common_options (context, &common);
+  mcp_cli_add_shared_option (context, &common);
   if (!mcp_cli_parse (context, &argc, &argv))
     return 2;
   if ((needs_server && (rest == NULL || rest[0] == NULL)) ||
@@ -377,14 +384,15 @@ mcp_cli_servers (int argc, char **argv)
   return list_command (argc, argv, NULL,
                        _("Lists the configured servers with their source, state and counters, "
                          "and the entries that are skipped with the reason."),
-                       FALSE, run_servers);
+                       FALSE, TRUE, run_servers);
 }
 
 int
 mcp_cli_tools (int argc, char **argv)
 {
   return list_command (argc, argv, _("[SERVER]"),
-                       _("Starts the servers (or one) and lists their tools."), FALSE, run_tools);
+                       _("Starts the servers (or one) and lists their tools."), FALSE, TRUE,
+                       run_tools);
 }
 
 int
@@ -392,7 +400,7 @@ mcp_cli_evict (int argc, char **argv)
 {
   return list_command (argc, argv, _("SERVER"),
                        _("Retires the server's session, so that the next call starts it afresh."),
-                       TRUE, run_evict);
+                       TRUE, FALSE, run_evict);
 }
 
 int
@@ -401,5 +409,5 @@ mcp_cli_reload (int argc, char **argv)
   return list_command (argc, argv, NULL,
                        _("Makes the shared daemon (mcp-poold) read the config files again and apply "
                          "the changes: new servers are added, changed ones restart, removed ones stop."),
-                       FALSE, run_reload);
+                       FALSE, FALSE, run_reload);
 }

@@ -43,6 +43,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (McpCliCommon, mcp_cli_common_clear)
 
 void          mcp_cli_add_common_options (GOptionContext *context,
                                           McpCliCommon   *common);
+/* --shared, for the commands that can use the daemon. */
+void          mcp_cli_add_shared_option  (GOptionContext *context,
+                                          McpCliCommon   *common);
 gint64        mcp_cli_timeout_ms         (McpCliCommon   *common);
 void          mcp_cli_discovery_options  (McpCliCommon        *common,
                                           McpDiscoveryOptions *options,
