@@ -798,7 +798,8 @@ int
 mcp_daemon_run (McpDaemon *daemon)
 {
   McpPoolCallbacks callbacks = { on_state_changed, on_tools_changed, daemon };
-  McpCodeOptions code_options = { .keep_warm = TRUE };
+  /* Many clients never run code: Python is paid for once one has. */
+  McpCodeOptions code_options = { .keep_warm = TRUE, .warm_after_first_run = TRUE };
   g_autoptr(GError) error = NULL;
   int signals[] = { SIGTERM, SIGINT };
 

@@ -120,9 +120,12 @@ mcp_code_new (McpPool               *pool,
   code->options.max_timeout_s = options->max_timeout_s > 0 ? options->max_timeout_s
                                 : env_seconds ("MCP_BRIDGE_MAX_TIMEOUT", MCP_CODE_TIMEOUT_MAX_S);
   g_mutex_init (&code->lock);
-  g_mutex_lock (&code->lock);
-  refill_locked (code);
-  g_mutex_unlock (&code->lock);
+  if (!options->warm_after_first_run)
+    {
+      g_mutex_lock (&code->lock);
+      refill_locked (code);
+      g_mutex_unlock (&code->lock);
+    }
   return code;
 }
 

@@ -27,6 +27,7 @@ typedef struct {
   gint64           timeout_s;       /* 0: $MCP_BRIDGE_TIMEOUT, else 30 */
   gint64           max_timeout_s;   /* 0: $MCP_BRIDGE_MAX_TIMEOUT, else 120 */
   gboolean         keep_warm;
+  gboolean         warm_after_first_run;  /* with keep_warm: no sandbox until code has run once */
 } McpCodeOptions;
 
 typedef struct _McpCode McpCode;
