@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
@@ -24,11 +27,13 @@
 #include "mcp-code.h"
 #include "mcp-jsonrpc.h"
 #include "mcp-pool.h"
+#include "mcp-remote.h"
 #include "mcp-session.h"
 
 typedef struct {
   char *example;      /* the fixture server, as the example server */
   char *mcp_pool;     /* src/mcp-pool */
+  char *mcp_poold;    /* src/mcp-poold */
   char *interop;      /* tests/interop/node_modules, or NULL */
   int   calls;        /* warm calls per measurement */
   int   cold;         /* cold starts per measurement */
@@ -87,6 +92,15 @@ compare_gint64 (gconstpointer a,
   return (x > y) - (x < y);
 }
 
+static int
+compare_gint (gconstpointer a,
+              gconstpointer b)
+{
+  int x = *(const int *) a, y = *(const int *) b;
+
+  return (x > y) - (x < y);
+}
+
 static double
 median_us (gint64 *samples,
            int     n)
@@ -113,17 +127,27 @@ process_cpu_seconds (GPid pid)
   return (g_ascii_strtod (fields[11], NULL) + g_ascii_strtod (fields[12], NULL)) / sysconf (_SC_CLK_TCK);
 }
 
+/* The value in KiB of @field ("VmHWM:") in /proc/@pid/@file, 0 if the
+ * process is gone or has no such field. */
+static double
+process_kib (GPid        pid,
+             const char *file,
+             const char *field)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/%s", pid, file);
+  g_autofree char *text = NULL;
+  const char *line;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL) || (line = strstr (text, field)) == NULL)
+    return 0;
+  return g_ascii_strtod (line + strlen (field), NULL);
+}
+
 /* VmHWM of @pid in KiB: its own peak, children excluded. */
 static double
 process_peak_rss_kib (GPid pid)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/%d/status", pid);
-  g_autofree char *text = NULL;
-  const char *line;
-
-  if (!g_file_get_contents (path, &text, NULL, NULL) || (line = strstr (text, "VmHWM:")) == NULL)
-    return 0;
-  return g_ascii_strtod (line + strlen ("VmHWM:"), NULL);
+  return process_kib (pid, "status", "VmHWM:");
 }
 
 /* Configs */
@@ -778,6 +802,447 @@ row_sandbox (BenchSetup *s)
   return 0;
 }
 
+/* Row 7: shared */
+
+/* What a set of process trees holds: every process under the roots, the
+ * roots included. */
+typedef struct {
+  guint    processes;
+  double   rss_kib;      /* sum of VmRSS: shared library pages once per process */
+  double   pss_kib;      /* sum of Pss: shared pages split between their users */
+  GString *pids;         /* "pid pid …", to see that the trees have settled */
+  GString *names;        /* "mcp-pool ×3, …" */
+} TreeUsage;
+
+static void
+tree_usage_clear (TreeUsage *usage)
+{
+  if (usage->pids != NULL)
+    g_string_free (usage->pids, TRUE);
+  if (usage->names != NULL)
+    g_string_free (usage->names, TRUE);
+  *usage = (TreeUsage) { 0 };
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (TreeUsage, tree_usage_clear)
+
+/* The parent of process @name (a /proc entry), or 0. */
+static GPid
+process_parent (const char *name)
+{
+  g_autofree char *path = g_build_filename ("/proc", name, "stat", NULL);
+  g_autofree char *text = NULL;
+  const char *after_name;
+  int ppid = 0;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL) || (after_name = strrchr (text, ')')) == NULL
+      || sscanf (after_name, ") %*c %d", &ppid) != 1)
+    return 0;
+  return ppid;
+}
+
+/* The program's name: its comm, or the longer name of the executable that
+ * comm is cut from (comm keeps 15 bytes), so a keeper forked from mcp-pool
+ * is still told apart by the name it gave itself. */
+static char *
+process_name (GPid pid)
+{
+  g_autofree char *comm_path = g_strdup_printf ("/proc/%d/comm", pid);
+  g_autofree char *exe_path = g_strdup_printf ("/proc/%d/exe", pid);
+  g_autofree char *comm = NULL;
+  g_autofree char *exe = g_file_read_link (exe_path, NULL);
+  g_autofree char *exe_name = exe ? g_path_get_basename (exe) : NULL;
+
+  if (!g_file_get_contents (comm_path, &comm, NULL, NULL))
+    return g_strdup ("?");
+  g_strchomp (comm);
+  if (exe_name != NULL && strlen (comm) == 15 && g_str_has_prefix (exe_name, comm))
+    return g_steal_pointer (&exe_name);
+  return g_steal_pointer (&comm);
+}
+
+/* Reads the trees under @roots from one pass over /proc. */
+static void
+measure_trees (const GPid *roots,
+               guint       n_roots,
+               TreeUsage  *usage)
+{
+  g_autoptr(GHashTable) children = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) g_array_unref);
+  g_autoptr(GHashTable) names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GArray) todo = g_array_new (FALSE, FALSE, sizeof (GPid));
+  g_autoptr(GArray) seen = g_array_new (FALSE, FALSE, sizeof (GPid));
+  g_autoptr(GList) sorted = NULL;
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *entry;
+
+  tree_usage_clear (usage);
+  usage->pids = g_string_new (NULL);
+  usage->names = g_string_new (NULL);
+  while (proc != NULL && (entry = g_dir_read_name (proc)) != NULL)
+    {
+      GPid parent;
+      GArray *siblings;
+      GPid pid;
+
+      if (!g_ascii_isdigit (entry[0]) || (parent = process_parent (entry)) == 0)
+        continue;
+      pid = atoi (entry);
+      siblings = g_hash_table_lookup (children, GINT_TO_POINTER (parent));
+      if (siblings == NULL)
+        {
+          siblings = g_array_new (FALSE, FALSE, sizeof (GPid));
+          g_hash_table_insert (children, GINT_TO_POINTER (parent), siblings);
+        }
+      g_array_append_val (siblings, pid);
+    }
+
+  g_array_append_vals (todo, roots, n_roots);
+  while (todo->len > 0)
+    {
+      GPid pid = g_array_index (todo, GPid, todo->len - 1);
+      GArray *below = g_hash_table_lookup (children, GINT_TO_POINTER (pid));
+      g_autofree char *name = process_name (pid);
+
+      g_array_remove_index (todo, todo->len - 1);
+      g_array_append_val (seen, pid);
+      usage->rss_kib += process_kib (pid, "status", "VmRSS:");
+      usage->pss_kib += process_kib (pid, "smaps_rollup", "Pss:");
+      g_hash_table_insert (names, g_strdup (name),
+                           GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (names, name)) + 1));
+      if (below != NULL)
+        g_array_append_vals (todo, below->data, below->len);
+    }
+  usage->processes = seen->len;
+  g_array_sort (seen, compare_gint);
+  for (guint i = 0; i < seen->len; i++)
+    g_string_append_printf (usage->pids, "%d ", g_array_index (seen, GPid, i));
+  sorted = g_list_sort (g_hash_table_get_keys (names), (GCompareFunc) strcmp);
+  for (GList *l = sorted; l != NULL; l = l->next)
+    g_string_append_printf (usage->names, "%s%s ×%u", l == sorted ? "" : ", ", (char *) l->data,
+                            GPOINTER_TO_UINT (g_hash_table_lookup (names, l->data)));
+}
+
+/* Measures the trees once they have settled: the same processes and
+ * nearly the same RSS twice in a row, 250 ms apart.  A warm sandbox is
+ * still starting for a moment after the call that asked for it. */
+static void
+measure_settled_trees (const GPid *roots,
+                       guint       n_roots,
+                       TreeUsage  *usage)
+{
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  g_auto(TreeUsage) before = { 0 };
+
+  measure_trees (roots, n_roots, usage);
+  do
+    {
+      tree_usage_clear (&before);
+      before = *usage;
+      *usage = (TreeUsage) { 0 };
+      g_usleep (250 * 1000);
+      measure_trees (roots, n_roots, usage);
+    }
+  while ((strcmp (before.pids->str, usage->pids->str) != 0
+          || ABS (usage->rss_kib - before.rss_kib) > usage->rss_kib / 100)
+         && g_get_monotonic_time () < deadline);
+}
+
+/* A client warmed up the way an agent starts: the handshake and tools/list
+ * (mcp_session_start does both), then one call to each of the 5 servers. */
+static McpSession *
+start_warm_client (const char * const  *args,
+                   const char          *bus_address,
+                   GError             **error)
+{
+  g_autoptr(McpServerConfig) config = mcp_server_config_new ("mcp-pool serve", setup.mcp_pool, args);
+  g_autoptr(McpSession) serve = NULL;
+
+  if (bus_address != NULL)
+    {
+      g_autofree char *variable = g_strconcat ("DBUS_SESSION_BUS_ADDRESS=", bus_address, NULL);
+
+      config->env = g_strdupv ((char *[]) { variable, NULL });
+    }
+  serve = mcp_session_start (config, NULL, NULL, NULL, error);
+  for (int i = 0; serve != NULL && i < 5; i++)
+    {
+      g_autofree char *tool = g_strdup_printf ("s%d__echo", i);
+
+      if (!echo (serve, tool, error))
+        g_clear_pointer (&serve, stop_session);
+    }
+  return g_steal_pointer (&serve);
+}
+
+/* A private session bus whose activation file points at the built
+ * mcp-poold, the way tests/test-daemon.c makes one. */
+typedef struct {
+  char        *dir;
+  GSubprocess *bus;
+  char        *address;
+} PrivateBus;
+
+static void
+private_bus_free (PrivateBus *bus)
+{
+  g_autoptr(GDir) dir = NULL;
+  const char *name;
+
+  if (bus->bus != NULL)
+    {
+      g_subprocess_send_signal (bus->bus, SIGTERM);
+      g_subprocess_wait (bus->bus, NULL, NULL);
+      g_object_unref (bus->bus);
+    }
+  /* The activation file, the bus config and the bus's socket. */
+  dir = bus->dir ? g_dir_open (bus->dir, 0, NULL) : NULL;
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (bus->dir, name, NULL);
+
+      g_unlink (path);
+    }
+  if (bus->dir != NULL)
+    g_rmdir (bus->dir);
+  g_free (bus->dir);
+  g_free (bus->address);
+  g_free (bus);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (PrivateBus, private_bus_free)
+
+static PrivateBus *
+private_bus_start (const char  *poold,
+                   const char  *config_path,
+                   GError     **error)
+{
+  g_autoptr(PrivateBus) bus = g_new0 (PrivateBus, 1);
+  /* Its stderr says that it cannot raise its fd limit when not root. */
+  g_autoptr(GSubprocessLauncher) launcher =
+    g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+  g_autoptr(GDataInputStream) output = NULL;
+  g_autofree char *service = NULL, *service_path = NULL, *bus_config = NULL, *bus_config_path = NULL;
+  g_autofree char *config_arg = NULL;
+
+  bus->dir = g_dir_make_tmp ("mcp-bench-bus-XXXXXX", error);
+  if (bus->dir == NULL)
+    return NULL;
+  service = g_strdup_printf ("[D-BUS Service]\nName=%s\nExec=%s\n", MCP_DAEMON_BUS_NAME, poold);
+  service_path = g_build_filename (bus->dir, MCP_DAEMON_BUS_NAME ".service", NULL);
+  bus_config = g_strdup_printf ("<busconfig><type>session</type><listen>unix:dir=%s</listen>"
+                                "<servicedir>%s</servicedir>"
+                                "<policy context=\"default\"><allow user=\"*\"/>"
+                                "<allow send_destination=\"*\" eavesdrop=\"true\"/>"
+                                "<allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>",
+                                bus->dir, bus->dir);
+  bus_config_path = g_build_filename (bus->dir, "bus.conf", NULL);
+  if (!g_file_set_contents (service_path, service, -1, error)
+      || !g_file_set_contents (bus_config_path, bus_config, -1, error))
+    return NULL;
+
+  /* The activated daemon inherits the bus's environment, and so the config. */
+  g_subprocess_launcher_setenv (launcher, "MCP_POOL_CONFIG", config_path, TRUE);
+  config_arg = g_strconcat ("--config-file=", bus_config_path, NULL);
+  bus->bus = g_subprocess_launcher_spawn (launcher, error, "dbus-daemon", config_arg, "--nofork",
+                                          "--print-address=1", NULL);
+  if (bus->bus == NULL)
+    return NULL;
+  output = g_data_input_stream_new (g_subprocess_get_stdout_pipe (bus->bus));
+  bus->address = g_data_input_stream_read_line (output, NULL, NULL, error);
+  if (bus->address == NULL)
+    {
+      if (error != NULL && *error == NULL)
+        g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "dbus-daemon printed no address");
+      return NULL;
+    }
+  return g_steal_pointer (&bus);
+}
+
+/* The pid of the process that owns @name on the bus at @address. */
+static GPid
+bus_name_owner_pid (const char  *address,
+                    const char  *name,
+                    GError     **error)
+{
+  g_autoptr(GDBusConnection) connection =
+    g_dbus_connection_new_for_address_sync (address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                     G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                            NULL, NULL, error);
+  g_autoptr(GVariant) reply = NULL;
+  guint32 pid = 0;
+
+  if (connection == NULL)
+    return 0;
+  reply = g_dbus_connection_call_sync (connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+                                       g_variant_new ("(s)", name), G_VARIANT_TYPE ("(u)"),
+                                       G_DBUS_CALL_FLAGS_NONE, 10000, NULL, error);
+  if (reply != NULL)
+    g_variant_get (reply, "(u)", &pid);
+  g_dbus_connection_close_sync (connection, NULL, NULL);
+  return pid;
+}
+
+/* The children of @parent whose program is @name. */
+static GArray *
+children_named (GPid        parent,
+                const char *name)
+{
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  GArray *found = g_array_new (FALSE, FALSE, sizeof (GPid));
+  const char *entry;
+
+  while (proc != NULL && (entry = g_dir_read_name (proc)) != NULL)
+    {
+      GPid pid = atoi (entry);
+      g_autofree char *program = NULL;
+
+      if (!g_ascii_isdigit (entry[0]) || process_parent (entry) != parent)
+        continue;
+      program = process_name (pid);
+      if (strcmp (program, name) == 0)
+        g_array_append_val (found, pid);
+    }
+  return found;
+}
+
+/* Reaps every child of this process, a subreaper, until none is left: the
+ * serves' keepers and the activated daemon end a moment after what they
+ * belong to.  Kills what is left after 15 s, and says so. */
+static gboolean
+reap_all_children (GError **error)
+{
+  gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
+  g_autoptr(GString) left = g_string_new (NULL);
+
+  for (;;)
+    {
+      g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+      const char *entry;
+
+      while (waitpid (-1, NULL, WNOHANG) > 0)
+        ;
+      g_string_truncate (left, 0);
+      while (proc != NULL && (entry = g_dir_read_name (proc)) != NULL)
+        if (g_ascii_isdigit (entry[0]) && process_parent (entry) == getpid ())
+          g_string_append_printf (left, " %s", entry);
+      if (left->len == 0)
+        return TRUE;
+      if (g_get_monotonic_time () >= deadline)
+        break;
+      g_usleep (50 * 1000);
+    }
+  g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+               "processes still running 15 s after the bus and the clients ended:%s (killed now)", left->str);
+  {
+    g_auto(GStrv) pids = g_strsplit (g_strstrip (left->str), " ", -1);
+
+    for (guint i = 0; pids[i] != NULL; i++)
+      kill (atoi (pids[i]), SIGKILL);
+  }
+  while (waitpid (-1, NULL, 0) > 0)
+    ;
+  return FALSE;
+}
+
+static char *
+mib (double kib)
+{
+  return g_strdup_printf ("%.1f MiB", kib / 1024);
+}
+
+static int
+row_shared (BenchSetup *s)
+{
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PrivateBus) bus = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *dbus_daemon = g_find_program_in_path ("dbus-daemon");
+  g_autofree char *note = NULL;
+  g_autofree char *base_pss = NULL, *shared_pss = NULL, *sandbox_rss = NULL, *without_sandbox = NULL;
+  g_autofree char *bus_rss = NULL;
+  g_auto(TreeUsage) baseline = { 0 };
+  g_auto(TreeUsage) shared = { 0 };
+  g_auto(TreeUsage) sandbox = { 0 };
+  McpSession *clients[3] = { NULL };
+  GPid roots[4] = { 0 };
+  const char *in_process[] = { "serve", "--config", NULL, "--expose", "proxy", NULL };
+  const char *shared_args[] = { "serve", "--shared", "--expose", "proxy", NULL };
+  gboolean reaped;
+
+  if (dbus_daemon == NULL)
+    {
+      emit_not_measured ("shared", "not measured: dbus-daemon is not installed");
+      return 0;
+    }
+  /* The activated daemon and the serves' keepers outlive their parents for
+   * a moment; they are reparented here to be waited for. */
+  prctl (PR_SET_CHILD_SUBREAPER, 1);
+
+  for (int i = 0; i < 5; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("s%d", i);
+      g_ptr_array_add (configs, example_config (name));
+    }
+  path = write_config_file (configs, &error);
+  in_process[2] = path;
+
+  /* Baseline: 3 clients each with its own pool. */
+  for (int i = 0; path != NULL && error == NULL && i < 3; i++)
+    if ((clients[i] = start_warm_client (in_process, NULL, &error)) != NULL)
+      roots[i] = mcp_session_get_pid (clients[i]);
+  if (error == NULL)
+    measure_settled_trees (roots, 3, &baseline);
+  for (int i = 0; i < 3; i++)
+    g_clear_pointer (&clients[i], stop_session);
+
+  /* mcp-pool: 3 clients forwarding to one mcp-poold. */
+  if (error == NULL)
+    bus = private_bus_start (s->mcp_poold, path, &error);
+  for (int i = 0; bus != NULL && error == NULL && i < 3; i++)
+    if ((clients[i] = start_warm_client (shared_args, bus->address, &error)) != NULL)
+      roots[i] = mcp_session_get_pid (clients[i]);
+  if (error == NULL)
+    roots[3] = bus_name_owner_pid (bus->address, MCP_DAEMON_BUS_NAME, &error);
+  if (error == NULL)
+    {
+      g_autoptr(GArray) sandboxes = NULL;
+
+      measure_settled_trees (roots, 4, &shared);
+      sandboxes = children_named (roots[3], "bwrap");
+      measure_trees ((GPid *) sandboxes->data, sandboxes->len, &sandbox);
+      bus_rss = mib (process_kib (atoi (g_subprocess_get_identifier (bus->bus)), "status", "VmRSS:"));
+    }
+  for (int i = 0; i < 3; i++)
+    g_clear_pointer (&clients[i], stop_session);
+  /* Without its bus the daemon stops its servers and exits. */
+  g_clear_pointer (&bus, private_bus_free);
+  reaped = reap_all_children (error == NULL ? &error : NULL);
+  if (path != NULL)
+    g_unlink (path);
+  if (error != NULL || !reaped)
+    return fail ("shared", error);
+
+  base_pss = mib (baseline.pss_kib);
+  shared_pss = mib (shared.pss_kib);
+  sandbox_rss = mib (sandbox.rss_kib);
+  without_sandbox = mib (shared.rss_kib - sandbox.rss_kib);
+  note = g_strdup_printf ("3 clients × 5 servers, each client warmed with tools/list and a call to every "
+                          "server; baseline: 3 `serve` and everything under them, %u processes (%s); "
+                          "mcp-pool: 3 `serve --shared`, mcp-poold and everything under it, %u processes (%s), "
+                          "the daemon's warm Python sandbox %u of them and %s (without it %s, %.2f×); "
+                          "PSS %s against %s; "
+                          "the private bus's dbus-daemon (%s) not counted",
+                          baseline.processes, baseline.names->str, shared.processes, shared.names->str,
+                          sandbox.processes, sandbox_rss, without_sandbox,
+                          baseline.rss_kib / (shared.rss_kib - sandbox.rss_kib),
+                          base_pss, shared_pss, bus_rss);
+  emit_row ("shared", baseline.rss_kib / 1024, shared.rss_kib / 1024, "MiB",
+            baseline.rss_kib / shared.rss_kib, note);
+  return 0;
+}
+
 /* Row 8: context */
 
 static gsize
@@ -865,6 +1330,7 @@ static const struct {
   { "throughput",    row_throughput },
   { "memory",        row_memory },
   { "sandbox",       row_sandbox },
+  { "shared",        row_shared },
   { "context",       row_context },
 };
 
@@ -898,11 +1364,12 @@ int
 main (int    argc,
       char **argv)
 {
-  g_autofree char *example = NULL, *mcp_pool = NULL, *interop = NULL;
+  g_autofree char *example = NULL, *mcp_pool = NULL, *mcp_poold = NULL, *interop = NULL;
   int calls = 500, cold = 5;
   GOptionEntry entries[] = {
     { "example-server", 0, 0, G_OPTION_ARG_FILENAME, &example, "The fixture server", "PATH" },
     { "mcp-pool", 0, 0, G_OPTION_ARG_FILENAME, &mcp_pool, "The mcp-pool program", "PATH" },
+    { "mcp-poold", 0, 0, G_OPTION_ARG_FILENAME, &mcp_poold, "The mcp-poold program", "PATH" },
     { "interop", 0, 0, G_OPTION_ARG_FILENAME, &interop, "tests/interop/node_modules", "DIR" },
     { "calls", 'n', 0, G_OPTION_ARG_INT, &calls, "Warm calls per measurement (default 500)", "N" },
     { "cold", 0, 0, G_OPTION_ARG_INT, &cold, "Cold starts per measurement (default 5)", "N" },
@@ -935,6 +1402,7 @@ main (int    argc,
   json_object_seed (0);
   setup.example = example ? g_steal_pointer (&example) : beside_self ("../src/mcp-pool-example-server");
   setup.mcp_pool = mcp_pool ? g_steal_pointer (&mcp_pool) : beside_self ("../src/mcp-pool");
+  setup.mcp_poold = mcp_poold ? g_steal_pointer (&mcp_poold) : beside_self ("../src/mcp-poold");
   setup.interop = g_steal_pointer (&interop);
   setup.calls = calls;
   setup.cold = cold;
