@@ -19,7 +19,6 @@
 #include "mcp-config-watcher.h"
 #include "mcp-framing.h"
 #include "mcp-jsonrpc.h"
-#include "mcp-protocol.h"
 #include "mcp-remote.h"
 #include "mcp-upstream.h"
 
@@ -144,7 +143,7 @@ static void
 queue_progress (json_t   *params,
                 gpointer  user_data)
 {
-  queue_message (user_data, mcp_jsonrpc_notification_new ("notifications/progress", json_incref (params)), TRUE);
+  queue_message (user_data, mcp_jsonrpc_notification_new ("notifications/progress", params), TRUE);
 }
 
 static GCancellable *
