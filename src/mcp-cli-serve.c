@@ -42,6 +42,7 @@ mcp_cli_serve (int    argc,
   g_auto(GStrv) storage = NULL;
   g_autoptr(GError) error = NULL;
   gint64 max_message = 0;
+  gint64 max_pending = 0;
   GOptionEntry entries[] = {
     { "expose", 'e', 0, G_OPTION_ARG_STRING, &expose,
       N_("What the client sees: code, gateway, proxy, comma-separated (default code; $MCP_POOL_EXPOSE)"),
@@ -49,6 +50,9 @@ mcp_cli_serve (int    argc,
     { "max-message-bytes", 0, 0, G_OPTION_ARG_INT64, &max_message,
       N_("Refuse client messages longer than this (default 32 MiB; $MCP_POOL_MAX_MESSAGE_BYTES)"),
       N_("BYTES") },
+    { "max-pending", 0, 0, G_OPTION_ARG_INT64, &max_pending,
+      N_("Answer “busy” to requests beyond this many in flight (default 1024; $MCP_POOL_MAX_PENDING)"),
+      N_("N") },
     { NULL }
   };
   g_autoptr(GOptionContext) context =
@@ -85,6 +89,16 @@ mcp_cli_serve (int    argc,
       return 2;
     }
   options.max_line = (gsize) max_message;
+
+  if (max_pending == 0 && g_getenv ("MCP_POOL_MAX_PENDING") != NULL)
+    max_pending = g_ascii_strtoll (g_getenv ("MCP_POOL_MAX_PENDING"), NULL, 10);
+  if (max_pending < 0 || max_pending > MCP_SERVE_MAX_PENDING_LIMIT ||
+      (max_pending == 0 && g_getenv ("MCP_POOL_MAX_PENDING") != NULL))
+    {
+      g_printerr (_("mcp-pool serve: --max-pending must be from 1 to %d\n"), MCP_SERVE_MAX_PENDING_LIMIT);
+      return 2;
+    }
+  options.max_pending = (guint) max_pending;
 
   g_log_set_writer_func (log_to_stderr, NULL, NULL);
   /* Before any server starts: the keeper tracks only groups started after

@@ -28,6 +28,19 @@
 #define WRITE_POLL_MS          200
 /* Progress is dropped, never replies, when this many messages wait. */
 #define WRITER_QUEUE_SOFT_MAX  1000
+/* Replies are never dropped: stdin stops being read while this many
+ * messages wait for a client that does not read them, and is read again
+ * once the queue is down to the low mark.  Requests that go to the workers
+ * are bounded by max_pending; these marks bound what the main context
+ * answers by itself (pings, refusals, parse errors). */
+#define WRITER_QUEUE_PAUSE     2048
+#define WRITER_QUEUE_RESUME    256
+
+enum {
+  INPUT_READING,
+  INPUT_PAUSED,
+  INPUT_RESUMING,   /* the writer has asked the main context to resume */
+};
 
 struct _McpServe {
   McpServeOptions   options;         /* immutable */
@@ -39,6 +52,7 @@ struct _McpServe {
   McpRemote        *remote;          /* shared mode: the daemon; immutable */
   McpConfigWatcher *watcher;         /* main context only */
   GSource          *input;           /* main context only */
+  gint              input_state;     /* atomic: INPUT_* */
   GSource          *signals[2];      /* main context only */
   int               out_fd;          /* immutable */
   gboolean          output_broken;   /* the writer thread only */
@@ -109,12 +123,56 @@ send_message (McpServe *serve,
     }
 }
 
+static gboolean
+on_resume_input (gpointer user_data)
+{
+  McpServe *serve = user_data;
+
+  if (g_atomic_int_compare_and_exchange (&serve->input_state, INPUT_RESUMING, INPUT_READING))
+    mcp_line_reader_set_paused (serve->input, FALSE);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 run_writer_job (gpointer data,
                 gpointer user_data)
 {
-  send_message (user_data, data);
+  McpServe *serve = user_data;
+  guint waiting;
+
+  send_message (serve, data);
   json_decref (data);
+
+  if (g_atomic_int_get (&serve->input_state) != INPUT_PAUSED)
+    return;
+  g_mutex_lock (&serve->lock);
+  waiting = serve->writer != NULL ? g_thread_pool_unprocessed (serve->writer) : 0;
+  g_mutex_unlock (&serve->lock);
+  /* Only one resume is ever asked for per pause. */
+  if (waiting <= WRITER_QUEUE_RESUME &&
+      g_atomic_int_compare_and_exchange (&serve->input_state, INPUT_PAUSED, INPUT_RESUMING))
+    g_main_context_invoke (serve->context, on_resume_input, serve);
+}
+
+/* Main context, after each input message: a client that does not read its
+ * answers stops being read.  The writer has at least PAUSE - RESUME
+ * messages to go when this pauses, and looks after each of them. */
+static void
+push_back_input (McpServe *serve)
+{
+  guint waiting;
+
+  if (g_atomic_int_get (&serve->input_state) != INPUT_READING)
+    return;
+  g_mutex_lock (&serve->lock);
+  waiting = serve->writer != NULL ? g_thread_pool_unprocessed (serve->writer) : 0;
+  g_mutex_unlock (&serve->lock);
+  if (waiting < WRITER_QUEUE_PAUSE)
+    return;
+  g_debug ("The client does not read its answers (%u waiting); reading no more of its requests until it does",
+           waiting);
+  g_atomic_int_set (&serve->input_state, INPUT_PAUSED);
+  mcp_line_reader_set_paused (serve->input, TRUE);
 }
 
 /* Any thread: queues @message (stolen) for the writer thread.  One queue
@@ -249,15 +307,34 @@ start_request (McpServe *serve,
                json_t   *request)
 {
   g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (request, "id"));
+  json_t *id = json_object_get (request, "id");
+  guint max_pending = serve->options.max_pending > 0 ? serve->options.max_pending
+                                                     : MCP_SERVE_MAX_PENDING_DEFAULT;
+  guint pending;
   json_t *refusal = NULL;
 
   g_mutex_lock (&serve->lock);
+  pending = g_hash_table_size (serve->in_flight);
   if (serve->ending)
-    refusal = mcp_upstream_error_reply (json_object_get (request, "id"), MCP_JSONRPC_INTERNAL_ERROR,
+    refusal = mcp_upstream_error_reply (id, MCP_JSONRPC_INTERNAL_ERROR,
                            _("mcp-pool is shutting down"));
   else if (g_hash_table_contains (serve->in_flight, key))
-    refusal = mcp_upstream_error_reply (json_object_get (request, "id"), MCP_JSONRPC_INVALID_REQUEST,
+    refusal = mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_REQUEST,
                            _("The id %s is already used by a request in flight"), key + 2);
+  else if (pending >= max_pending)
+    {
+      /* Refused at once rather than queued: the worker queue and the
+       * in-flight table stay bounded, and the client learns why. */
+      g_autoptr(json_t) data = json_pack ("{s:i, s:i}", "pending", (int) pending,
+                                          "maxPending", (int) max_pending);
+      g_autofree char *text =
+        g_strdup_printf (_("mcp-pool is busy: %u requests are already waiting for an answer "
+                           "(the limit is %u, set by --max-pending or MCP_POOL_MAX_PENDING). "
+                           "Retry later, or send fewer requests at once"),
+                         pending, max_pending);
+
+      refusal = mcp_jsonrpc_error_new (id, MCP_JSONRPC_SERVER_BUSY, text, data);
+    }
   else
     g_hash_table_insert (serve->in_flight, g_steal_pointer (&key), g_cancellable_new ());
   g_mutex_unlock (&serve->lock);
@@ -301,6 +378,7 @@ on_input_message (json_t   *message,
                                         "and an integer or string “id”")), FALSE);
       break;
     }
+  push_back_input (serve);
 }
 
 static void
@@ -311,6 +389,7 @@ on_input_noise (const char *line,
 {
   queue_message (user_data, mcp_upstream_error_reply (NULL, MCP_JSONRPC_PARSE_ERROR, _("Parse error: %s"), error->message),
               FALSE);
+  push_back_input (user_data);
 }
 
 static void
@@ -319,6 +398,7 @@ on_input_too_long (GError   *error,
 {
   queue_message (user_data, mcp_upstream_error_reply (NULL, MCP_JSONRPC_INVALID_REQUEST, _("Request refused: %s"),
                                       error->message), FALSE);
+  push_back_input (user_data);
 }
 
 /* Ending */

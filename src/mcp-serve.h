@@ -7,6 +7,12 @@
  * writes whole lines, so the order holds and neither the main context nor
  * a worker blocks on a slow client.
  *
+ * Bounds: at most options.max_pending requests are in flight; more are
+ * answered at once with a "busy" error.  Replies are never dropped, so a
+ * client that sends requests faster than it reads the answers is pushed
+ * back instead: reading stdin pauses while too many lines wait for the
+ * writer, and resumes once the client has read most of them.
+ *
  * Shared mode (`serve --shared`): the requests go to mcp-poold over the
  * session bus, which answers them from the pool that every client of the
  * user shares; only a ping is answered here.
@@ -27,12 +33,20 @@ G_BEGIN_DECLS
 
 typedef struct _McpServe McpServe;
 
+/* Requests in flight (running or waiting for a worker) beyond which a new
+ * one is refused at once with MCP_JSONRPC_SERVER_BUSY, so that a client
+ * that sends faster than the servers answer meets a bound, not a queue
+ * that grows with its impatience. */
+#define MCP_SERVE_MAX_PENDING_DEFAULT 1024
+#define MCP_SERVE_MAX_PENDING_LIMIT   (1024 * 1024)
+
 typedef struct {
   McpExposeFlags expose;
   gint64         call_timeout_ms;   /* 0: the servers' own */
   gint64         code_timeout_s;    /* run_python's default; 0: see mcp-code.h */
   gsize          max_line;          /* 0: MCP_LINE_MAX_DEFAULT */
   guint          workers;           /* 0: a default */
+  guint          max_pending;       /* 0: MCP_SERVE_MAX_PENDING_DEFAULT */
   gboolean       shared;            /* forward to mcp-poold instead of a pool of our own */
 } McpServeOptions;
 

@@ -2,10 +2,16 @@
  * an MCP client drives it, with fixture servers in the pool behind it. */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+
+#include <gio/gunixoutputstream.h>
 
 #include "test-util.h"
 
@@ -32,9 +38,12 @@ write_config (const char * const *servers)
   return g_steal_pointer (&path);
 }
 
+/* @variable=@value (may be NULL) in mcp-pool's environment. */
 static TestClient *
-serve_new (const char *config,
-           const char *expose)
+serve_new_with (const char *config,
+                const char *expose,
+                const char *variable,
+                const char *value)
 {
   g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
   const char *argv[] = { test_mcp_pool_path (), "serve", "--config", config, "--expose", expose, NULL };
@@ -47,7 +56,16 @@ serve_new (const char *config,
   g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_EXPOSE");
   g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_TIMEOUT");
   g_subprocess_launcher_set_cwd (launcher, scratch_home);
+  if (variable != NULL)
+    g_subprocess_launcher_setenv (launcher, variable, value, TRUE);
   return test_client_new (launcher, argv);
+}
+
+static TestClient *
+serve_new (const char *config,
+           const char *expose)
+{
+  return serve_new_with (config, expose, NULL, NULL);
 }
 
 /* initialize with id 0, as clients do; the result. */
@@ -859,6 +877,159 @@ test_slow_client (Fixture       *fixture,
   g_assert_not_reached ();
 }
 
+/* Limits */
+
+#define MAX_PENDING     4
+#define OVER_THE_LIMIT  16
+/* Longer than the test: these calls end when their server is killed. */
+#define HELD_SLEEP_MS   (10 * 60 * 1000)
+
+static void
+assert_busy (json_t *reply)
+{
+  json_t *error = json_object_get (reply, "error");
+  const char *message = mcp_json_get_string (error, "message");
+
+  g_assert_true (json_is_object (error));
+  g_assert_cmpint (json_integer_value (json_object_get (error, "code")), ==, MCP_JSONRPC_SERVER_BUSY);
+  g_assert_nonnull (message);
+  g_assert_nonnull (strstr (message, "busy"));
+  g_assert_nonnull (strstr (message, G_STRINGIFY (MAX_PENDING) " requests"));
+  g_assert_nonnull (strstr (message, "Retry later"));
+  g_assert_cmpint (json_integer_value (json_object_get (json_object_get (error, "data"), "maxPending")),
+                   ==, MAX_PENDING);
+}
+
+/* Past MCP_POOL_MAX_PENDING requests in flight, a request is refused at
+ * once; the others are answered, every request exactly once, and serving
+ * goes on.  The calls in flight sleep longer than the test, so "at once"
+ * needs no clock: the refusals can only come while they still run. */
+static void
+test_max_pending (void)
+{
+  g_autofree char *config = write_config ((const char * const []) { "fixture", "[]", NULL });
+  g_autoptr(TestClient) client = serve_new_with (config, "gateway", "MCP_POOL_MAX_PENDING",
+                                                 G_STRINGIFY (MAX_PENDING));
+  json_int_t held[MAX_PENDING], refused[OVER_THE_LIMIT], after[MAX_PENDING];
+  g_autoptr(json_t) result = serve_initialize (client, "2025-11-25");
+  json_int_t pid;
+
+  test_client_notify (client, "notifications/initialized", NULL);
+  pid = fixture_stat (client, "fixture", "pid");
+  for (guint i = 0; i < MAX_PENDING; i++)
+    held[i] = test_client_request (client, "tools/call",
+                                   gateway_call_params ("fixture", "sleep",
+                                                        json_pack ("{s:i}", "ms", HELD_SLEEP_MS), 120));
+  for (guint i = 0; i < OVER_THE_LIMIT; i++)
+    refused[i] = test_client_request (client, "tools/call",
+                                      gateway_call_params ("fixture", "sleep", json_pack ("{s:i}", "ms", 1), 0));
+  for (guint i = 0; i < OVER_THE_LIMIT; i++)
+    {
+      g_autoptr(json_t) reply = test_client_read_reply (client, refused[i]);
+
+      assert_busy (reply);
+    }
+  /* Answered by mcp-pool itself, so not held back by the limit. */
+  serve_ping (client);
+  for (guint i = 0; i < client->stash->len; i++)
+    for (guint j = 0; j < MAX_PENDING; j++)
+      g_assert_false (test_message_has_id (g_ptr_array_index (client->stash, i), held[j]));
+
+  /* The held calls end with their server, with an error each. */
+  g_assert_cmpint (kill (pid, SIGKILL), ==, 0);
+  for (guint i = 0; i < MAX_PENDING; i++)
+    {
+      g_autoptr(json_t) reply = test_client_read_reply (client, held[i]);
+
+      assert_result (json_object_get (reply, "result"), TRUE, "fixture", NULL);
+    }
+
+  /* Below the limit again: calls go through. */
+  for (guint i = 0; i < MAX_PENDING; i++)
+    after[i] = test_client_request (client, "tools/call",
+                                    gateway_call_params ("fixture", "sleep", json_pack ("{s:i}", "ms", 1), 0));
+  for (guint i = 0; i < MAX_PENDING; i++)
+    {
+      g_autoptr(json_t) reply = test_client_read_reply (client, after[i]);
+
+      assert_result (json_object_get (reply, "result"), FALSE, "slept 1", NULL);
+    }
+
+  /* No second answer to anything came before the end. */
+  serve_finish (client);
+  for (guint i = 0; i < client->stash->len; i++)
+    {
+      json_t *message = g_ptr_array_index (client->stash, i);
+
+      for (guint j = 0; j < MAX_PENDING; j++)
+        g_assert_false (test_message_has_id (message, held[j]) || test_message_has_id (message, after[j]));
+      for (guint j = 0; j < OVER_THE_LIMIT; j++)
+        g_assert_false (test_message_has_id (message, refused[j]));
+    }
+  g_clear_pointer (&client, test_client_free);
+  test_assert_no_children ();
+}
+
+/* Far more pings than mcp-pool keeps answers for plus what the pipes hold. */
+#define FLOOD_MAX_PINGS 200000
+#define FLOOD_FIRST_ID  1000000
+#define PUSH_BACK_QUIET_MS 2000
+
+/* A client that sends and never reads is pushed back through its pipe,
+ * instead of mcp-pool queueing answers for it without bound; once it
+ * reads, every request has its one answer. */
+static void
+test_push_back (Fixture       *fixture,
+                gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  int fd = g_unix_output_stream_get_fd (G_UNIX_OUTPUT_STREAM (client->input));
+  int flags = fcntl (fd, F_GETFL);
+  g_autoptr(GHashTable) seen = g_hash_table_new (NULL, NULL);
+  json_int_t sent = 0;
+
+  g_assert_cmpint (fcntl (fd, F_SETFL, flags | O_NONBLOCK), ==, 0);
+  while (sent < FLOOD_MAX_PINGS)
+    {
+      g_autofree char *line =
+        g_strdup_printf ("{\"jsonrpc\":\"2.0\",\"id\":%" JSON_INTEGER_FORMAT ",\"method\":\"ping\"}\n",
+                         FLOOD_FIRST_ID + sent);
+      ssize_t n = write (fd, line, strlen (line));
+
+      /* A line shorter than PIPE_BUF goes into the pipe whole or not at all.
+       * A full pipe may only mean that mcp-pool is a moment behind; one
+       * that stays full is the push-back.  (On a loaded machine a stall
+       * can pass for it, which weakens the test but cannot fail it.) */
+      if (n < 0 && errno == EAGAIN)
+        {
+          struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+          if (poll (&pfd, 1, PUSH_BACK_QUIET_MS) == 0)
+            break;
+          continue;
+        }
+      if (n < 0 && errno == EINTR)
+        continue;
+      g_assert_cmpint (n, ==, strlen (line));
+      sent++;
+    }
+  g_assert_cmpint (fcntl (fd, F_SETFL, flags), ==, 0);
+  g_test_message ("mcp-pool pushed back after %" JSON_INTEGER_FORMAT " pings", sent);
+  g_assert_cmpint (sent, <, FLOOD_MAX_PINGS);
+
+  while ((guint) g_hash_table_size (seen) < sent)
+    {
+      g_autoptr(json_t) reply = test_client_read_message (client);
+      json_int_t id = json_integer_value (json_object_get (reply, "id"));
+
+      g_assert_nonnull (reply);
+      g_assert_true (json_is_object (json_object_get (reply, "result")));
+      g_assert_true (id >= FLOOD_FIRST_ID && id < FLOOD_FIRST_ID + sent);
+      g_assert_true (g_hash_table_add (seen, GINT_TO_POINTER ((int) (id - FLOOD_FIRST_ID))));
+    }
+  serve_settle (client);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -896,6 +1067,8 @@ main (int argc, char **argv)
   ADD ("/serve/end/stdout-closed", gateway_setup, test_end_stdout_closed);
   ADD ("/serve/busy/ping", gateway_setup, test_ping_while_busy);
   ADD ("/serve/busy/slow-client", gateway_setup, test_slow_client);
+  g_test_add_func ("/serve/busy/max-pending", test_max_pending);
+  ADD ("/serve/busy/push-back", gateway_setup, test_push_back);
 #undef ADD
 
   scratch_home = g_dir_make_tmp ("mcp-pool-home-XXXXXX", NULL);

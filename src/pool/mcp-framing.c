@@ -142,6 +142,8 @@ typedef struct {
   McpStreamFunc       on_closed;
   gpointer            user_data;
   GDestroyNotify      destroy;
+  gpointer            fd_tag;
+  gboolean            paused;        /* the attached context only */
 } McpFdSource;
 
 static void
@@ -185,7 +187,7 @@ fd_source_dispatch (GSource     *source,
   char buffer[READ_CHUNK];
   int i;
 
-  for (i = 0; i < READS_PER_DISPATCH && !g_source_is_destroyed (source); i++)
+  for (i = 0; i < READS_PER_DISPATCH && !self->paused && !g_source_is_destroyed (source); i++)
     {
       ssize_t n = read (self->fd, buffer, sizeof buffer);
 
@@ -251,7 +253,7 @@ fd_source_new (int fd)
   g_unix_set_fd_nonblocking (fd, TRUE, NULL);
   self = (McpFdSource *) g_source_new (&fd_source_funcs, sizeof (McpFdSource));
   self->fd = fd;
-  g_source_add_unix_fd (&self->source, fd, G_IO_IN | G_IO_HUP | G_IO_ERR);
+  self->fd_tag = g_source_add_unix_fd (&self->source, fd, G_IO_IN | G_IO_HUP | G_IO_ERR);
   return self;
 }
 
@@ -273,6 +275,20 @@ mcp_line_reader_new (int                        fd,
   self->user_data = user_data;
   self->destroy = destroy;
   return &self->source;
+}
+
+void
+mcp_line_reader_set_paused (GSource  *reader,
+                            gboolean  paused)
+{
+  McpFdSource *self = (McpFdSource *) reader;
+
+  if (self->paused == paused || g_source_is_destroyed (reader))
+    return;
+  self->paused = paused;
+  /* No events while paused: the peer's writes pile up in the pipe and then
+   * block it, which is the push-back a paused reader is for. */
+  g_source_modify_unix_fd (reader, self->fd_tag, paused ? 0 : G_IO_IN | G_IO_HUP | G_IO_ERR);
 }
 
 GSource *

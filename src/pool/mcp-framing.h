@@ -77,6 +77,13 @@ GSource *mcp_line_reader_new (int                        fd,
                               gpointer                   user_data,
                               GDestroyNotify             destroy);
 
+/* On the reader's context: stops (or resumes) reading, so that a peer
+ * that sends faster than its answers are taken away is pushed back through
+ * its pipe instead of growing a queue.  The lines of the chunk being
+ * dispatched are still handed over; EOF is not seen while paused. */
+void     mcp_line_reader_set_paused (GSource                   *reader,
+                                     gboolean                   paused);
+
 /* A raw reader for free-form streams (stderr): chunks as they arrive. */
 typedef void (*McpChunkFunc) (const char *data,
                               gsize       length,

@@ -20,6 +20,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (json_t, json_decref)
 #define MCP_JSONRPC_INVALID_PARAMS     (-32602)
 #define MCP_JSONRPC_INTERNAL_ERROR     (-32603)
 #define MCP_JSONRPC_RESOURCE_NOT_FOUND (-32002)
+/* In the implementation-defined range: too many requests in flight, retry
+ * later (mcp-pool serve's --max-pending). */
+#define MCP_JSONRPC_SERVER_BUSY        (-32000)
 
 typedef enum {
   MCP_MESSAGE_INVALID,
