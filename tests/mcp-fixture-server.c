@@ -10,6 +10,9 @@
  *   --noise                    write "this is not json" and an empty line
  *                              before every message, end lines with "\r\n"
  *   --stderr-flood BYTES       write BYTES bytes to stderr from a thread
+ *   --notification-flood       from start-up until stdin closes, write
+ *                              notifications/message and progress for an
+ *                              unknown token without pause, from a thread
  *   --slow-start MS            sleep MS milliseconds before reading stdin
  *   --crash-on-list N          exit(3) on receipt of the N-th tools/list
  *   --fail-start               print a message on stderr and exit(2)
@@ -52,6 +55,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -81,7 +85,7 @@
 static struct
 {
   int noise, fail_start, hang_start, ignore_sigterm, ignore_eof, grandchild;
-  int notify_before_init, list_changed_after_init, ping_client;
+  int notify_before_init, list_changed_after_init, ping_client, notification_flood;
   long long crash_after, crash_on_list, stderr_flood, slow_start_ms, page_size, extra_tools;
   const char *protocol_version;
   const char *fail_start_if_exists;
@@ -93,7 +97,7 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct
 {
-  long long calls, inflight, max_inflight, lists;
+  long long calls, inflight, max_inflight, lists, flood_sent;
   bool initialized;
   json_t *client_ping;
 } counters;
@@ -586,7 +590,7 @@ tool_stats (Call *call)
   json_t *snapshot;
 
   pthread_mutex_lock (&stats_lock);
-  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I}",
+  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I}",
                         "pid", (json_int_t) getpid (),
                         "calls", (json_int_t) counters.calls,
                         "lists", (json_int_t) counters.lists,
@@ -595,7 +599,8 @@ tool_stats (Call *call)
                         "initialized", counters.initialized,
                         "client_ping",
                         json_deep_copy (counters.client_ping),
-                        "grandchild_pid", (json_int_t) grandchild_pid);
+                        "grandchild_pid", (json_int_t) grandchild_pid,
+                        "flood_sent", (json_int_t) counters.flood_sent);
   pthread_mutex_unlock (&stats_lock);
   call_reply (call, json_text_result (snapshot, snapshot));
 }
@@ -913,6 +918,32 @@ stderr_flood_thread (void *data)
   return NULL;
 }
 
+/* A server that logs without pause: as fast as the client reads, one
+ * message at a time so that replies from call threads still get their
+ * turn on stdout (the yield keeps this thread from taking out_lock back
+ * at once, which would starve them in the fixture itself). */
+static void *
+notification_flood_thread (void *data)
+{
+  (void) data;
+  for (long long n = 0;; n++)
+    {
+      if (n % 2 == 0)
+        send_message (json_pack ("{s:s, s:{s:s, s:s, s:I}}", "method", "notifications/message",
+                                 "params", "level", "debug", "logger", "flood",
+                                 "data", (json_int_t) n));
+      else
+        send_message (json_pack ("{s:s, s:{s:s, s:I}}", "method", "notifications/progress",
+                                 "params", "progressToken", "no-such-token",
+                                 "progress", (json_int_t) n));
+      pthread_mutex_lock (&stats_lock);
+      counters.flood_sent++;
+      pthread_mutex_unlock (&stats_lock);
+      sched_yield ();
+    }
+  return NULL;
+}
+
 /* Like a launcher (npx and friends) whose real server is its child: the
  * grandchild shares our process group and stderr, not stdin or stdout. */
 static void
@@ -948,6 +979,7 @@ static const char usage_text[] =
   "Usage: mcp-fixture-server [OPTION]...\n"
   "A stdio MCP server for testing MCP clients.\n\n"
   "  --crash-on-list N  --crash-after N  --noise  --stderr-flood BYTES  --slow-start MS\n"
+  "  --notification-flood\n"
   "  --fail-start  --fail-start-if-exists PATH  --hang-start\n"
   "  --ignore-sigterm  --ignore-eof\n"
   "  --grandchild  --notify-before-init  --list-changed-after-init\n"
@@ -962,6 +994,7 @@ static const struct option long_options[] = {
   { "crash-on-list", required_argument, NULL, 'l' },
   { "noise", no_argument, &opts.noise, 1 },
   { "stderr-flood", required_argument, NULL, 'f' },
+  { "notification-flood", no_argument, &opts.notification_flood, 1 },
   { "slow-start", required_argument, NULL, 's' },
   { "fail-start", no_argument, &opts.fail_start, 1 },
   { "fail-start-if-exists", required_argument, NULL, 'F' },
@@ -1071,6 +1104,8 @@ main (int argc, char **argv)
 
   if (opts.stderr_flood > 0 && !spawn_detached (stderr_flood_thread, NULL))
     fputs ("fixture: cannot start the stderr thread\n", stderr);
+  if (opts.notification_flood && !spawn_detached (notification_flood_thread, NULL))
+    fputs ("fixture: cannot start the notification thread\n", stderr);
 
   sleep_ms (opts.slow_start_ms);
 

@@ -580,6 +580,85 @@ test_flood_and_huge (Fixture *fixture, gconstpointer data)
   g_assert_cmpuint (strlen (first_text (huge)), ==, 20 * 1024 * 1024);
 }
 
+/* Notifications the flooding server sends while the calls run, at least;
+ * some MiB of JSON, more than any memory bound below. */
+#define FLOOD_NOTIFICATIONS 200000
+#define FLOOD_CALLS         20
+/* Enough for the pipe to be full and the flood in its stride. */
+#define FLOOD_STEADY        10000
+/* Each call lasts a while, so that the flood goes on around it. */
+#define FLOOD_CALL_MS       20
+#define FLOOD_WAIT_MS       (120 * 1000)
+/* How much this process may grow while the flood goes on: far less than
+ * the flood, so nothing keeps what it sent. */
+#define FLOOD_RSS_SLACK_KB  (16 * 1024)
+
+static guint64
+rss_kb (void)
+{
+  g_autofree char *status = NULL;
+  const char *line;
+
+  g_assert_true (g_file_get_contents ("/proc/self/status", &status, NULL, NULL));
+  line = strstr (status, "VmRSS:");
+  g_assert_nonnull (line);
+  return g_ascii_strtoull (line + strlen ("VmRSS:"), NULL, 10);
+}
+
+typedef struct {
+  Fixture *fixture;
+  json_int_t until;
+} FloodWait;
+
+static gboolean
+flood_reached (gpointer data)
+{
+  FloodWait *wait = data;
+
+  return stat_of (wait->fixture, "flood", "flood_sent") >= wait->until;
+}
+
+/* A server that sends notifications without pause (log messages, progress
+ * for a token nobody holds) does not starve the replies: every call is
+ * answered within its normal timeout while the flood runs, and the pool
+ * keeps none of the flood (see mcp-pool-upkeep.c, log_server_message). */
+static void
+test_notification_flood (Fixture *fixture, gconstpointer data)
+{
+  json_int_t sent_before, sent_during;
+  FloodWait wait = { fixture, 0 };
+  guint64 rss_before;
+
+  configure (fixture, test_fixture_config ("flood", "--notification-flood", NULL), NULL);
+  wait.until = FLOOD_STEADY;
+  g_assert_true (test_wait_for (flood_reached, &wait, FLOOD_WAIT_MS));
+  sent_before = stat_of (fixture, "flood", "flood_sent");
+  rss_before = rss_kb ();
+  for (guint i = 0; i < FLOOD_CALLS; i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autofree char *expected = g_strdup_printf ("slept %d", FLOOD_CALL_MS);
+      g_autoptr(json_t) slept = call (fixture, "flood", "sleep", json_pack ("{s:i}", "ms", FLOOD_CALL_MS), 0,
+                                      &error);
+
+      g_assert_no_error (error);
+      g_assert_cmpstr (first_text (slept), ==, expected);
+    }
+  sent_during = stat_of (fixture, "flood", "flood_sent") - sent_before;
+  g_test_message ("%" JSON_INTEGER_FORMAT " notifications came during %d calls", sent_during, FLOOD_CALLS);
+  g_assert_cmpint (sent_during, >, 0);
+
+  /* Then let far more come than any bound below could hold. */
+  wait.until = sent_before + FLOOD_NOTIFICATIONS;
+  g_assert_true (test_wait_for (flood_reached, &wait, FLOOD_WAIT_MS));
+  g_test_message ("RSS %" G_GUINT64_FORMAT " kB before the flood, %" G_GUINT64_FORMAT " kB after %d notifications",
+                  rss_before, rss_kb (), FLOOD_NOTIFICATIONS);
+#ifndef __SANITIZE_ADDRESS__
+  /* AddressSanitizer keeps freed memory in quarantine, so RSS says nothing there. */
+  g_assert_cmpuint (rss_kb (), <, rss_before + FLOOD_RSS_SLACK_KB);
+#endif
+}
+
 /* The whole pool goes at once, stubborn servers and grandchildren too, and
  * a start under way is abandoned rather than waited for. */
 static void
@@ -779,6 +858,7 @@ main (int argc, char **argv)
   ADD ("/pool/generation/change", test_generation);
   ADD ("/pool/generation/late-start", test_generation_late_start);
   ADD ("/pool/flood-and-huge", test_flood_and_huge);
+  ADD ("/pool/notification-flood", test_notification_flood);
   ADD ("/pool/generation/reload-from-file", test_reload_from_file);
   ADD ("/pool/shutdown", test_shutdown);
   return g_test_run ();

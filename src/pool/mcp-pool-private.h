@@ -33,6 +33,12 @@ typedef struct {
   gint64           backoff_ms;       /* protected by lock; the last delay */
 
   GSource         *relist_source;    /* protected by lock; a pending re-list, owned */
+
+  /* The server's log messages logged in the current second, and those
+   * left out; only touched by session callbacks on the pool's context. */
+  gint64           log_window_start; /* pool context only; monotonic µs */
+  guint            log_logged;       /* pool context only */
+  guint64          log_dropped;      /* pool context only */
 } PoolEntry;
 
 struct _McpPool {

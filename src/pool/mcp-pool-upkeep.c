@@ -14,6 +14,8 @@
 /* A retired session waits this long past the longest call for its last
  * requests before it is shut down regardless. */
 #define RETIRE_SLACK_MS (5 * 1000)
+/* A server's log lines shown per second; see log_server_message(). */
+#define SERVER_LOG_MAX_PER_SECOND 20
 
 /* FALSE once the pool is shut down. */
 static gboolean
@@ -46,6 +48,44 @@ on_relist_due (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* A server's notifications/message, to the debug log.  Notifications are
+ * handled inline on the pool's context as the session reads them and none
+ * is queued, so a server that floods them costs reading time, not memory;
+ * the pipe holds the flood back.  What they cost is kept small: nothing is
+ * formatted unless debug logging is on, and then at most
+ * SERVER_LOG_MAX_PER_SECOND lines a second are written per server, so a
+ * chatty server cannot keep the main context busy writing to a stderr that
+ * its reader drains slowly. */
+static void
+log_server_message (PoolEntry *entry,
+                    json_t    *params)
+{
+  g_autofree char *data = NULL;
+  gint64 now;
+
+  if (g_log_writer_default_would_drop (G_LOG_LEVEL_DEBUG, G_LOG_DOMAIN))
+    return;
+  now = g_get_monotonic_time ();
+  if (now - entry->log_window_start >= G_USEC_PER_SEC)
+    {
+      if (entry->log_dropped > 0)
+        g_debug ("Server “%s” sent %" G_GUINT64_FORMAT " more log messages, not shown",
+                 entry->name, entry->log_dropped);
+      entry->log_window_start = now;
+      entry->log_logged = 0;
+      entry->log_dropped = 0;
+    }
+  if (entry->log_logged >= SERVER_LOG_MAX_PER_SECOND)
+    {
+      entry->log_dropped++;
+      return;
+    }
+  entry->log_logged++;
+  data = json_dumps (json_object_get (params, "data"), JSON_COMPACT | JSON_ENCODE_ANY);
+  g_debug ("Server “%s” says (%s): %s", entry->name,
+           mcp_json_get_string (params, "level") ?: "info", data ? data : "");
+}
+
 void
 mcp_pool_on_session_notification (McpSession *session,
                                   const char *method,
@@ -73,10 +113,7 @@ mcp_pool_on_session_notification (McpSession *session,
     }
   else if (g_strcmp0 (method, "notifications/message") == 0)
     {
-      g_autofree char *data = json_dumps (json_object_get (params, "data"), JSON_COMPACT | JSON_ENCODE_ANY);
-
-      g_debug ("Server “%s” says (%s): %s", entry->name,
-               mcp_json_get_string (params, "level") ?: "info", data ? data : "");
+      log_server_message (entry, params);
     }
 }
 
