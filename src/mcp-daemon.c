@@ -29,6 +29,9 @@
 #include "mcp-upstream.h"
 
 #define WORKERS_MAX       64
+/* Calls beyond this many in flight are refused: a client that sends faster
+ * than servers answer must not grow the daemon without bound. */
+#define CALLS_MAX         4096
 /* Servers get SIGTERM at once when the daemon is told to stop, SIGKILL
  * this much later. */
 #define TERM_GRACE_US     (G_USEC_PER_SEC / 2)
@@ -252,7 +255,8 @@ run_call_job (gpointer data,
 }
 
 /* Main context: a call, registered so that Cancel and a vanished caller
- * find it, not yet started. */
+ * find it, not yet started; NULL after refusing it when too many are in
+ * flight.  Takes @args. */
 static DaemonCall *
 register_call (McpDaemon             *daemon,
                GDBusMethodInvocation *invocation,
@@ -260,7 +264,17 @@ register_call (McpDaemon             *daemon,
                json_t                *args)
 {
   const char *sender = g_dbus_method_invocation_get_sender (invocation);
-  DaemonCall *call = g_new0 (DaemonCall, 1);
+  DaemonCall *call;
+
+  if (g_hash_table_size (daemon->in_flight) >= CALLS_MAX)
+    {
+      json_decref (args);
+      g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED,
+                                             _("mcp-poold is busy: %u calls are in flight; retry later, "
+                                               "or send fewer at once"), CALLS_MAX);
+      return NULL;
+    }
+  call = g_new0 (DaemonCall, 1);
 
   call->daemon = daemon;
   call->invocation = g_object_ref (invocation);
@@ -276,12 +290,14 @@ register_call (McpDaemon             *daemon,
   return call;
 }
 
-/* Main context: hands a registered call to a worker; for the handlers. */
+/* Main context: hands a registered call (or NULL, a refused one) to a
+ * worker; for the handlers. */
 static gboolean
 run_call (McpDaemon  *daemon,
           DaemonCall *call)
 {
-  g_thread_pool_push (daemon->workers, call, NULL);
+  if (call != NULL)
+    g_thread_pool_push (daemon->workers, call, NULL);
   return TRUE;
 }
 
@@ -572,8 +588,11 @@ handle_handle_request (McpDBusPool1          *skeleton,
     }
 
   call = register_call (daemon, invocation, work_handle_request, request);
-  call->expose = lookup_exposure (daemon, flags);
-  call->timeout_ms = (gint64) MIN (timeout_ms, MCP_CALL_TIMEOUT_MAX_MS);
+  if (call != NULL)
+    {
+      call->expose = lookup_exposure (daemon, flags);
+      call->timeout_ms = (gint64) MIN (timeout_ms, MCP_CALL_TIMEOUT_MAX_MS);
+    }
   return run_call (daemon, call);
 }
 
