@@ -316,11 +316,10 @@ start_request (McpServe *serve,
   g_mutex_lock (&serve->lock);
   pending = g_hash_table_size (serve->in_flight);
   if (serve->ending)
-    refusal = mcp_upstream_error_reply (id, MCP_JSONRPC_INTERNAL_ERROR,
-                           _("mcp-pool is shutting down"));
+    refusal = mcp_upstream_error_reply (id, MCP_JSONRPC_INTERNAL_ERROR, _("mcp-pool is shutting down"));
   else if (g_hash_table_contains (serve->in_flight, key))
     refusal = mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_REQUEST,
-                           _("The id %s is already used by a request in flight"), key + 2);
+                                        _("The id %s is already used by a request in flight"), key + 2);
   else if (pending >= max_pending)
     {
       /* Refused at once rather than queued: the worker queue and the
@@ -373,9 +372,11 @@ on_input_message (json_t   *message,
       break;
     case MCP_MESSAGE_INVALID:
     default:
-      queue_message (serve, mcp_upstream_error_reply (mcp_jsonrpc_id_is_valid (id) ? id : NULL, MCP_JSONRPC_INVALID_REQUEST,
-                                      _("Invalid request: a JSON-RPC request needs a string “method” "
-                                        "and an integer or string “id”")), FALSE);
+      queue_message (serve,
+                     mcp_upstream_error_reply (mcp_jsonrpc_id_is_valid (id) ? id : NULL, MCP_JSONRPC_INVALID_REQUEST,
+                                               _("Invalid request: a JSON-RPC request needs a string “method” "
+                                                 "and an integer or string “id”")),
+                     FALSE);
       break;
     }
   push_back_input (serve);
@@ -387,8 +388,9 @@ on_input_noise (const char *line,
                 GError     *error,
                 gpointer    user_data)
 {
-  queue_message (user_data, mcp_upstream_error_reply (NULL, MCP_JSONRPC_PARSE_ERROR, _("Parse error: %s"), error->message),
-              FALSE);
+  queue_message (user_data,
+                 mcp_upstream_error_reply (NULL, MCP_JSONRPC_PARSE_ERROR, _("Parse error: %s"), error->message),
+                 FALSE);
   push_back_input (user_data);
 }
 
@@ -396,8 +398,10 @@ static void
 on_input_too_long (GError   *error,
                    gpointer  user_data)
 {
-  queue_message (user_data, mcp_upstream_error_reply (NULL, MCP_JSONRPC_INVALID_REQUEST, _("Request refused: %s"),
-                                      error->message), FALSE);
+  queue_message (user_data,
+                 mcp_upstream_error_reply (NULL, MCP_JSONRPC_INVALID_REQUEST, _("Request refused: %s"),
+                                           error->message),
+                 FALSE);
   push_back_input (user_data);
 }
 
