@@ -328,6 +328,18 @@ handle_rpc (const char  *method,
   return NULL;
 }
 
+json_t *
+mcp_code_reply_rpc (McpCode            *code,
+                    const char * const *servers,
+                    json_t             *request)
+{
+  RunContext run = { code, (GStrv) servers, g_cancellable_new () };
+  json_t *reply = mcp_sandbox_rpc_reply (request, handle_rpc, &run);
+
+  g_object_unref (run.calls);
+  return reply;
+}
+
 /* The tool */
 
 static const char run_python_description[] =

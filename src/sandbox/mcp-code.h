@@ -41,6 +41,12 @@ json_t  *mcp_code_tool        (McpCode               *code);
 json_t  *mcp_code_run_python  (McpCode               *code,
                                json_t                *arguments,
                                GCancellable          *cancellable);
+/* Exposed for tests and fuzzing: the reply to one RPC request of a run
+ * that may call @servers, as mcp_code_run_python()'s sandbox would send
+ * it.  Blocking, like the tool calls it may make. */
+json_t  *mcp_code_reply_rpc   (McpCode               *code,
+                               const char * const    *servers,
+                               json_t                *request);
 /* Blocking: ends the warm sandbox. */
 void     mcp_code_free        (McpCode               *code);
 

@@ -138,25 +138,16 @@ send_rpc_reply (McpSandbox *sandbox,
   g_mutex_unlock (&sandbox->write_lock);
 }
 
-static void
-run_rpc_job (gpointer data,
-             gpointer user_data)
+json_t *
+mcp_sandbox_rpc_reply (json_t            *request,
+                       McpSandboxRpcFunc  handler,
+                       gpointer           handler_data)
 {
-  RpcJob *job = data;
-  McpSandbox *sandbox = job->sandbox;
-  json_t *id = json_object_get (job->request, "id");
-  const char *method = mcp_json_get_string (job->request, "method");
-  json_t *params = json_object_get (job->request, "params");
+  json_t *id = json_object_get (request, "id");
+  const char *method = mcp_json_get_string (request, "method");
+  json_t *params = json_object_get (request, "params");
   g_autoptr(GError) error = NULL;
-  g_autoptr(json_t) reply = NULL;
-  McpSandboxRpcFunc handler;
-  gpointer handler_data;
   json_t *result = NULL;
-
-  g_mutex_lock (&sandbox->lock);
-  handler = sandbox->handler;
-  handler_data = sandbox->handler_data;
-  g_mutex_unlock (&sandbox->lock);
 
   if (handler != NULL)
     result = handler (method, json_is_object (params) ? params : NULL, handler_data, &error);
@@ -164,9 +155,26 @@ run_rpc_job (gpointer data,
     g_set_error (&error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_RPC, _("No run is in progress"));
 
   if (result != NULL)
-    reply = json_pack ("{s:O, s:o}", "id", id, "result", result);
-  else
-    reply = json_pack ("{s:O, s:{s:s}}", "id", id, "error", "message", error->message);
+    return json_pack ("{s:O, s:o}", "id", id, "result", result);
+  return json_pack ("{s:O, s:{s:s}}", "id", id, "error", "message", error->message);
+}
+
+static void
+run_rpc_job (gpointer data,
+             gpointer user_data)
+{
+  RpcJob *job = data;
+  McpSandbox *sandbox = job->sandbox;
+  g_autoptr(json_t) reply = NULL;
+  McpSandboxRpcFunc handler;
+  gpointer handler_data;
+
+  g_mutex_lock (&sandbox->lock);
+  handler = sandbox->handler;
+  handler_data = sandbox->handler_data;
+  g_mutex_unlock (&sandbox->lock);
+
+  reply = mcp_sandbox_rpc_reply (job->request, handler, handler_data);
   send_rpc_reply (sandbox, reply);
   json_decref (job->request);
   sandbox_unref (job->sandbox);

@@ -78,6 +78,14 @@ gboolean    mcp_sandbox_run    (McpSandbox              *sandbox,
                                 GCancellable            *cancellable,
                                 McpRunResult            *result,
                                 GError                 **error);
+/* The reply to one RPC request of the code (a valid JSON-RPC request),
+ * as it goes back over the channel: @handler's result, or its error; a
+ * NULL @handler means no run is in progress.  Any thread; blocks as long
+ * as @handler does.  Public so that the parsing can be fuzzed without a
+ * sandbox. */
+json_t     *mcp_sandbox_rpc_reply (json_t                 *request,
+                                   McpSandboxRpcFunc       handler,
+                                   gpointer                handler_data);
 /* Ends the sandbox (run or not) and frees it; blocking. */
 void        mcp_sandbox_free   (McpSandbox              *sandbox);
 
