@@ -220,7 +220,13 @@ launches_self (Discoverer            *d,
   if (d->self_path == NULL)
     return FALSE;
   if (strchr (config->command, '/') != NULL)
-    program = g_canonicalize_filename (config->command, config->cwd != NULL ? config->cwd : d->cwd);
+    {
+      /* The entry's "cwd" may itself be relative, and g_canonicalize_filename()
+       * takes only an absolute base. */
+      g_autofree char *dir = g_canonicalize_filename (config->cwd != NULL ? config->cwd : ".", d->cwd);
+
+      program = g_canonicalize_filename (config->command, dir);
+    }
   else
     program = g_find_program_in_path (config->command);
   resolved = program != NULL ? realpath (program, NULL) : NULL;
