@@ -285,8 +285,9 @@ read_settings (McpServerConfig *config,
     {
       if (!json_is_number (value) || json_number_value (value) <= 0)
         return invalid_field (error, name, source, "timeout", _("a positive number of seconds"));
-      config->call_timeout_ms = MIN ((gint64) (json_number_value (value) * 1000),
-                                     MCP_CALL_TIMEOUT_MAX_MS);
+      /* Capped before the conversion: a huge number does not fit in a gint64. */
+      config->call_timeout_ms = (gint64) (MIN (json_number_value (value),
+                                               MCP_CALL_TIMEOUT_MAX_MS / 1000.0) * 1000);
     }
 
   value = json_object_get (entry, "idleTimeout");

@@ -113,6 +113,7 @@ check_discovery (McpDiscovery *discovery)
       g_assert_nonnull (fingerprint);
       g_assert_cmpint (config->start_timeout_ms, >=, 0);
       g_assert_cmpint (config->call_timeout_ms, >=, 0);
+      g_assert_cmpint (config->call_timeout_ms, <=, MCP_CALL_TIMEOUT_MAX_MS);
       g_assert_cmpint (config->idle_timeout_ms, >=, 0);
       for (char **pair = config->env; pair != NULL && *pair != NULL; pair++)
         g_assert_nonnull (strchr (*pair, '='));
