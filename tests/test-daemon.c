@@ -23,7 +23,8 @@
 #include "mcp-remote.h"
 #include "test-util.h"
 
-/* Every wait for the daemon or a process to act is bounded by this. */
+/* Every wait for the daemon or a process to act is bounded by this,
+ * scaled by test_timeout_ms(). */
 #define WAIT_MS (15 * 1000)
 /* The uid a test plays a foreign user with. */
 #define NOBODY  65534
@@ -61,7 +62,8 @@ write_service_file (const char  *services,
   g_autofree char *template_path = g_test_build_filename (G_TEST_DIST, "..", "data",
                                                           "io.github.mcppool.Pool.service.in", NULL);
   g_autofree char *template = NULL;
-  g_autofree char *exec = g_strdup_printf ("%s %s", poold_path (), setup->daemon_args);
+  g_autofree char *command_line = g_strdup_printf ("%s %s", poold_path (), setup->daemon_args);
+  g_autofree char *exec = test_wrap_command_line (command_line);
   g_autofree char *path = g_build_filename (services, "io.github.mcppool.Pool.service", NULL);
   g_autoptr(GError) error = NULL;
   g_auto(GStrv) parts = NULL;
@@ -228,7 +230,7 @@ call_daemon (GDBusConnection *connection,
   return g_dbus_connection_call_sync (connection, MCP_DAEMON_BUS_NAME, MCP_DAEMON_OBJECT_PATH,
                                       MCP_DAEMON_INTERFACE, method, parameters,
                                       reply_type ? G_VARIANT_TYPE (reply_type) : NULL,
-                                      G_DBUS_CALL_FLAGS_NONE, WAIT_MS, NULL, error);
+                                      G_DBUS_CALL_FLAGS_NONE, (int) test_timeout_ms (WAIT_MS), NULL, error);
 }
 
 static json_t *
@@ -277,7 +279,7 @@ daemon_is_running (GDBusConnection *connection)
     g_dbus_connection_call_sync (connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                  "org.freedesktop.DBus", "NameHasOwner",
                                  g_variant_new ("(s)", MCP_DAEMON_BUS_NAME), G_VARIANT_TYPE ("(b)"),
-                                 G_DBUS_CALL_FLAGS_NONE, WAIT_MS, NULL, NULL);
+                                 G_DBUS_CALL_FLAGS_NONE, (int) test_timeout_ms (WAIT_MS), NULL, NULL);
   gboolean running = FALSE;
 
   g_assert_nonnull (reply);
@@ -341,7 +343,7 @@ wait_for_signal (Fixture    *fixture,
                  const char *expected)
 {
   gboolean timed_out = FALSE;
-  guint timeout = g_timeout_add (WAIT_MS, on_wait_timeout, &timed_out);
+  guint timeout = g_timeout_add (test_timeout_ms (WAIT_MS), on_wait_timeout, &timed_out);
 
   for (;;)
     {
@@ -353,7 +355,7 @@ wait_for_signal (Fixture    *fixture,
             return;
           }
       if (timed_out)
-        g_error ("No signal “%s” within %d ms", expected, WAIT_MS);
+        g_error ("No signal “%s” within %u ms", expected, test_timeout_ms (WAIT_MS));
       g_main_context_iteration (NULL, TRUE);
     }
 }
@@ -442,7 +444,8 @@ start_client (gboolean    shared,
 {
   g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
   const char *argv[] = { test_mcp_pool_path (), "serve", "--expose", expose, shared ? "--shared" : NULL, NULL };
-  TestClient *client = test_client_new (launcher, argv);
+  g_auto(GStrv) wrapped = test_wrap_argv (argv);
+  TestClient *client = test_client_new (launcher, (const char * const *) wrapped);
   g_autoptr(json_t) result =
     test_client_result (client, "initialize",
                         json_pack ("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", "2025-06-18",
@@ -592,8 +595,9 @@ test_signals (Fixture       *fixture,
   /* Eviction from a terminal reaches the running daemon. */
   {
     const char *argv[] = { test_mcp_pool_path (), "evict", "fix", NULL };
+    g_auto(GStrv) wrapped = test_wrap_argv (argv);
 
-    g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &stdout_text, NULL, &status, &error);
+    g_spawn_sync (NULL, wrapped, NULL, G_SPAWN_DEFAULT, NULL, NULL, &stdout_text, NULL, &status, &error);
     g_assert_no_error (error);
     g_assert_true (g_spawn_check_wait_status (status, NULL));
     g_assert_nonnull (strstr (stdout_text, "Evicted"));
@@ -610,7 +614,7 @@ test_signals (Fixture       *fixture,
                                                    "{\"steps\": 3, \"delay_ms\": 20}", 0));
   g_ptr_array_set_size (fixture->signals, 0);
   g_dbus_connection_send_message_with_reply (fixture->connection, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
-                                             WAIT_MS, &serial, NULL, on_call_reply, &call);
+                                             (int) test_timeout_ms (WAIT_MS), &serial, NULL, on_call_reply, &call);
   while (call.reply == NULL)
     g_main_context_iteration (NULL, TRUE);
   g_assert_null (g_dbus_message_get_error_name (call.reply));
@@ -837,6 +841,7 @@ test_no_session_bus (void)
                                G_SUBPROCESS_FLAGS_STDERR_PIPE);
   g_autofree char *empty = g_dir_make_tmp ("mcp-poold-nobus-XXXXXX", NULL);
   const char *argv[] = { test_mcp_pool_path (), "serve", "--shared", NULL };
+  g_auto(GStrv) wrapped = test_wrap_argv (argv);
   g_autoptr(GSubprocess) serve = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree char *out = NULL;
@@ -845,7 +850,7 @@ test_no_session_bus (void)
   g_subprocess_launcher_unsetenv (launcher, "DBUS_SESSION_BUS_ADDRESS");
   g_subprocess_launcher_unsetenv (launcher, "DISPLAY");
   g_subprocess_launcher_setenv (launcher, "XDG_RUNTIME_DIR", empty, TRUE);
-  serve = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  serve = g_subprocess_launcher_spawnv (launcher, (const char * const *) wrapped, &error);
   g_assert_no_error (error);
   g_subprocess_communicate_utf8 (serve, "", NULL, &out, &err, &error);
   g_assert_no_error (error);

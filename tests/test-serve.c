@@ -15,7 +15,7 @@
 
 #include "test-util.h"
 
-#define GONE_TIMEOUT_MS (10 * 1000)
+#define GONE_TIMEOUT_MS (10 * 1000)  /* scaled by test_wait_for() */
 #define NULL_ID         TEST_CLIENT_NULL_ID
 
 static char *scratch_home;
@@ -47,6 +47,7 @@ serve_new_with (const char *config,
 {
   g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
   const char *argv[] = { test_mcp_pool_path (), "serve", "--config", config, "--expose", expose, NULL };
+  g_auto(GStrv) wrapped = NULL;
 
   if (expose == NULL)
     argv[4] = NULL;
@@ -58,7 +59,8 @@ serve_new_with (const char *config,
   g_subprocess_launcher_set_cwd (launcher, scratch_home);
   if (variable != NULL)
     g_subprocess_launcher_setenv (launcher, variable, value, TRUE);
-  return test_client_new (launcher, argv);
+  wrapped = test_wrap_argv (argv);
+  return test_client_new (launcher, (const char * const *) wrapped);
 }
 
 static TestClient *
@@ -594,6 +596,7 @@ test_max_message_bytes (void)
   g_autofree char *config = write_config ((const char * const []) { "fixture", "[]", NULL });
   g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
   const char *argv[] = { test_mcp_pool_path (), "serve", "--config", config, "--expose", "gateway", NULL };
+  g_auto(GStrv) wrapped = test_wrap_argv (argv);
   g_autoptr(GString) line = g_string_new ("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"params\":{\"pad\":\"");
   g_autoptr(TestClient) client = NULL;
   g_autoptr(json_t) result = NULL;
@@ -601,7 +604,7 @@ test_max_message_bytes (void)
   g_subprocess_launcher_setenv (launcher, "HOME", scratch_home, TRUE);
   g_subprocess_launcher_setenv (launcher, "MCP_POOL_MAX_MESSAGE_BYTES", "2048", TRUE);
   g_subprocess_launcher_set_cwd (launcher, scratch_home);
-  client = test_client_new (launcher, argv);
+  client = test_client_new (launcher, (const char * const *) wrapped);
   result = serve_initialize (client, "2025-11-25");
 
   for (int i = 0; i < 3000; i++)

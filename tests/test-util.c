@@ -14,6 +14,10 @@
 
 #include <gio/gunixinputstream.h>
 
+#ifdef HAVE_VALGRIND_VALGRIND_H
+#include <valgrind/valgrind.h>
+#endif
+
 struct _TestIoThread {
   GMainContext *context;
   GThread      *thread;
@@ -217,7 +221,7 @@ reap_child (pid_t  pid,
 void
 test_assert_no_children (void)
 {
-  gint64 deadline = g_get_monotonic_time () + KEEPER_EXIT_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
+  gint64 deadline = g_get_monotonic_time () + test_timeout_ms (KEEPER_EXIT_TIMEOUT_MS) * G_TIME_SPAN_MILLISECOND;
   siginfo_t info;
 
   while (waitid (P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) == 0)
@@ -233,8 +237,8 @@ test_assert_no_children (void)
       if (g_strcmp0 (comm, KEEPER_COMM) != 0)
         g_error ("Process %d (%s) is left behind as a child of the test", pid, comm ? comm : "gone");
       if (!reap_child (pid, deadline))
-        g_error ("Process %d (" KEEPER_COMM ") still runs %d s after its mcp-pool ended",
-                 pid, KEEPER_EXIT_TIMEOUT_MS / 1000);
+        g_error ("Process %d (" KEEPER_COMM ") still runs %u s after its mcp-pool ended",
+                 pid, test_timeout_ms (KEEPER_EXIT_TIMEOUT_MS) / 1000);
     }
   g_assert_cmpint (errno, ==, ECHILD);
 }
@@ -271,12 +275,75 @@ test_count_open_fds (void)
   return count;
 }
 
+guint
+test_timeout_ms (guint timeout_ms)
+{
+  static guint slowdown;
+
+  if (slowdown == 0)
+    {
+      const char *value = g_getenv ("MCP_POOL_TEST_SLOWDOWN");
+      guint64 parsed = 1;
+
+      if (value != NULL && *value != '\0' &&
+          !g_ascii_string_to_unsigned (value, 10, 1, 1000, &parsed, NULL))
+        g_error ("MCP_POOL_TEST_SLOWDOWN=%s is not a whole number from 1 to 1000", value);
+      g_atomic_int_set (&slowdown, (guint) parsed);
+    }
+  return timeout_ms * g_atomic_int_get (&slowdown);
+}
+
+gboolean
+test_under_valgrind (void)
+{
+#ifdef HAVE_VALGRIND_VALGRIND_H
+  return RUNNING_ON_VALGRIND;
+#else
+  return FALSE;
+#endif
+}
+
+static GStrv
+wrapper_words (void)
+{
+  const char *wrapper = g_getenv ("MCP_POOL_TEST_WRAPPER");
+  g_autoptr(GError) error = NULL;
+  char **words = NULL;
+
+  if (wrapper == NULL || *wrapper == '\0')
+    return g_new0 (char *, 1);
+  if (!g_shell_parse_argv (wrapper, NULL, &words, &error))
+    g_error ("MCP_POOL_TEST_WRAPPER=%s: %s", wrapper, error->message);
+  return words;
+}
+
+GStrv
+test_wrap_argv (const char * const *argv)
+{
+  g_auto(GStrv) words = wrapper_words ();
+  g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
+
+  g_strv_builder_addv (builder, (const char **) words);
+  g_strv_builder_addv (builder, (const char **) argv);
+  return g_strv_builder_end (builder);
+}
+
+char *
+test_wrap_command_line (const char *command_line)
+{
+  const char *wrapper = g_getenv ("MCP_POOL_TEST_WRAPPER");
+
+  if (wrapper == NULL || *wrapper == '\0')
+    return g_strdup (command_line);
+  return g_strdup_printf ("%s %s", wrapper, command_line);
+}
+
 gboolean
 test_wait_for (gboolean (*check) (gpointer),
                gpointer  data,
                guint     timeout_ms)
 {
-  gint64 deadline = g_get_monotonic_time () + timeout_ms * G_TIME_SPAN_MILLISECOND;
+  gint64 deadline = g_get_monotonic_time () + test_timeout_ms (timeout_ms) * G_TIME_SPAN_MILLISECOND;
 
   while (!check (data))
     {

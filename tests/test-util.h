@@ -37,8 +37,22 @@ gboolean         test_process_gone           (GPid          pid);
 void             test_assert_no_children     (void);
 guint            test_count_open_fds         (void);
 
+/* @timeout_ms times MCP_POOL_TEST_SLOWDOWN (a whole number, default 1):
+ * `make check-valgrind` sets it, since everything runs tens of times
+ * slower under valgrind.  Every bound of a wait goes through it. */
+guint            test_timeout_ms             (guint         timeout_ms);
+/* TRUE when this test program runs under valgrind. */
+gboolean         test_under_valgrind         (void);
+/* @argv behind the words of MCP_POOL_TEST_WRAPPER, for the mcp-pool and
+ * mcp-poold a test starts: `make check-valgrind` runs them under valgrind
+ * too. */
+GStrv            test_wrap_argv              (const char * const *argv);
+/* The same as one command line, for an Exec= line. */
+char            *test_wrap_command_line      (const char   *command_line);
+
 /* Polls @check every few milliseconds until it is TRUE or @timeout_ms
- * passes; for states that have no event to wait for (a process vanishing). */
+ * (scaled by test_timeout_ms()) passes; for states that have no event to
+ * wait for (a process vanishing). */
 gboolean         test_wait_for               (gboolean    (*check) (gpointer),
                                               gpointer      data,
                                               guint         timeout_ms);
@@ -51,7 +65,7 @@ char            *test_interop_file           (const char   *relative_path);
 /* A raw MCP client of a program that speaks MCP on its stdin and stdout.
  * Every read waits at most TEST_CLIENT_TIMEOUT_MS and fails the test
  * after that.  Not thread-safe: one test thread drives it. */
-#define TEST_CLIENT_TIMEOUT_MS (20 * 1000)
+#define TEST_CLIENT_TIMEOUT_MS ((int) test_timeout_ms (20 * 1000))
 /* Stands for the null id of replies to lines that had no usable id. */
 #define TEST_CLIENT_NULL_ID    ((json_int_t) -1)
 
