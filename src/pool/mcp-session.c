@@ -32,6 +32,8 @@ G_DEFINE_QUARK (mcp-session-error-quark, mcp_session_error)
 #define SMALL_WRITE_TIMEOUT_US (5 * G_USEC_PER_SEC)
 /* How long a closed stdout waits for the exit status to explain it. */
 #define EXIT_AFTER_EOF_WAIT_MS 500
+/* How often the exit is checked when there is no pidfd to watch. */
+#define EXIT_POLL_MS 20
 /* The longest a write to a server's stdin may stall. */
 #define WRITE_STALL_LIMIT_US (10 * G_USEC_PER_SEC)
 /* Threads that write replies to server→client requests (pings). */
@@ -574,6 +576,20 @@ on_child_exit (gint          fd,
   return G_SOURCE_REMOVE;
 }
 
+/* Without a pidfd the exit is polled for.  waitid (WNOWAIT) leaves the
+ * child to be reaped by the shutdown, as with a pidfd. */
+static gboolean
+on_exit_poll (gpointer user_data)
+{
+  McpSession *session = user_data;
+  g_autofree char *how = describe_exit (session);
+
+  if (how == NULL)
+    return G_SOURCE_CONTINUE;
+  close_because_gone (session);
+  return G_SOURCE_REMOVE;
+}
+
 static GSource *
 attach (McpSession *session,
         GSource    *source)
@@ -608,6 +624,13 @@ watch_child (McpSession *session,
       exit_source = g_unix_fd_source_new (mcp_child_get_pidfd (child), G_IO_IN);
       g_source_set_callback (exit_source, G_SOURCE_FUNC (on_child_exit),
                              mcp_session_ref (session), (GDestroyNotify) mcp_session_unref);
+      session->exit_source = attach (session, exit_source);
+    }
+  else
+    {
+      exit_source = g_timeout_source_new (EXIT_POLL_MS);
+      g_source_set_callback (exit_source, on_exit_poll, mcp_session_ref (session),
+                             (GDestroyNotify) mcp_session_unref);
       session->exit_source = attach (session, exit_source);
     }
 }

@@ -1,7 +1,8 @@
 /* mcp-spawner.c — starting and ending server processes.
  *
  * Exit is observed through a pidfd (poll()able from any thread, no SIGCHLD
- * handler, nothing that a GLib child watch could race with).  Only
+ * handler, nothing that a GLib child watch could race with), or polled for
+ * where pidfd_open() is missing (valgrind before 3.20).  Only
  * mcp_child_terminate() reaps, so a pid is never reused while anyone may
  * still signal it.
  *
@@ -35,6 +36,8 @@ G_DEFINE_QUARK (mcp-spawner-error-quark, mcp_spawner_error)
 #define RUN_OUTPUT_CAP (64 * 1024)
 /* The bound on waiting for a SIGKILLed process to vanish. */
 #define KILL_WAIT_US (2 * G_USEC_PER_SEC)
+/* How often an exit is checked for when there is no pidfd to poll(). */
+#define EXIT_POLL_US (5 * 1000)
 
 /* The keeper reads its pipe at this fd; every other fd but stderr is closed
  * there, so it holds no pipe of a server or of the pool's client open. */
@@ -167,7 +170,9 @@ run_spawn_job (SpawnJob *job)
   job->child->pid = pid;
   /* The pid cannot be reused before we reap it, so this cannot miss. */
   job->child->pidfd = pidfd_open (pid, 0);
-  if (job->child->pidfd < 0)
+  /* ENOSYS: Linux before 5.3, or valgrind before 3.20; the exit is polled
+   * for instead (mcp_child_wait_exit(), the session's exit watch). */
+  if (job->child->pidfd < 0 && errno != ENOSYS)
     g_warning ("pidfd_open (%d) failed: %s", pid, g_strerror (errno));
 
   for (int i = 0; i < 3; i++)
@@ -280,7 +285,14 @@ mcp_child_wait_exit (McpChild *child,
       int ready;
 
       if (child->pidfd < 0)
-        return mcp_child_has_exited (child, NULL);
+        {
+          if (mcp_child_has_exited (child, NULL))
+            return TRUE;
+          if (left <= 0)
+            return FALSE;
+          g_usleep (MIN (left, EXIT_POLL_US));
+          continue;
+        }
 
       ready = poll (&pfd, 1, left > 0 ? (int) MIN ((left + 999) / 1000, G_MAXINT) : 0);
       if (ready > 0)
