@@ -225,14 +225,18 @@ test_multiplex (Fixture *fixture, gconstpointer data)
   CallThread jobs[8];
   GThread *threads[8];
 
+  g_autofree char *slept = g_strdup_printf ("slept %u", test_timeout_ms (300));
+
   configure (fixture, test_fixture_config ("busy", NULL), NULL);
+  /* Long enough, even under valgrind, for all eight to overlap. */
   for (int i = 0; i < 8; i++)
-    threads[i] = call_in_thread (&jobs[i], fixture, "busy", "sleep", json_pack ("{s:i}", "ms", 300), 0);
+    threads[i] = call_in_thread (&jobs[i], fixture, "busy", "sleep",
+                                 json_pack ("{s:i}", "ms", test_timeout_ms (300)), 0);
   for (int i = 0; i < 8; i++)
     {
       g_thread_join (threads[i]);
       g_assert_no_error (jobs[i].error);
-      g_assert_cmpstr (first_text (jobs[i].result), ==, "slept 300");
+      g_assert_cmpstr (first_text (jobs[i].result), ==, slept);
       call_thread_clear (&jobs[i]);
     }
   g_assert_cmpint (stat_of (fixture, "busy", "max_inflight"), >=, 8);

@@ -207,9 +207,10 @@ concurrent_call (gpointer data)
   ConcurrentCall *call = data;
   g_autoptr(json_t) result = NULL;
 
-  /* Different lengths, so replies come back out of order. */
+  /* Different lengths, so replies come back out of order; long enough,
+   * even under valgrind, for all eight to be sent before the first ends. */
   result = call_tool (call->session, "sleep",
-                      json_pack ("{s:i}", "ms", 400 - 40 * call->index), 0, &call->error);
+                      json_pack ("{s:i}", "ms", test_timeout_ms (400 - 40 * call->index)), 0, &call->error);
   if (result != NULL)
     call->text = g_strdup (first_text (result));
   return NULL;
@@ -232,7 +233,7 @@ test_concurrent (Fixture *fixture, gconstpointer data)
     }
   for (int i = 0; i < 8; i++)
     {
-      g_autofree char *expected = g_strdup_printf ("slept %d", 400 - 40 * i);
+      g_autofree char *expected = g_strdup_printf ("slept %u", test_timeout_ms (400 - 40 * i));
 
       g_thread_join (threads[i]);
       g_assert_no_error (calls[i].error);
