@@ -173,8 +173,27 @@ is_bus_watcher (const char *pid)
   g_autofree char *exe_link = g_build_filename ("/proc", pid, "exe", NULL);
   g_autofree char *exe = g_file_read_link (exe_link, NULL);
   g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *cmdline_path = NULL;
+  g_autofree char *cmdline = NULL;
+  gsize length = 0;
 
-  return exe != NULL && g_strcmp0 (exe, self) == 0;
+  if (exe != NULL && g_strcmp0 (exe, self) == 0)
+    return TRUE;
+  if (!test_under_valgrind ())
+    return FALSE;
+  /* Under valgrind its exe is valgrind's tool; this program is one of the
+   * tool's arguments (valgrind answers for /proc/self/exe alone). */
+  cmdline_path = g_build_filename ("/proc", pid, "cmdline", NULL);
+  if (!g_file_get_contents (cmdline_path, &cmdline, &length, NULL))
+    return FALSE;
+  for (gsize i = 0; i < length; i += strlen (cmdline + i) + 1)
+    {
+      g_autofree char *argument = g_canonicalize_filename (cmdline + i, NULL);
+
+      if (g_strcmp0 (argument, self) == 0)
+        return TRUE;
+    }
+  return FALSE;
 }
 
 /* Reaps what has exited; TRUE once no child but the watcher is left. */

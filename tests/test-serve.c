@@ -681,17 +681,20 @@ test_concurrency (Fixture       *fixture,
 {
   TestClient *client = fixture->client;
   json_int_t ids[8];
+  g_autofree char *slept = g_strdup_printf ("slept %u", test_timeout_ms (300));
 
-  /* Started first, so the eight calls overlap in the server, not in its start. */
+  /* Started first, so the eight calls overlap in the server, not in its
+   * start; long enough, even under valgrind, for all eight to overlap. */
   fixture_stat (client, "fixture", "pid");
   for (guint i = 0; i < G_N_ELEMENTS (ids); i++)
     ids[i] = test_client_request (client, "tools/call",
-                                  gateway_call_params ("fixture", "sleep", json_pack ("{s:i}", "ms", 300), 0));
+                                  gateway_call_params ("fixture", "sleep",
+                                                       json_pack ("{s:i}", "ms", test_timeout_ms (300)), 0));
   for (guint i = G_N_ELEMENTS (ids); i > 0; i--)
     {
       g_autoptr(json_t) reply = test_client_read_reply (client, ids[i - 1]);
 
-      assert_result (json_object_get (reply, "result"), FALSE, "slept 300", NULL);
+      assert_result (json_object_get (reply, "result"), FALSE, slept, NULL);
     }
   g_assert_cmpint (fixture_stat (client, "fixture", "max_inflight"), >=, 8);
 }
