@@ -669,7 +669,7 @@ test_cancel (Fixture       *fixture,
   json_int_t id = test_client_request (client, "tools/call",
                                        gateway_call_params ("fixture", "hang", json_object (), 100));
 
-  g_assert_true (test_wait_for (hang_in_flight, client, TEST_CLIENT_TIMEOUT_MS));
+  g_assert_true (test_wait_for (hang_in_flight, client, TEST_CLIENT_WAIT_MS));
   test_client_notify (client, "notifications/cancelled",
                       json_pack ("{s:I, s:s}", "requestId", id, "reason", "test"));
   serve_ping (client);
@@ -820,7 +820,7 @@ test_end_while_starting (Fixture       *fixture,
   g_autoptr(json_t) reply = NULL;
   json_t *result;
 
-  g_assert_true (test_wait_for (server_starting, client, TEST_CLIENT_TIMEOUT_MS));
+  g_assert_true (test_wait_for (server_starting, client, TEST_CLIENT_WAIT_MS));
   serve_finish (client);
   reply = test_client_read_reply (client, id);
   result = json_object_get (reply, "result");

@@ -65,7 +65,8 @@ char            *test_interop_file           (const char   *relative_path);
 /* A raw MCP client of a program that speaks MCP on its stdin and stdout.
  * Every read waits at most TEST_CLIENT_TIMEOUT_MS and fails the test
  * after that.  Not thread-safe: one test thread drives it. */
-#define TEST_CLIENT_TIMEOUT_MS ((int) test_timeout_ms (20 * 1000))
+#define TEST_CLIENT_WAIT_MS    (20 * 1000)  /* before test_timeout_ms() */
+#define TEST_CLIENT_TIMEOUT_MS ((int) test_timeout_ms (TEST_CLIENT_WAIT_MS))
 /* Stands for the null id of replies to lines that had no usable id. */
 #define TEST_CLIENT_NULL_ID    ((json_int_t) -1)
 
