@@ -4,13 +4,10 @@
  */
 #include "config.h"
 
-#include <locale.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <glib/gi18n-lib.h>
-#include <jansson.h>
 
 #include "mcp-cli.h"
 
@@ -47,16 +44,7 @@ int
 main (int    argc,
       char **argv)
 {
-  setlocale (LC_ALL, "");
-  bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
-  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
-  textdomain (GETTEXT_PACKAGE);
-
-  /* Once, before any thread exists (Jansson's hash seed is global). */
-  json_object_seed (0);
-  /* A peer that goes away (a server, the client) makes writes fail with
-   * EPIPE; it must never kill mcp-pool. */
-  signal (SIGPIPE, SIG_IGN);
+  mcp_cli_init_process ();
 
   if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0 ||
       strcmp (argv[1], "help") == 0)

@@ -8,8 +8,27 @@
 
 #include "mcp-cli.h"
 
-#include <glib/gi18n-lib.h>
+#include <locale.h>
+#include <signal.h>
 #include <stdio.h>
+
+#include <glib/gi18n-lib.h>
+#include <jansson.h>
+
+void
+mcp_cli_init_process (void)
+{
+  setlocale (LC_ALL, "");
+  bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
+  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
+  textdomain (GETTEXT_PACKAGE);
+
+  /* Once, before any thread exists (Jansson's hash seed is global). */
+  json_object_seed (0);
+  /* A peer that goes away (a server, the client) makes writes fail with
+   * EPIPE; it must never kill mcp-pool. */
+  signal (SIGPIPE, SIG_IGN);
+}
 
 typedef struct {
   McpCliJob     job;

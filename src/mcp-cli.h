@@ -18,6 +18,10 @@ typedef int (*McpCliCommand) (int argc, char **argv);
 /* Blocking work that returns an exit status. */
 typedef int (*McpCliJob) (gpointer user_data);
 
+/* First thing in main(), before any thread: translations, Jansson's seed,
+ * SIGPIPE ignored. */
+void  mcp_cli_init_process    (void);
+
 /* Main thread only: runs @job on a worker thread and iterates the default
  * main context until it returns; returns the job's status. */
 int   mcp_cli_run_job         (McpCliJob     job,

@@ -3,12 +3,9 @@
  */
 #include "config.h"
 
-#include <locale.h>
-#include <signal.h>
 #include <stdio.h>
 
 #include <glib/gi18n-lib.h>
-#include <jansson.h>
 
 #include "mcp-cli.h"
 #include "mcp-daemon.h"
@@ -40,12 +37,7 @@ main (int    argc,
   McpDaemon *daemon;
   int status;
 
-  setlocale (LC_ALL, "");
-  bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
-  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
-  textdomain (GETTEXT_PACKAGE);
-  json_object_seed (0);
-  signal (SIGPIPE, SIG_IGN);
+  mcp_cli_init_process ();
 
   context = g_option_context_new (NULL);
   g_option_context_set_translation_domain (context, GETTEXT_PACKAGE);
