@@ -82,10 +82,12 @@ struct _DaemonCall {
   McpExpose             *expose;        /* HandleRequest only */
   gint64                 timeout_ms;    /* HandleRequest only: the client's default */
   GVariant              *reply;         /* set by the worker */
+  McpDiscovery          *discovery;     /* Reload only: read by the worker, applied on finishing */
   GError                *error;
 };
 
 static void update_idleness (McpDaemon *daemon);
+static void apply_discovery (McpDaemon *daemon, McpDiscovery *discovery);
 
 static void
 daemon_call_free (DaemonCall *call)
@@ -95,6 +97,7 @@ daemon_call_free (DaemonCall *call)
   g_free (call->key);
   json_decref (call->args);
   g_clear_pointer (&call->reply, g_variant_unref);
+  g_clear_pointer (&call->discovery, mcp_discovery_free);
   g_clear_error (&call->error);
   g_free (call);
 }
@@ -235,6 +238,8 @@ finish_call (gpointer data)
   McpDaemon *daemon = call->daemon;
 
   g_hash_table_remove (daemon->in_flight, call->key);
+  if (call->discovery != NULL)
+    apply_discovery (daemon, g_steal_pointer (&call->discovery));
   if (call->reply != NULL)
     g_dbus_method_invocation_return_value (call->invocation, g_steal_pointer (&call->reply));
   else
@@ -493,15 +498,22 @@ apply_discovery (McpDaemon    *daemon,
   daemon->discovered = discovery;
 }
 
+/* The files are read on a worker; the servers change on the main context,
+ * before the reply goes out. */
+static GVariant *
+work_reload (DaemonCall  *call,
+             GError     **error)
+{
+  call->discovery = mcp_config_discover (call->daemon->discovery);
+  return g_variant_new ("()");
+}
+
 static gboolean
 handle_reload (McpDBusPool1          *skeleton,
                GDBusMethodInvocation *invocation,
                McpDaemon             *daemon)
 {
-  remember_client (daemon, g_dbus_method_invocation_get_sender (invocation));
-  apply_discovery (daemon, mcp_config_discover (daemon->discovery));
-  mcp_dbus_pool1_complete_reload (skeleton, invocation);
-  return TRUE;
+  return start_call (daemon, invocation, work_reload, NULL);
 }
 
 static gboolean
