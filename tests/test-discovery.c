@@ -485,6 +485,66 @@ test_self (Fixture       *fixture,
     assert_skipped (discovery, selves[i], path, "launches mcp-pool itself");
 }
 
+/* Wrapped in env, in a shell's -c script, or in another launcher's
+ * command string, mcp-pool is still itself; so is the seed bridge, which
+ * reads the same files and would start the same servers again. */
+static void
+test_self_wrapped (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autofree char *real = write_json (fixture->home, "bin/real-pool", "");
+  g_autofree char *json = NULL;
+  g_autofree char *path = NULL;
+  g_autoptr(McpDiscovery) discovery = NULL;
+  const char *selves[] = { "env", "env-options", "env-self-path", "sh", "bash", "launcher" };
+  const char *bridges[] = { "uvx-bridge", "py-bridge" };
+
+  json = g_strdup_printf ("{'mcpServers': {"
+                          " 'env': {'command': 'env', 'args': ['MCP_POOL_EXPOSE=proxy', '/usr/local/bin/mcp-pool', 'serve']},"
+                          " 'env-options': {'command': '/usr/bin/env', 'args': ['-u', 'HOME', '-i', 'A=1', 'mcp-poold']},"
+                          " 'env-self-path': {'command': 'env', 'args': ['A=1', '%s']},"
+                          " 'sh': {'command': 'sh', 'args': ['-c', 'exec mcp-pool serve']},"
+                          " 'bash': {'command': 'bash', 'args': ['-lc', 'cd /tmp && MCP_POOL_EXPOSE=proxy %s serve;exit']},"
+                          " 'launcher': {'command': 'npx', 'args': ['-y', 'supergateway', '--stdio', '/opt/bin/mcp-pool serve']},"
+                          " 'uvx-bridge': {'command': 'uvx', 'args': ['--from', 'git+https://example.invalid/b', 'mcp-server-code-execution-mode', 'run']},"
+                          " 'py-bridge': {'command': 'python3', 'args': ['/srv/mcp_server_code_execution_mode.py']},"
+                          " 'fine-env': {'command': 'env', 'args': ['A=1', 'prog', 'serve']},"
+                          " 'fine-sh': {'command': 'sh', 'args': ['-c', 'exec prog --name pool']}}}",
+                          real, real);
+  path = write_json (fixture->cwd, ".mcp.json", json);
+  discovery = discover (fixture);
+
+  g_assert_cmpuint (discovery->servers->len, ==, 2);
+  g_assert_nonnull (find_server (discovery, "fine-env"));
+  g_assert_nonnull (find_server (discovery, "fine-sh"));
+  for (gsize i = 0; i < G_N_ELEMENTS (selves); i++)
+    assert_skipped (discovery, selves[i], path, "launches mcp-pool itself");
+  for (gsize i = 0; i < G_N_ELEMENTS (bridges); i++)
+    assert_skipped (discovery, bridges[i], path, "mcp-server-code-execution-mode");
+}
+
+/* An mcp-pool that runs as a server of another mcp-pool (MCP_POOL_PARENT
+ * in its environment) starts nothing, so that an entry that launches
+ * mcp-pool in a way no static check sees cannot grow a chain. */
+static void
+test_nested (Fixture       *fixture,
+             gconstpointer  data)
+{
+  const char * const nested_envp[] = {
+    "PATH=/usr/bin:/bin", "MCP_POOL_PARENT=4242", "MCP_POOL_PARENT_SERVER=loop", NULL
+  };
+  g_autofree char *path = write_json (fixture->cwd, ".mcp.json",
+                                      "{'mcpServers': {'a': {'command': 'prog'}, 'b': {'command': './start.sh'}}}");
+  g_autoptr(McpDiscovery) discovery = NULL;
+
+  fixture->options.envp = nested_envp;
+  discovery = discover (fixture);
+  g_assert_cmpuint (discovery->servers->len, ==, 0);
+  assert_skipped (discovery, "a", path, "4242");
+  assert_skipped (discovery, "b", path, "“loop”");
+  assert_skipped (discovery, "b", path, "MCP_POOL_PARENT");
+}
+
 static void
 test_remote (Fixture       *fixture,
              gconstpointer  data)
@@ -754,6 +814,8 @@ main (int argc, char **argv)
   add_test ("/discovery/expand/entries", NULL, test_expand);
   add_test ("/discovery/disabled", NULL, test_disabled);
   add_test ("/discovery/self", NULL, test_self);
+  add_test ("/discovery/self/wrapped", NULL, test_self_wrapped);
+  add_test ("/discovery/nested", NULL, test_nested);
   add_test ("/discovery/remote", NULL, test_remote);
   add_test ("/discovery/malformed", NULL, test_malformed);
   add_test ("/discovery/invalid-entry", NULL, test_invalid_entry);
