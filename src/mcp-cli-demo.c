@@ -148,6 +148,8 @@ run_demo (gpointer data)
   config = mcp_server_config_new ("mcp-pool serve", self,
                                   (const char *[]) { "serve", "--expose", "gateway,code",
                                                      "--config", config_path, NULL });
+  /* The demo is serve's client, as a terminal user would be: not a pool. */
+  config->client_environment = TRUE;
 
   printf (_("A client starts “mcp-pool serve --expose gateway,code” and talks MCP to it over stdio,\n"
             "as Claude Desktop or an IDE would. Behind it: the example server %s.\n\n"), server);

@@ -101,6 +101,14 @@ check_sources (DoctorJob    *job,
 
       printf ("[skip] %s: %s\n", skipped->name, skipped->reason);
     }
+  /* Not failures: the server may start all the same, but likely not as meant. */
+  for (guint i = 0; i < discovery->servers->len; i++)
+    {
+      McpServerConfig *config = g_ptr_array_index (discovery->servers, i);
+
+      for (char **warning = config->warnings; warning != NULL && *warning != NULL; warning++)
+        printf ("[warn] %s\n", *warning);
+    }
 }
 
 typedef struct {

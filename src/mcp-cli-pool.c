@@ -87,7 +87,9 @@ mcp_cli_discovery_options (McpCliCommon        *common,
   if (common->verbose || g_strcmp0 (g_getenv ("MCP_POOL_VERBOSE"), "1") == 0)
     g_log_set_debug_enabled (TRUE);
 
-  *options = (McpDiscoveryOptions) { 0 };
+  /* serve and mcp-poold log what is wrong in the files; the other commands
+   * show it their own way. */
+  *options = (McpDiscoveryOptions) { .log_warnings = TRUE };
   if (common->config_files != NULL)
     options->config_files = (const char * const *) common->config_files;
   else if (env_files != NULL)
@@ -120,6 +122,7 @@ mcp_cli_discover (McpCliCommon *common)
   McpDiscovery *discovery;
 
   mcp_cli_discovery_options (common, &options, &storage);
+  options.log_warnings = FALSE;
   discovery = mcp_config_discover (&options);
 
   /* A broken file must not go unnoticed, but the others still work. */

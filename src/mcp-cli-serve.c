@@ -101,6 +101,14 @@ mcp_cli_serve (int    argc,
   options.max_pending = (guint) max_pending;
 
   g_log_set_writer_func (log_to_stderr, NULL, NULL);
+  /* A serve --shared started as a server of the daemon would call the
+   * daemon, which would call it: nested, it serves its own empty pool. */
+  if (common.shared && g_strcmp0 (g_getenv (MCP_POOL_PARENT_ENV), "") > 0)
+    {
+      g_message (_("--shared is ignored: this mcp-pool runs as a server of another mcp-pool "
+                   "(%s is set), and serves no servers"), MCP_POOL_PARENT_ENV);
+      common.shared = FALSE;
+    }
   /* Before any server starts: the keeper tracks only groups started after
    * it, and a client may end serve by SIGKILL, which no cleanup here
    * survives.  In shared mode the daemon starts the servers, and keeps them. */

@@ -117,6 +117,18 @@ json_count (json_t     *value,
          ? g_strdup_printf ("%" JSON_INTEGER_FORMAT, json_integer_value (value)) : g_strdup ("-");
 }
 
+/* Below the table: what the config files hold that is likely a mistake. */
+static void
+print_warnings (json_t *servers)
+{
+  json_t *server, *warning;
+  size_t index, position;
+
+  json_array_foreach (servers, index, server)
+    json_array_foreach (json_object_get (server, "warnings"), position, warning)
+      printf (_("warning: %s\n"), json_string_value (warning));
+}
+
 static int
 run_servers (gpointer data)
 {
@@ -161,6 +173,7 @@ run_servers (gpointer data)
                pid, tools, calls ? calls : "-", errors ? errors : "-", last_error ? last_error : "", NULL);
     }
   print_table (rows);
+  print_warnings (servers);
   return 0;
 }
 

@@ -32,36 +32,69 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (RunResult, run_result_clear)
 
 static char *scratch_home;
 
+/* A home and a working folder of its own: the user's real config files
+ * must not leak into the tests, and discovery reads both.  @environment
+ * holds KEY=VALUE pairs to set on top of this process's environment. */
+static GSubprocessLauncher *
+scratch_launcher (GSubprocessFlags    flags,
+                  const char * const *environment)
+{
+  GSubprocessLauncher *launcher = g_subprocess_launcher_new (flags);
+
+  g_subprocess_launcher_setenv (launcher, "HOME", scratch_home, TRUE);
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_CONFIG");
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_PARENT");
+  g_subprocess_launcher_set_cwd (launcher, scratch_home);
+  for (const char * const *pair = environment; pair != NULL && *pair != NULL; pair++)
+    {
+      g_autofree char *key = g_strndup (*pair, strcspn (*pair, "="));
+
+      g_subprocess_launcher_setenv (launcher, key, *pair + strlen (key) + 1, TRUE);
+    }
+  return launcher;
+}
+
+/* Runs mcp-pool with @argv (NULL-terminated, without the program) to its
+ * end; its stdin is at end of file from the start. */
 static void
-run (RunResult   *result,
-     const char  *first_arg,
-     ...)
+run_argv (RunResult          *result,
+          const char * const *environment,
+          const char * const *arguments)
 {
   g_autoptr(GPtrArray) argv = g_ptr_array_new ();
   g_autoptr(GSubprocessLauncher) launcher = NULL;
   g_autoptr(GSubprocess) process = NULL;
   g_autoptr(GError) error = NULL;
+
+  g_ptr_array_add (argv, (gpointer) test_mcp_pool_path ());
+  for (const char * const *arg = arguments; *arg != NULL; arg++)
+    g_ptr_array_add (argv, (gpointer) *arg);
+  g_ptr_array_add (argv, NULL);
+
+  launcher = scratch_launcher (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                               G_SUBPROCESS_FLAGS_STDERR_PIPE, environment);
+  process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, &error);
+  g_assert_no_error (error);
+  g_subprocess_communicate_utf8 (process, "", NULL, &result->out, &result->err, &error);
+  g_assert_no_error (error);
+  result->status = g_subprocess_get_if_exited (process) ? g_subprocess_get_exit_status (process) : -1;
+}
+
+static void
+run (RunResult   *result,
+     const char  *first_arg,
+     ...)
+{
+  g_autoptr(GPtrArray) arguments = g_ptr_array_new ();
   const char *arg;
   va_list args;
 
-  g_ptr_array_add (argv, (gpointer) test_mcp_pool_path ());
   va_start (args, first_arg);
   for (arg = first_arg; arg != NULL; arg = va_arg (args, const char *))
-    g_ptr_array_add (argv, (gpointer) arg);
+    g_ptr_array_add (arguments, (gpointer) arg);
   va_end (args);
-  g_ptr_array_add (argv, NULL);
-
-  /* A home and a working folder of its own: the user's real config files
-   * must not leak into the tests, and discovery reads both. */
-  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
-  g_subprocess_launcher_setenv (launcher, "HOME", scratch_home, TRUE);
-  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_CONFIG");
-  g_subprocess_launcher_set_cwd (launcher, scratch_home);
-  process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, &error);
-  g_assert_no_error (error);
-  g_subprocess_communicate_utf8 (process, NULL, NULL, &result->out, &result->err, &error);
-  g_assert_no_error (error);
-  result->status = g_subprocess_get_if_exited (process) ? g_subprocess_get_exit_status (process) : -1;
+  g_ptr_array_add (arguments, NULL);
+  run_argv (result, NULL, (const char * const *) arguments->pdata);
 }
 
 /* A config file naming the fixture with the given flags. */
@@ -406,6 +439,198 @@ test_run (void)
   test_assert_no_children ();
 }
 
+/* How many processes below @ancestor run mcp-pool itself (a keeper,
+ * forked without exec, is named mcp-pool-keep and not counted). */
+static guint
+count_pool_descendants (GPid ancestor)
+{
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *entry;
+  guint count = 0;
+
+  while ((entry = g_dir_read_name (proc)) != NULL)
+    {
+      GPid pid = (GPid) g_ascii_strtoll (entry, NULL, 10);
+      g_autofree char *comm_path = g_strdup_printf ("/proc/%d/comm", pid);
+      g_autofree char *comm = NULL;
+      GPid up = pid;
+
+      if (pid <= 0 || !g_file_get_contents (comm_path, &comm, NULL, NULL) ||
+          !g_str_equal (g_strchomp (comm), "mcp-pool"))
+        continue;
+      /* Walk up the parents: is @ancestor among them? */
+      while (up > 1 && up != ancestor)
+        {
+          g_autofree char *stat_path = g_strdup_printf ("/proc/%d/stat", up);
+          g_autofree char *stat = NULL;
+          const char *after_name;
+
+          if (!g_file_get_contents (stat_path, &stat, NULL, NULL) ||
+              (after_name = strrchr (stat, ')')) == NULL)
+            break;
+          /* ") S PPID ..." */
+          up = (GPid) g_ascii_strtoll (after_name + 4, NULL, 10);
+        }
+      if (up == ancestor && pid != ancestor)
+        count++;
+    }
+  return count;
+}
+
+static char *
+write_self_entries_config (void)
+{
+  g_autofree char *fixture = fixture_entry ("[]");
+  g_autofree char *script_text = g_strdup_printf ("#!/bin/sh\nexec '%s' serve --expose proxy\n",
+                                                  test_mcp_pool_path ());
+  g_autofree char *script = write_home_file ("start-pool.sh", script_text);
+  g_autofree char *text = NULL;
+
+  g_assert_cmpint (g_chmod (script, 0755), ==, 0);
+  text = g_strdup_printf ("{\"mcpServers\": {\"fixture\": %s,"
+                          " \"env-self\": {\"command\": \"env\", \"args\": [\"MCP_POOL_EXPOSE=proxy\", \"%s\", \"serve\"]},"
+                          " \"sh-self\": {\"command\": \"sh\", \"args\": [\"-c\", \"exec %s serve --expose proxy\"]},"
+                          " \"script-self\": {\"command\": \"%s\"}}}",
+                          fixture, test_mcp_pool_path (), test_mcp_pool_path (), script);
+  return write_home_file (".claude.json", text);
+}
+
+/* Entries that launch mcp-pool, wrapped in env, sh -c or a script: one
+ * tools/list in proxy mode starts a bounded number of mcp-pool processes
+ * (one nested serve for the script, which no static check sees through,
+ * and which starts nothing), and servers and doctor say what was skipped. */
+static void
+test_self_entries (void)
+{
+  g_autofree char *config = write_self_entries_config ();
+  const char * const serve_argv[] = { test_mcp_pool_path (), "serve", "--expose", "proxy", NULL };
+  const char * const nested_env[] = { "MCP_POOL_PARENT=4242", "MCP_POOL_PARENT_SERVER=outer", NULL };
+  g_autoptr(GSubprocessLauncher) launcher = scratch_launcher (G_SUBPROCESS_FLAGS_NONE, NULL);
+  g_autoptr(TestClient) client = NULL;
+  g_autoptr(json_t) listed = NULL;
+  g_auto(RunResult) servers = { 0 };
+  g_auto(RunResult) doctor = { 0 };
+  g_auto(RunResult) nested = { 0 };
+  json_t *tool;
+  size_t index;
+  GPid pool_pid;
+
+  client = test_client_new (launcher, serve_argv);
+  pool_pid = atoi (g_subprocess_get_identifier (client->process));
+  json_decref (test_client_result (client, "initialize",
+                                   json_pack ("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", "2025-06-18",
+                                              "capabilities", "clientInfo", "name", "test", "version", "1")));
+  test_client_notify (client, "notifications/initialized", NULL);
+  listed = test_client_result (client, "tools/list", NULL);
+  g_assert_nonnull (test_find_tool (json_object_get (listed, "tools"), "fixture__echo"));
+  json_array_foreach (json_object_get (listed, "tools"), index, tool)
+    g_assert_false (g_str_has_prefix (mcp_json_get_string (tool, "name"), "script-self__"));
+  /* Every server has started by now: only the script's nested serve runs. */
+  g_assert_cmpuint (count_pool_descendants (pool_pid), ==, 1);
+  test_client_close_input (client);
+  test_client_wait_exit (client);
+
+  run (&servers, "servers", NULL);
+  g_assert_cmpint (servers.status, ==, 0);
+  g_assert_nonnull (strstr (servers.out, "launches mcp-pool itself"));
+  g_assert_nonnull (strstr (servers.out, "env-self"));
+  g_assert_nonnull (strstr (servers.out, "sh-self"));
+
+  run (&doctor, "doctor", NULL);
+  g_assert_nonnull (strstr (doctor.out, "[skip] env-self: launches mcp-pool itself"));
+  g_assert_nonnull (strstr (doctor.out, "[skip] sh-self: launches mcp-pool itself"));
+  g_assert_nonnull (strstr (doctor.out, "[ ok ] server “script-self”"));
+
+  /* What the nested one says, as servers shows it. */
+  run_argv (&nested, nested_env, (const char * const []) { "servers", NULL });
+  g_assert_cmpint (nested.status, ==, 0);
+  g_assert_nonnull (strstr (nested.out, "fixture"));
+  g_assert_nonnull (strstr (nested.out, "MCP_POOL_PARENT"));
+  g_assert_nonnull (strstr (nested.out, "4242"));
+  g_unlink (config);
+  test_assert_no_children ();
+}
+
+/* A server sees the allow-list, its entry's env and the names passed on
+ * for it or for all, and nothing else of mcp-pool's environment. */
+static void
+test_server_environment (void)
+{
+  g_autofree char *dump = g_build_filename (scratch_home, "server-env.txt", NULL);
+  g_autofree char *text = g_strdup_printf (
+    "{\"mcpServers\": {\"envdump\": {\"command\": \"sh\", \"args\": [\"-c\", \"env > %s; exec %s\"],"
+    " \"env\": {\"FROM_ENTRY\": \"entry-value\"}, \"envPassthrough\": [\"PER_SERVER_VAR\", \"PREFIXED_*\"]}}}",
+    dump, test_fixture_path ());
+  g_autofree char *config = write_home_file ("env.json", text);
+  const char * const environment[] = {
+    "MCP_POOL_TEST_SECRET=secret-99", "PER_SERVER_VAR=per-server-value", "PREFIXED_ONE=prefixed-value",
+    "GLOBAL_VAR=global-value", "MCP_POOL_ENV_PASSTHROUGH=GLOBAL_VAR, OTHER", "LC_TIME=C.UTF-8",
+    "FROM_ENTRY=overridden", NULL
+  };
+  g_auto(RunResult) result = { 0 };
+  g_autofree char *contents = NULL;
+  g_autofree char *seen = NULL;
+
+  run_argv (&result, environment, (const char * const []) {
+    "call", "--config", config, "envdump", "echo", "message=x", NULL });
+  g_assert_cmpstr (result.err, ==, "");
+  g_assert_cmpint (result.status, ==, 0);
+  g_assert_true (g_file_get_contents (dump, &contents, NULL, NULL));
+  /* Every line starts after a newline. */
+  seen = g_strconcat ("\n", contents, NULL);
+
+  g_assert_null (strstr (seen, "secret-99"));
+  g_assert_null (strstr (seen, "MCP_POOL_TEST_SECRET"));
+  g_assert_null (strstr (seen, "overridden"));
+  g_assert_nonnull (strstr (seen, "\nFROM_ENTRY=entry-value\n"));
+  g_assert_nonnull (strstr (seen, "\nPER_SERVER_VAR=per-server-value\n"));
+  g_assert_nonnull (strstr (seen, "\nPREFIXED_ONE=prefixed-value\n"));
+  g_assert_nonnull (strstr (seen, "\nGLOBAL_VAR=global-value\n"));
+  g_assert_nonnull (strstr (seen, "\nLC_TIME=C.UTF-8\n"));
+  g_assert_nonnull (strstr (seen, "\nHOME="));
+  g_assert_nonnull (strstr (seen, "\nPATH="));
+  g_assert_nonnull (strstr (seen, "\nMCP_POOL_PARENT="));
+  g_assert_nonnull (strstr (seen, "\nMCP_POOL_PARENT_SERVER=envdump\n"));
+  g_unlink (dump);
+  g_unlink (config);
+  test_assert_no_children ();
+}
+
+/* An unset ${VAR} and a VS Code ${input:…} are reported, naming the
+ * file, the server and the variable: in servers, doctor and serve's log. */
+static void
+test_unset_variables (void)
+{
+  g_autofree char *text = g_strdup_printf (
+    "{\"mcpServers\": {\"needs-token\": {\"command\": \"%s\", \"args\": [\"--tag=${MCP_POOL_TEST_UNSET}\"],"
+    " \"env\": {\"API_KEY\": \"${input:api-key}\", \"MODE\": \"${MCP_POOL_TEST_UNSET_TOO:-fast}\"}}}}",
+    test_fixture_path ());
+  g_autofree char *config = write_home_file ("vars.json", text);
+  g_auto(RunResult) servers = { 0 };
+  g_auto(RunResult) doctor = { 0 };
+  g_auto(RunResult) serve = { 0 };
+  const char *outputs[3];
+
+  run (&servers, "servers", "--config", config, NULL);
+  g_assert_cmpint (servers.status, ==, 0);
+  run (&doctor, "doctor", "--config", config, NULL);
+  run (&serve, "serve", "--config", config, NULL);
+  g_assert_cmpint (serve.status, ==, 0);
+  outputs[0] = servers.out;
+  outputs[1] = doctor.out;
+  outputs[2] = serve.err;
+  for (gsize i = 0; i < G_N_ELEMENTS (outputs); i++)
+    {
+      g_assert_nonnull (strstr (outputs[i], "${MCP_POOL_TEST_UNSET}"));
+      g_assert_nonnull (strstr (outputs[i], "${input:api-key}"));
+      g_assert_nonnull (strstr (outputs[i], config));
+      g_assert_nonnull (strstr (outputs[i], "needs-token"));
+      g_assert_null (strstr (outputs[i], "MCP_POOL_TEST_UNSET_TOO"));
+    }
+  g_unlink (config);
+  test_assert_no_children ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -425,6 +650,9 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/doctor", test_doctor);
   g_test_add_func ("/cli/evict", test_evict);
   g_test_add_func ("/cli/run", test_run);
+  g_test_add_func ("/cli/self-entries", test_self_entries);
+  g_test_add_func ("/cli/server-environment", test_server_environment);
+  g_test_add_func ("/cli/unset-variables", test_unset_variables);
 
   scratch_home = g_dir_make_tmp ("mcp-pool-home-XXXXXX", NULL);
   status = g_test_run ();

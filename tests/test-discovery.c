@@ -435,6 +435,85 @@ test_expand (Fixture       *fixture,
   g_assert_cmpstrv (config->env, ((const char * const []) { "K=s3cret", NULL }));
 }
 
+/* An unset variable without a default, and a VS Code input, are warned
+ * about once each, naming the server, the file and the reference; a
+ * default, or a variable set to "", is what the user meant. */
+static void
+test_expand_warnings (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_autofree char *path = write_json (fixture->cwd, ".vscode/mcp.json",
+                                      "{'servers': {'srv': {'command': '${TOOLS}/s${NOPE}',"
+                                      " 'args': ['${UNSET}', '${UNSET}', '${UNSET:-x}', '${EMPTY}', '${env:GONE}',"
+                                      " '${DEFAULTED:-${NESTED}}'],"
+                                      " 'env': {'KEY': '${input:api-key}'}},"
+                                      " 'clean': {'command': 'prog', 'args': ['${TOKEN}']}}}");
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+  McpServerConfig *config = find_server (discovery, "srv");
+  const char *references[] = { "${NOPE}", "${UNSET}", "${env:GONE}", "${NESTED}", "${input:api-key}" };
+
+  g_assert_nonnull (config);
+  g_assert_cmpuint (g_strv_length (config->warnings), ==, G_N_ELEMENTS (references));
+  for (gsize i = 0; i < G_N_ELEMENTS (references); i++)
+    {
+      g_assert_nonnull (strstr (config->warnings[i], references[i]));
+      g_assert_nonnull (strstr (config->warnings[i], "“srv”"));
+      g_assert_nonnull (strstr (config->warnings[i], path));
+    }
+  g_assert_nonnull (strstr (config->warnings[4], "VS Code input"));
+  g_assert_cmpstr (config->env[0], ==, "KEY=${input:api-key}");
+  g_assert_cmpuint (g_strv_length (find_server (discovery, "clean")->warnings), ==, 0);
+}
+
+/* A server's environment: the allow-list, the names passed on for it and
+ * for all, its "env", and the nesting marker on top of everything. */
+static void
+test_environment (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  const char * const pool_envp[] = {
+    "HOME=/home/u", "PATH=/bin", "LC_TIME=C", "LANG=C.UTF-8", "TERM=dumb", "AWS_SECRET=k1",
+    "GITHUB_TOKEN=t1", "PER_SERVER=p1", "PREFIX_A=a1", "GLOBAL=g1", "CLASH=pool",
+    "MCP_POOL_ENV_PASSTHROUGH=GLOBAL, CLASH", "MCP_POOL_PARENT=1", NULL
+  };
+  g_autofree char *path = write_json (fixture->cwd, ".mcp.json",
+                                      "{'mcpServers': {'srv': {'command': 'prog', 'envPassthrough': ['PER_SERVER', 'PREFIX_*'],"
+                                      " 'env': {'CLASH': 'entry', 'MCP_POOL_PARENT': 'forged'}},"
+                                      " 'bad': {'command': 'prog', 'envPassthrough': 'PER_SERVER'}}}");
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+  McpServerConfig *config = find_server (discovery, "srv");
+  g_autofree char *pid = g_strdup_printf ("%d", (int) getpid ());
+  g_auto(GStrv) envp = NULL;
+  g_autofree char *fingerprint = NULL;
+  g_autofree char *other_fingerprint = NULL;
+
+  g_assert_nonnull (config);
+  envp = mcp_server_config_build_envp_from (config, pool_envp);
+  g_assert_cmpstr (g_environ_getenv (envp, "HOME"), ==, "/home/u");
+  g_assert_cmpstr (g_environ_getenv (envp, "PATH"), ==, "/bin");
+  g_assert_cmpstr (g_environ_getenv (envp, "LC_TIME"), ==, "C");
+  g_assert_cmpstr (g_environ_getenv (envp, "LANG"), ==, "C.UTF-8");
+  g_assert_cmpstr (g_environ_getenv (envp, "TERM"), ==, "dumb");
+  g_assert_null (g_environ_getenv (envp, "AWS_SECRET"));
+  g_assert_null (g_environ_getenv (envp, "GITHUB_TOKEN"));
+  g_assert_cmpstr (g_environ_getenv (envp, "PER_SERVER"), ==, "p1");
+  g_assert_cmpstr (g_environ_getenv (envp, "PREFIX_A"), ==, "a1");
+  g_assert_cmpstr (g_environ_getenv (envp, "GLOBAL"), ==, "g1");
+  g_assert_cmpstr (g_environ_getenv (envp, "CLASH"), ==, "entry");
+  g_assert_cmpstr (g_environ_getenv (envp, "MCP_POOL_PARENT"), ==, pid);
+  g_assert_cmpstr (g_environ_getenv (envp, "MCP_POOL_PARENT_SERVER"), ==, "srv");
+  g_assert_cmpuint (g_strv_length (envp), ==, 11);
+
+  /* Passing on another name is a change that restarts the server. */
+  fingerprint = mcp_server_config_fingerprint (config);
+  g_strfreev (config->env_passthrough);
+  config->env_passthrough = g_strdupv ((char **) (const char * const []) { "PER_SERVER", NULL });
+  other_fingerprint = mcp_server_config_fingerprint (config);
+  g_assert_cmpstr (fingerprint, !=, other_fingerprint);
+
+  assert_skipped (discovery, "bad", path, "envPassthrough");
+}
+
 /* A disabled entry is listed, and it still holds its name against later
  * definitions. */
 static void
@@ -483,6 +562,66 @@ test_self (Fixture       *fixture,
   g_assert_nonnull (find_server (discovery, "fine"));
   for (gsize i = 0; i < G_N_ELEMENTS (selves); i++)
     assert_skipped (discovery, selves[i], path, "launches mcp-pool itself");
+}
+
+/* Wrapped in env, in a shell's -c script, or in another launcher's
+ * command string, mcp-pool is still itself; so is the seed bridge, which
+ * reads the same files and would start the same servers again. */
+static void
+test_self_wrapped (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autofree char *real = write_json (fixture->home, "bin/real-pool", "");
+  g_autofree char *json = NULL;
+  g_autofree char *path = NULL;
+  g_autoptr(McpDiscovery) discovery = NULL;
+  const char *selves[] = { "env", "env-options", "env-self-path", "sh", "bash", "launcher" };
+  const char *bridges[] = { "uvx-bridge", "py-bridge" };
+
+  json = g_strdup_printf ("{'mcpServers': {"
+                          " 'env': {'command': 'env', 'args': ['MCP_POOL_EXPOSE=proxy', '/usr/local/bin/mcp-pool', 'serve']},"
+                          " 'env-options': {'command': '/usr/bin/env', 'args': ['-u', 'HOME', '-i', 'A=1', 'mcp-poold']},"
+                          " 'env-self-path': {'command': 'env', 'args': ['A=1', '%s']},"
+                          " 'sh': {'command': 'sh', 'args': ['-c', 'exec mcp-pool serve']},"
+                          " 'bash': {'command': 'bash', 'args': ['-lc', 'cd /tmp && MCP_POOL_EXPOSE=proxy %s serve;exit']},"
+                          " 'launcher': {'command': 'npx', 'args': ['-y', 'supergateway', '--stdio', '/opt/bin/mcp-pool serve']},"
+                          " 'uvx-bridge': {'command': 'uvx', 'args': ['--from', 'git+https://example.invalid/b', 'mcp-server-code-execution-mode', 'run']},"
+                          " 'py-bridge': {'command': 'python3', 'args': ['/srv/mcp_server_code_execution_mode.py']},"
+                          " 'fine-env': {'command': 'env', 'args': ['A=1', 'prog', 'serve']},"
+                          " 'fine-sh': {'command': 'sh', 'args': ['-c', 'exec prog --name pool']}}}",
+                          real, real);
+  path = write_json (fixture->cwd, ".mcp.json", json);
+  discovery = discover (fixture);
+
+  g_assert_cmpuint (discovery->servers->len, ==, 2);
+  g_assert_nonnull (find_server (discovery, "fine-env"));
+  g_assert_nonnull (find_server (discovery, "fine-sh"));
+  for (gsize i = 0; i < G_N_ELEMENTS (selves); i++)
+    assert_skipped (discovery, selves[i], path, "launches mcp-pool itself");
+  for (gsize i = 0; i < G_N_ELEMENTS (bridges); i++)
+    assert_skipped (discovery, bridges[i], path, "mcp-server-code-execution-mode");
+}
+
+/* An mcp-pool that runs as a server of another mcp-pool (MCP_POOL_PARENT
+ * in its environment) starts nothing, so that an entry that launches
+ * mcp-pool in a way no static check sees cannot grow a chain. */
+static void
+test_nested (Fixture       *fixture,
+             gconstpointer  data)
+{
+  const char * const nested_envp[] = {
+    "PATH=/usr/bin:/bin", "MCP_POOL_PARENT=4242", "MCP_POOL_PARENT_SERVER=loop", NULL
+  };
+  g_autofree char *path = write_json (fixture->cwd, ".mcp.json",
+                                      "{'mcpServers': {'a': {'command': 'prog'}, 'b': {'command': './start.sh'}}}");
+  g_autoptr(McpDiscovery) discovery = NULL;
+
+  fixture->options.envp = nested_envp;
+  discovery = discover (fixture);
+  g_assert_cmpuint (discovery->servers->len, ==, 0);
+  assert_skipped (discovery, "a", path, "4242");
+  assert_skipped (discovery, "b", path, "“loop”");
+  assert_skipped (discovery, "b", path, "MCP_POOL_PARENT");
 }
 
 static void
@@ -752,8 +891,12 @@ main (int argc, char **argv)
   add_test ("/discovery/config-exclusive", NULL, test_config_exclusive);
   g_test_add_func ("/discovery/expand/text", test_expand_text);
   add_test ("/discovery/expand/entries", NULL, test_expand);
+  add_test ("/discovery/expand/warnings", NULL, test_expand_warnings);
+  add_test ("/discovery/environment", NULL, test_environment);
   add_test ("/discovery/disabled", NULL, test_disabled);
   add_test ("/discovery/self", NULL, test_self);
+  add_test ("/discovery/self/wrapped", NULL, test_self_wrapped);
+  add_test ("/discovery/nested", NULL, test_nested);
   add_test ("/discovery/remote", NULL, test_remote);
   add_test ("/discovery/malformed", NULL, test_malformed);
   add_test ("/discovery/invalid-entry", NULL, test_invalid_entry);

@@ -85,6 +85,8 @@ typedef struct {
   char               *self_path;     /* resolved; NULL if unknown */
   const char * const *envp;
   gboolean            explicit;      /* reading --config files: a missing one fails */
+  gboolean            log_warnings;
+  char               *nested;        /* why nothing is started, when nested; else NULL */
   GHashTable         *claimed;       /* name → the source that holds it */
   GHashTable         *read;          /* paths already read */
   GHashTable         *watched;       /* paths already in watch_paths */
@@ -205,32 +207,138 @@ first_visit (Discoverer *d,
   return g_hash_table_add (d->read, g_strdup (path));
 }
 
-/* TRUE if @config would start mcp-pool, which would then read the same
- * configs and start itself again. */
-static gboolean
-launches_self (Discoverer            *d,
-               const McpServerConfig *config)
+/* Entries that launch mcp-pool itself.  mcp-pool would read the same
+ * configs and start itself again, without end.  The check looks at every
+ * word of the command line, so that it sees through wrappers (env VAR=…,
+ * nice, a launcher's command string), and into the script of a shell's
+ * -c: `sh -c "exec mcp-pool serve"`.  What it cannot see (a script file)
+ * the MCP_POOL_PARENT marker catches at run time (see nested_reason()). */
+
+/* The seed bridge reads the same files and starts the same servers, with
+ * an environment that drops the marker. */
+static const char * const bridge_names[] = {
+  "mcp-server-code-execution-mode", "mcp_server_code_execution_mode", NULL
+};
+
+typedef enum {
+  LAUNCHES_OTHER,
+  LAUNCHES_SELF,
+  LAUNCHES_BRIDGE,
+} LaunchKind;
+
+/* What program @word names: by its name, or, for a path, by the file it
+ * resolves to (a symlink or a copy under another name).  @in_path: look a
+ * bare name up in PATH too, as for the command itself. */
+static LaunchKind
+classify_word (Discoverer            *d,
+               const McpServerConfig *config,
+               const char            *word,
+               gboolean               in_path)
 {
-  g_autofree char *base = g_path_get_basename (config->command);
+  g_autofree char *base = g_path_get_basename (word);
   g_autofree char *program = NULL;
   g_autofree char *resolved = NULL;
 
   if (g_str_equal (base, "mcp-pool") || g_str_equal (base, "mcp-poold"))
-    return TRUE;
-  if (d->self_path == NULL)
-    return FALSE;
-  if (strchr (config->command, '/') != NULL)
+    return LAUNCHES_SELF;
+  if (g_strv_contains (bridge_names, base) || g_str_has_suffix (base, "mcp_server_code_execution_mode.py"))
+    return LAUNCHES_BRIDGE;
+  if (d->self_path == NULL || word[0] == '\0')
+    return LAUNCHES_OTHER;
+  if (strchr (word, '/') != NULL)
     {
       /* The entry's "cwd" may itself be relative, and g_canonicalize_filename()
        * takes only an absolute base. */
       g_autofree char *dir = g_canonicalize_filename (config->cwd != NULL ? config->cwd : ".", d->cwd);
 
-      program = g_canonicalize_filename (config->command, dir);
+      program = g_canonicalize_filename (word, dir);
     }
-  else
-    program = g_find_program_in_path (config->command);
+  else if (in_path)
+    program = g_find_program_in_path (word);
   resolved = program != NULL ? realpath (program, NULL) : NULL;
-  return resolved != NULL && g_str_equal (resolved, d->self_path);
+  return resolved != NULL && g_str_equal (resolved, d->self_path) ? LAUNCHES_SELF : LAUNCHES_OTHER;
+}
+
+/* The words of @text as a shell would split a simple command line:
+ * quotes removed, and operators (; & | ( ) < > `) and $( separating
+ * words.  NULL if it is not one (an unclosed quote). */
+static GStrv
+split_command_words (const char *text)
+{
+  g_auto(GStrv) words = NULL;
+  g_autoptr(GPtrArray) split = g_ptr_array_new_with_free_func (g_free);
+
+  if (!g_shell_parse_argv (text, NULL, &words, NULL))
+    return NULL;
+  for (char **word = words; *word != NULL; word++)
+    {
+      g_auto(GStrv) parts = g_strsplit_set (*word, ";&|()<>`$", -1);
+
+      for (char **part = parts; *part != NULL; part++)
+        if (**part != '\0')
+          g_ptr_array_add (split, g_strdup (*part));
+    }
+  g_ptr_array_add (split, NULL);
+  return (GStrv) g_ptr_array_steal (split, NULL);
+}
+
+/* An argument with spaces or shell operators may be a command line of its
+ * own: a shell's -c script, a launcher's "--stdio 'mcp-pool serve'". */
+static LaunchKind
+classify_argument (Discoverer            *d,
+                   const McpServerConfig *config,
+                   const char            *arg)
+{
+  LaunchKind kind = classify_word (d, config, arg, FALSE);
+  g_auto(GStrv) words = NULL;
+
+  if (kind != LAUNCHES_OTHER || strpbrk (arg, " \t\n;&|()`") == NULL)
+    return kind;
+  words = split_command_words (arg);
+  for (char **word = words; word != NULL && *word != NULL && kind == LAUNCHES_OTHER; word++)
+    kind = classify_word (d, config, *word, FALSE);
+  return kind;
+}
+
+/* Why @config must not be started, or NULL when it may be. */
+static const char *
+self_launch_reason (Discoverer            *d,
+                    const McpServerConfig *config)
+{
+  LaunchKind kind = classify_word (d, config, config->command, TRUE);
+
+  for (char **arg = config->args; kind == LAUNCHES_OTHER && arg != NULL && *arg != NULL; arg++)
+    kind = classify_argument (d, config, *arg);
+  switch (kind)
+    {
+    case LAUNCHES_SELF:
+      return _("launches mcp-pool itself, which would read these files and start itself again");
+    case LAUNCHES_BRIDGE:
+      return _("launches mcp-server-code-execution-mode, the bridge that mcp-pool replaces, which "
+               "would read these files and start their servers, mcp-pool among them, again");
+    case LAUNCHES_OTHER:
+    default:
+      return NULL;
+    }
+}
+
+/* An mcp-pool that runs as a server of another one (the marker in its
+ * environment) starts no servers: whatever wrapped the entry that started
+ * it, the chain ends here.  The reason to show, or NULL when not nested. */
+static char *
+nested_reason (const char * const *envp)
+{
+  const char *parent = envp != NULL ? g_environ_getenv ((char **) envp, MCP_POOL_PARENT_ENV)
+                                    : g_getenv (MCP_POOL_PARENT_ENV);
+  const char *server = envp != NULL ? g_environ_getenv ((char **) envp, MCP_POOL_PARENT_SERVER_ENV)
+                                    : g_getenv (MCP_POOL_PARENT_SERVER_ENV);
+
+  if (parent == NULL || parent[0] == '\0')
+    return NULL;
+  return g_strdup_printf (_("not started: this mcp-pool runs as server “%s” of the mcp-pool with pid %s "
+                            "(%s is set), and a nested mcp-pool starts no servers, so that an entry "
+                            "that launches mcp-pool cannot multiply; unset %s if this is not nested"),
+                          server != NULL ? server : "?", parent, MCP_POOL_PARENT_ENV, MCP_POOL_PARENT_ENV);
 }
 
 static void
@@ -244,6 +352,7 @@ add_entry (Discoverer      *d,
   g_autoptr(GError) error = NULL;
   g_autoptr(McpServerConfig) config = NULL;
   const char *winner = g_hash_table_lookup (d->claimed, name);
+  const char *reason;
 
   if (winner != NULL)
     {
@@ -258,11 +367,13 @@ add_entry (Discoverer      *d,
       skip_server (d, name, origin, "%s", error->message);
       return;
     }
-  if (launches_self (d, config))
+  if ((reason = self_launch_reason (d, config)) != NULL || (reason = d->nested) != NULL)
     {
-      skip_server (d, name, origin, "%s", _("launches mcp-pool itself"));
+      skip_server (d, name, origin, "%s", reason);
       return;
     }
+  for (char **warning = config->warnings; d->log_warnings && *warning != NULL; warning++)
+    g_message ("%s", *warning);
   g_hash_table_insert (d->claimed, g_strdup (name), g_strdup (origin));
   source->n_servers++;
   g_ptr_array_add (d->result->servers, g_steal_pointer (&config));
@@ -508,6 +619,7 @@ mcp_config_discover (const McpDiscoveryOptions *options)
   g_autoptr(GHashTable) watched = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   g_autofree char *cwd = NULL;
   g_autofree char *self_path = NULL;
+  g_autofree char *nested = NULL;
   Discoverer d = { NULL, };
 
   if (options == NULL)
@@ -521,6 +633,10 @@ mcp_config_discover (const McpDiscoveryOptions *options)
   d.self_path = self_path;
   d.envp = options->envp;
   d.explicit = options->config_files != NULL && options->config_files[0] != NULL;
+  d.log_warnings = options->log_warnings;
+  d.nested = nested = nested_reason (options->envp);
+  if (nested != NULL && options->log_warnings)
+    g_message ("%s", nested);
   d.claimed = claimed;
   d.read = read;
   d.watched = watched;

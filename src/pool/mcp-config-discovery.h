@@ -11,6 +11,11 @@
  *  - a disabled entry holds its name too, so that "disabled": true in an
  *    early file switches off a server that another client's file defines;
  *    a remote, invalid or self-launching entry does not;
+ *  - an entry that launches mcp-pool itself, however wrapped (env, a
+ *    shell's -c, a launcher's command string) or the seed bridge is
+ *    skipped; and when this process runs as a server of another mcp-pool
+ *    (MCP_POOL_PARENT in the environment, which every server gets), every
+ *    entry is skipped, so that no config can make mcp-pool multiply;
  *  - in ~/.claude.json the current project's section is read before the
  *    top level, as Claude Code gives its local scope precedence;
  *  - the folders (~/MCPs, ~/.config/mcp/servers, ./mcp-servers), the files
@@ -61,7 +66,9 @@ typedef struct {
   const char         *home;          /* NULL: g_get_home_dir () */
   const char         *cwd;           /* NULL: the current directory */
   const char         *self_path;     /* this program's executable; NULL: /proc/self/exe */
-  const char * const *envp;          /* for ${VAR}; NULL: the process environment */
+  const char * const *envp;          /* for ${VAR} and MCP_POOL_PARENT; NULL: the process
+                                      * environment */
+  gboolean            log_warnings;  /* g_message() each entry's warnings and the nesting */
 } McpDiscoveryOptions;
 
 /* Any thread; blocks on file reads.  @options may be NULL for defaults. */

@@ -20,6 +20,7 @@
 #include "mcp-ring.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #include <glib/gi18n-lib.h>
 
@@ -70,6 +71,8 @@ mcp_server_config_unref (McpServerConfig *config)
   g_free (config->command);
   g_strfreev (config->args);
   g_strfreev (config->env);
+  g_strfreev (config->env_passthrough);
+  g_strfreev (config->warnings);
   g_free (config->cwd);
   g_free (config->description);
   g_free (config);
@@ -78,7 +81,30 @@ mcp_server_config_unref (McpServerConfig *config)
 /* ${VAR} and ${VAR:-default} in command, args and env values.  ${env:VAR}
  * is the same as ${VAR}: it is how VS Code spells it.  Anything else that
  * looks like a reference (${}, ${1x}, an unclosed ${) is kept as written,
- * so that a literal dollar never breaks a command line. */
+ * so that a literal dollar never breaks a command line.
+ *
+ * What the user most likely did not mean is noted on the way, for the
+ * warnings of the entry: an unset variable without a default, and VS
+ * Code's ${input:ID}, which only VS Code can prompt for. */
+typedef struct {
+  const char * const *envp;
+  GPtrArray          *unset;    /* char*, "${NAME}" as written; NULL: not noted */
+  GPtrArray          *inputs;   /* char*, "${input:ID}" as written */
+} Expansion;
+
+static char *expand_text (const char *text,
+                          Expansion  *expansion);
+
+static void
+note_reference (GPtrArray  *list,
+                const char *reference,
+                gsize       length)
+{
+  g_autofree char *written = g_strdup_printf ("${%.*s}", (int) length, reference);
+
+  if (list != NULL && !g_ptr_array_find_with_equal_func (list, written, g_str_equal, NULL))
+    g_ptr_array_add (list, g_steal_pointer (&written));
+}
 
 /* @p points just after "${"; references may nest in a default. */
 static const char *
@@ -113,11 +139,12 @@ is_variable_name (const char *name)
 /* Appends the value of one reference, the text between "${" and "}".
  * FALSE if that text is not a variable reference. */
 static gboolean
-expand_reference (GString            *out,
-                  const char         *reference,
-                  gsize               length,
-                  const char * const *envp)
+expand_reference (GString    *out,
+                  const char *reference,
+                  gsize       length,
+                  Expansion  *expansion)
 {
+  const char * const *envp = expansion->envp;
   g_autofree char *name = g_strndup (reference, length);
   char *fallback = strstr (name, ":-");
   const char *variable = name;
@@ -130,6 +157,8 @@ expand_reference (GString            *out,
     }
   if (g_str_has_prefix (variable, "env:"))
     variable += strlen ("env:");
+  if (g_str_has_prefix (name, "input:"))
+    note_reference (expansion->inputs, reference, length);
   if (!is_variable_name (variable))
     return FALSE;
 
@@ -137,18 +166,20 @@ expand_reference (GString            *out,
   /* As in the shell, ":-" also replaces a variable that is set but empty. */
   if ((value == NULL || *value == '\0') && fallback != NULL)
     {
-      g_autofree char *expanded = mcp_server_config_expand (fallback, envp);
+      g_autofree char *expanded = expand_text (fallback, expansion);
 
       g_string_append (out, expanded);
     }
   else if (value != NULL)
     g_string_append (out, value);
+  else
+    note_reference (expansion->unset, reference, length);
   return TRUE;
 }
 
-char *
-mcp_server_config_expand (const char         *text,
-                          const char * const *envp)
+static char *
+expand_text (const char *text,
+             Expansion  *expansion)
 {
   g_autoptr(GString) out = g_string_sized_new (strlen (text));
   const char *p = text;
@@ -162,11 +193,45 @@ mcp_server_config_expand (const char         *text,
           g_string_append_c (out, *p++);
           continue;
         }
-      if (!expand_reference (out, p + 2, end - p - 2, envp))
+      if (!expand_reference (out, p + 2, end - p - 2, expansion))
         g_string_append_len (out, p, end + 1 - p);
       p = end + 1;
     }
   return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+char *
+mcp_server_config_expand (const char         *text,
+                          const char * const *envp)
+{
+  Expansion expansion = { envp, NULL, NULL };
+
+  return expand_text (text, &expansion);
+}
+
+/* The warnings of an entry, from what its expansion noted. */
+static GStrv
+expansion_warnings (const McpServerConfig *config,
+                    const Expansion       *expansion)
+{
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new ();
+
+  for (guint i = 0; i < expansion->unset->len; i++)
+    g_ptr_array_add (warnings,
+                     g_strdup_printf (_("Server “%s” in %s: %s is not set, so it became an empty "
+                                        "string; set it in the environment of mcp-pool, or give a "
+                                        "default as ${NAME:-VALUE}"),
+                                      config->name, config->source,
+                                      (const char *) g_ptr_array_index (expansion->unset, i)));
+  for (guint i = 0; i < expansion->inputs->len; i++)
+    g_ptr_array_add (warnings,
+                     g_strdup_printf (_("Server “%s” in %s: %s is a VS Code input, which only VS Code "
+                                        "can ask for, so it is passed on as written; put the value "
+                                        "in “env”, or use ${NAME} with an environment variable"),
+                                      config->name, config->source,
+                                      (const char *) g_ptr_array_index (expansion->inputs, i)));
+  g_ptr_array_add (warnings, NULL);
+  return (GStrv) g_ptr_array_steal (warnings, NULL);
 }
 
 static gboolean
@@ -202,13 +267,13 @@ read_optional_string (json_t      *entry,
 
 /* An array of strings, each one expanded; absent is an empty list. */
 static gboolean
-read_string_array (json_t             *entry,
-                   const char         *field,
-                   const char * const *envp,
-                   GStrv              *out,
-                   const char         *name,
-                   const char         *source,
-                   GError            **error)
+read_string_array (json_t      *entry,
+                   const char  *field,
+                   Expansion   *expansion,
+                   GStrv       *out,
+                   const char  *name,
+                   const char  *source,
+                   GError     **error)
 {
   g_autoptr(GPtrArray) strings = g_ptr_array_new_with_free_func (g_free);
   json_t *array = json_object_get (entry, field);
@@ -221,7 +286,8 @@ read_string_array (json_t             *entry,
     {
       if (!json_is_string (item))
         return invalid_field (error, name, source, field, _("an array of strings"));
-      g_ptr_array_add (strings, mcp_server_config_expand (json_string_value (item), envp));
+      g_ptr_array_add (strings, expansion != NULL ? expand_text (json_string_value (item), expansion)
+                                                  : g_strdup (json_string_value (item)));
     }
   g_ptr_array_add (strings, NULL);
   *out = (GStrv) g_ptr_array_steal (strings, NULL);
@@ -230,13 +296,13 @@ read_string_array (json_t             *entry,
 
 /* An object of strings, as KEY=VALUE pairs with the values expanded. */
 static gboolean
-read_environment (json_t             *entry,
-                  const char         *field,
-                  const char * const *envp,
-                  GStrv              *out,
-                  const char         *name,
-                  const char         *source,
-                  GError            **error)
+read_environment (json_t      *entry,
+                  const char  *field,
+                  Expansion   *expansion,
+                  GStrv       *out,
+                  const char  *name,
+                  const char  *source,
+                  GError     **error)
 {
   g_autoptr(GPtrArray) pairs = g_ptr_array_new_with_free_func (g_free);
   json_t *object = json_object_get (entry, field);
@@ -251,7 +317,7 @@ read_environment (json_t             *entry,
 
       if (!json_is_string (value))
         return invalid_field (error, name, source, field, _("an object of strings"));
-      expanded = mcp_server_config_expand (json_string_value (value), envp);
+      expanded = expand_text (json_string_value (value), expansion);
       g_ptr_array_add (pairs, g_strdup_printf ("%s=%s", key, expanded));
     }
   g_ptr_array_add (pairs, NULL);
@@ -277,7 +343,8 @@ read_settings (McpServerConfig *config,
   json_t *value;
 
   if (!read_optional_string (entry, "cwd", &config->cwd, name, source, error) ||
-      !read_optional_string (entry, "description", &config->description, name, source, error))
+      !read_optional_string (entry, "description", &config->description, name, source, error) ||
+      !read_string_array (entry, "envPassthrough", NULL, &config->env_passthrough, name, source, error))
     return FALSE;
 
   value = read_timeout ? json_object_get (entry, "timeout") : NULL;
@@ -411,19 +478,24 @@ mcp_server_config_new_from_json_full (const char          *name,
                                       GError             **error)
 {
   g_autoptr(McpServerConfig) config = config_alloc_for_entry (name, entry, source, error);
+  g_autoptr(GPtrArray) unset = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) inputs = g_ptr_array_new_with_free_func (g_free);
+  Expansion expansion = { envp, unset, inputs };
   g_autofree char *command = NULL;
 
   if (config == NULL ||
       !check_startable (name, entry, source, "disabled", TRUE, error) ||
-      !read_optional_string (entry, "command", &command, name, source, error) ||
-      !read_string_array (entry, "args", envp, &config->args, name, source, error) ||
-      !read_environment (entry, "env", envp, &config->env, name, source, error) ||
-      !read_settings (config, entry, TRUE, error))
+      !read_optional_string (entry, "command", &command, name, source, error))
     return NULL;
+  /* In the order of the command line, so that warnings are too. */
   if (command != NULL)
-    config->command = mcp_server_config_expand (command, envp);
-  if (!check_command (config, error))
+    config->command = expand_text (command, &expansion);
+  if (!read_string_array (entry, "args", &expansion, &config->args, name, source, error) ||
+      !read_environment (entry, "env", &expansion, &config->env, name, source, error) ||
+      !read_settings (config, entry, TRUE, error) ||
+      !check_command (config, error))
     return NULL;
+  config->warnings = expansion_warnings (config, &expansion);
   return g_steal_pointer (&config);
 }
 
@@ -447,18 +519,22 @@ mcp_server_config_new_from_opencode (const char          *name,
                                      GError             **error)
 {
   g_autoptr(McpServerConfig) config = config_alloc_for_entry (name, entry, source, error);
+  g_autoptr(GPtrArray) unset = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) inputs = g_ptr_array_new_with_free_func (g_free);
+  Expansion expansion = { envp, unset, inputs };
   g_auto(GStrv) command_line = NULL;
 
   if (config == NULL ||
       !check_startable (name, entry, source, "enabled", FALSE, error) ||
-      !read_string_array (entry, "command", envp, &command_line, name, source, error) ||
-      !read_environment (entry, "environment", envp, &config->env, name, source, error) ||
+      !read_string_array (entry, "command", &expansion, &command_line, name, source, error) ||
+      !read_environment (entry, "environment", &expansion, &config->env, name, source, error) ||
       !read_settings (config, entry, FALSE, error))
     return NULL;
   config->command = g_strdup (command_line[0]);
   config->args = g_strdupv (command_line[0] != NULL ? command_line + 1 : command_line);
   if (!check_command (config, error))
     return NULL;
+  config->warnings = expansion_warnings (config, &expansion);
   return g_steal_pointer (&config);
 }
 
@@ -473,6 +549,8 @@ mcp_server_config_fingerprint (const McpServerConfig *config)
     g_string_append_printf (print, "%carg=%s", 0x1f, *arg);
   for (char **pair = config->env; pair != NULL && *pair != NULL; pair++)
     g_string_append_printf (print, "%cenv=%s", 0x1f, *pair);
+  for (char **name = config->env_passthrough; name != NULL && *name != NULL; name++)
+    g_string_append_printf (print, "%cpass=%s", 0x1f, *name);
   g_string_append_printf (print, "%ccwd=%s", 0x1f, config->cwd ? config->cwd : "");
   return g_string_free (g_steal_pointer (&print), FALSE);
 }
@@ -490,18 +568,85 @@ mcp_server_config_build_argv (const McpServerConfig *config)
   return argv;
 }
 
-/* The pool's environment with the server's own variables on top. */
-GStrv
-mcp_server_config_build_envp (const McpServerConfig *config)
+/* A server does not see the pool's whole environment, which holds every
+ * secret of the user's shell: as the official SDKs' getDefaultEnvironment()
+ * and the seed bridge do, it gets a short allow-list, what the user allows
+ * on top, and its entry's "env".  The locale and the runtime directory
+ * (where D-Bus clients find the user's bus) are not secrets, and servers
+ * that print or talk to the desktop need them. */
+static const char * const inherited_names[] = {
+  "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER",
+  "LANG", "LANGUAGE", "LC_*", "TMPDIR", "XDG_RUNTIME_DIR", NULL
+};
+
+/* NAME matches itself; PREFIX* every name that starts with PREFIX. */
+static gboolean
+name_matches (const char *name,
+              gsize       length,
+              const char *pattern)
 {
-  GStrv envp = g_get_environ ();
+  gsize pattern_length = strlen (pattern);
+
+  if (pattern_length > 0 && pattern[pattern_length - 1] == '*')
+    return length >= pattern_length - 1 && strncmp (name, pattern, pattern_length - 1) == 0;
+  return length == pattern_length && strncmp (name, pattern, length) == 0;
+}
+
+static gboolean
+name_in (const char         *name,
+         gsize               length,
+         const char * const *patterns)
+{
+  for (; patterns != NULL && *patterns != NULL; patterns++)
+    if (name_matches (name, length, *patterns))
+      return TRUE;
+  return FALSE;
+}
+
+GStrv
+mcp_server_config_build_envp_from (const McpServerConfig *config,
+                                   const char * const    *parent_envp)
+{
+  g_auto(GStrv) own_envp = parent_envp == NULL ? g_get_environ () : NULL;
+  const char * const *parent = parent_envp != NULL ? parent_envp : (const char * const *) own_envp;
+  const char *global = g_environ_getenv ((char **) parent, MCP_POOL_ENV_PASSTHROUGH_ENV);
+  g_auto(GStrv) for_all = g_strsplit (global != NULL ? global : "", ",", -1);
+  g_autofree char *pid = g_strdup_printf ("%d", (int) getpid ());
+  g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
+  GStrv envp;
+
+  if (config->client_environment)
+    return g_strdupv ((char **) parent);
+  for (char **name = for_all; *name != NULL; name++)
+    g_strstrip (*name);
+  for (const char * const *pair = parent; *pair != NULL; pair++)
+    {
+      gsize length = strcspn (*pair, "=");
+
+      if ((*pair)[length] == '=' &&
+          (name_in (*pair, length, inherited_names) ||
+           name_in (*pair, length, (const char * const *) config->env_passthrough) ||
+           name_in (*pair, length, (const char * const *) for_all)))
+        g_strv_builder_add (builder, *pair);
+    }
+  envp = g_strv_builder_end (builder);
 
   for (char **pair = config->env; pair != NULL && *pair != NULL; pair++)
     {
       g_autofree char *key = g_strndup (*pair, strcspn (*pair, "="));
       envp = g_environ_setenv (envp, key, *pair + strlen (key) + 1, TRUE);
     }
+  /* Last, so that no entry can take the marker away: it is what keeps an
+   * entry that launches mcp-pool, however wrapped, from multiplying. */
+  envp = g_environ_setenv (envp, MCP_POOL_PARENT_ENV, pid, TRUE);
+  envp = g_environ_setenv (envp, MCP_POOL_PARENT_SERVER_ENV, config->name, TRUE);
   return envp;
+}
+
+GStrv
+mcp_server_config_build_envp (const McpServerConfig *config)
+{
+  return mcp_server_config_build_envp_from (config, NULL);
 }
 
 /* VS Code, Gemini CLI and OpenCode read their settings as JSONC, with

@@ -29,13 +29,27 @@ typedef enum {
 #define MCP_CALL_TIMEOUT_MAX_MS      (120 * 1000)
 #define MCP_IDLE_TIMEOUT_DEFAULT_MS  (10 * 60 * 1000)
 
+/* Set in the environment of every server: an mcp-pool that finds them
+ * runs below another one, and starts no servers (mcp-config-discovery.h). */
+#define MCP_POOL_PARENT_ENV        "MCP_POOL_PARENT"          /* the pid of the pool */
+#define MCP_POOL_PARENT_SERVER_ENV "MCP_POOL_PARENT_SERVER"   /* the server's name */
+/* NAME,NAME,PREFIX*: more variables of the pool's environment that every
+ * server gets, beyond the allow-list. */
+#define MCP_POOL_ENV_PASSTHROUGH_ENV "MCP_POOL_ENV_PASSTHROUGH"
+
 typedef struct {
   gatomicrefcount ref_count;
   char   *name;
   char   *source;             /* the file it came from, for messages */
   char   *command;
   GStrv   args;
-  GStrv   env;                /* KEY=VALUE pairs added to the pool's environment */
+  GStrv   env;                /* KEY=VALUE pairs added to the environment */
+  GStrv   env_passthrough;    /* "envPassthrough": names (NAME, or PREFIX*) of the pool's
+                               * environment passed on beyond the allow-list */
+  gboolean client_environment; /* the whole environment and no MCP_POOL_PARENT: for a
+                               * program that starts `mcp-pool serve` as its client */
+  GStrv   warnings;           /* translated sentences, each naming the server and file:
+                               * unset ${VAR}, VS Code ${input:…} left as written */
   char   *cwd;                /* NULL: the pool's working directory */
   char   *description;
   gint64  start_timeout_ms;
@@ -57,7 +71,8 @@ McpServerConfig *mcp_server_config_new_from_json  (const char       *name,
  *
  * @envp supplies the variables for ${VAR} and ${VAR:-default} in command,
  * args and env values; NULL means the process environment.  An unset
- * variable without a default expands to "".  A valid entry that must not
+ * variable without a default expands to "", and a VS Code ${input:…} stays
+ * as written; both are listed in the config's warnings.  A valid entry that must not
  * be started fails with MCP_CONFIG_ERROR_DISABLED or _REMOTE, whose
  * message is the reason to show ("disabled in FILE"). */
 McpServerConfig *mcp_server_config_new_from_json_full (const char          *name,
@@ -75,7 +90,14 @@ char            *mcp_server_config_expand         (const char         *text,
 McpServerConfig *mcp_server_config_ref            (McpServerConfig  *config);
 void             mcp_server_config_unref          (McpServerConfig  *config);
 GStrv            mcp_server_config_build_argv     (const McpServerConfig *config);
+/* The environment a server starts with (any thread, no I/O): the names of
+ * the allow-list, "envPassthrough" and $MCP_POOL_ENV_PASSTHROUGH taken from
+ * @parent_envp (NULL: the process environment), then the entry's "env",
+ * then the MCP_POOL_PARENT marker, which no entry can unset; with
+ * client_environment, @parent_envp whole. */
 GStrv            mcp_server_config_build_envp     (const McpServerConfig *config);
+GStrv            mcp_server_config_build_envp_from (const McpServerConfig *config,
+                                                    const char * const    *parent_envp);
 char            *mcp_server_config_fingerprint    (const McpServerConfig *config);
 
 /* Any thread; these read files and block. */
