@@ -458,6 +458,107 @@ test_process_limit (Fixture *fixture, gconstpointer data)
   assert_pool_serves (fixture);
 }
 
+/* Every way for code to hold memory outside its address space is refused
+ * or bounded by the scratch size (64 MiB): memfds, /dev, /dev/shm, the
+ * scratch dirs, SysV IPC, POSIX message queues. */
+static void
+test_memory_bypass (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+  const char *out;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "import ctypes, os\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "MiB = 1 << 20\n"
+                "chunk = b'x' * MiB\n"
+                "def fill(fd, mib):\n"
+                "    for i in range(mib):\n"
+                "        try:\n"
+                "            os.write(fd, chunk)\n"
+                "        except OSError:\n"
+                "            return i\n"
+                "    return mib\n"
+                "held = 0\n"
+                "try:\n"
+                "    for _ in range(20):\n"
+                "        held += fill(os.memfd_create('hold'), 32)\n"
+                "except OSError as e:\n"
+                "    print('memfd refused', e.errno)\n"
+                "print('memfd held', held)\n"
+                "for folder in ['/dev', '/dev/shm', '/tmp', '/work']:\n"
+                "    held = 0\n"
+                "    try:\n"
+                "        for i in range(12):\n"
+                "            fd = os.open('%s/hold%d' % (folder, i), os.O_WRONLY | os.O_CREAT, 0o600)\n"
+                "            written = fill(fd, 16)\n"
+                "            os.close(fd)\n"
+                "            held += written\n"
+                "            if written < 16:\n"
+                "                break\n"
+                "    except OSError as e:\n"
+                "        print(folder, 'refused', e.errno)\n"
+                "    print(folder, 'held', held)\n"
+                "libc.shmget.restype = ctypes.c_int\n"
+                "print('shmget', libc.shmget(0, ctypes.c_size_t(256 * MiB), 0o1600) >= 0)\n"
+                "print('msgget', libc.msgget(0, 0o1600) >= 0)\n"
+                "print('semget', libc.semget(0, 32000, 0o1600) >= 0)\n"
+                "libc.mq_open.restype = ctypes.c_int\n"
+                "print('mq_open', libc.mq_open(b'/hold', os.O_CREAT | os.O_RDWR, 0o600, None) >= 0)\n",
+                NULL, 60);
+  assert_success (result);
+  out = stdout_of (result);
+  g_test_message ("%s", out);
+  g_assert_nonnull (strstr (out, "memfd held 0\n"));
+  g_assert_nonnull (strstr (out, "/dev held 0\n"));
+  for (const char * const *folder = (const char * const[]) { "/dev/shm", "/tmp", "/work", NULL }; *folder; folder++)
+    {
+      g_autofree char *label = g_strdup_printf ("\n%s held ", *folder);
+      const char *held = strstr (out, label);
+
+      g_assert_nonnull (held);
+      g_assert_cmpint (g_ascii_strtoll (held + strlen (label), NULL, 10), <=, 64);
+    }
+  g_assert_nonnull (strstr (out, "shmget False"));
+  g_assert_nonnull (strstr (out, "msgget False"));
+  g_assert_nonnull (strstr (out, "semget False"));
+  g_assert_nonnull (strstr (out, "mq_open False"));
+  assert_pool_serves (fixture);
+}
+
+/* Open files are bounded, which bounds pipe buffers and sockets too. */
+static void
+test_fd_limit (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+  const char *out, *count;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "import os\n"
+                "opened = []\n"
+                "try:\n"
+                "    while len(opened) < 10000:\n"
+                "        opened.append(os.open('/dev/null', os.O_RDONLY))\n"
+                "except OSError as e:\n"
+                "    print('open refused', e.errno)\n"
+                "for fd in opened:\n"
+                "    os.close(fd)\n"
+                "print('opened', len(opened))\n",
+                NULL, 0);
+  assert_success (result);
+  out = stdout_of (result);
+  g_test_message ("%s", out);
+  g_assert_nonnull (strstr (out, "open refused 24"));
+  count = strstr (out, "opened ");
+  g_assert_nonnull (count);
+  g_assert_cmpint (g_ascii_strtoll (count + strlen ("opened "), NULL, 10), <, 256);
+  assert_pool_serves (fixture);
+}
+
 /* Tools through the RPC channel, served concurrently: the fixture's own
  * count shows the five calls overlapping. */
 static void
@@ -612,6 +713,8 @@ main (int argc, char **argv)
   ADD ("/sandbox/not-host-root", NULL, test_not_host_root);
   ADD ("/sandbox/host-ids", NULL, test_host_ids);
   ADD ("/sandbox/process-limit", NULL, test_process_limit);
+  ADD ("/sandbox/memory-bypass", NULL, test_memory_bypass);
+  ADD ("/sandbox/fd-limit", NULL, test_fd_limit);
   ADD ("/sandbox/tools", NULL, test_tools);
   ADD ("/sandbox/allow-list", NULL, test_allow_list);
   ADD ("/sandbox/warm", "warm", test_warm);

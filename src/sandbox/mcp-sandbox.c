@@ -42,6 +42,9 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 #define OUTPUT_CAP_DEFAULT  (1024 * 1024)
 /* Processes the sandbox may add to those of the user it runs as. */
 #define EXTRA_PROCESSES     128
+/* Open files of each process: this bounds what pipes, socket buffers and
+ * fds in flight on sockets can hold. */
+#define OPEN_FILES          256
 /* The host ids of the sandbox when the pool runs as root (nobody and
  * nogroup): root's would let its code past every check the kernel makes
  * against host ids (sysctls, RLIMIT_NPROC). */
@@ -340,16 +343,18 @@ build_argv (const McpSandboxLimits *limits)
     "--proc", "/proc", "--dev", "/dev",
     NULL,
   };
-  /* bwrap's root is an unbounded tmpfs: it becomes read-only once
-   * everything is mounted on it.  A read-only /proc keeps /proc/sys so,
-   * whoever the sandbox runs as. */
+  /* What is written to a tmpfs is held in memory: /dev and bwrap's root
+   * are unbounded ones, so they become read-only once everything is
+   * mounted on them, and each writable one is scratch-sized.  A
+   * read-only /proc keeps /proc/sys so, whoever the sandbox runs as. */
   const char * const read_only[] = {
-    "--remount-ro", "/proc", "--remount-ro", "/", NULL,
+    "--remount-ro", "/proc", "--remount-ro", "/dev", "--remount-ro", "/", NULL,
   };
 
   g_strv_builder_add (argv, bwrap_path (limits));
   g_strv_builder_addv (argv, (const char **) fixed);
-  g_strv_builder_add_many (argv, "--size", scratch, "--tmpfs", "/tmp",
+  g_strv_builder_add_many (argv, "--size", scratch, "--tmpfs", "/dev/shm",
+                           "--size", scratch, "--tmpfs", "/tmp",
                            "--size", scratch, "--tmpfs", "/work", "--chdir", "/work",
                            "--ro-bind", runtime_dir (limits), SANDBOX_RUNTIME_DIR, NULL);
   g_strv_builder_addv (argv, (const char **) read_only);
@@ -414,7 +419,7 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   int sockets[2] = { -1, -1 }, info[2] = { -1, -1 };
   int seccomp_fd, stdin_fd, stdout_fd, stderr_fd;
   const McpCredentials *credentials = sandbox_credentials ();
-  McpRlimit rlimits[4];
+  McpRlimit rlimits[7];
   int source_fds[3], target_fds[3] = { SANDBOX_RPC_FD, SANDBOX_SECCOMP_FD, SANDBOX_INFO_FD };
   McpSpawnRequest request = { 0 };
 
@@ -461,6 +466,11 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   rlimits[1] = (McpRlimit) { RLIMIT_FSIZE, sandbox->limits.file_bytes };
   rlimits[2] = (McpRlimit) { RLIMIT_CPU, sandbox->limits.cpu_seconds };
   rlimits[3] = (McpRlimit) { RLIMIT_NPROC, process_limit (credentials ? credentials->uid : getuid ()) };
+  rlimits[4] = (McpRlimit) { RLIMIT_NOFILE, OPEN_FILES };
+  /* POSIX message queues and locked pages hold memory outside the
+   * address space limit. */
+  rlimits[5] = (McpRlimit) { RLIMIT_MSGQUEUE, 0 };
+  rlimits[6] = (McpRlimit) { RLIMIT_MEMLOCK, 0 };
   source_fds[0] = sockets[1];
   source_fds[1] = seccomp_fd;
   source_fds[2] = info[1];
