@@ -4,6 +4,7 @@
  * skip with the reason, unless MCP_POOL_SANDBOX_MUST_WORK=1 (CI). */
 #include "config.h"
 
+#include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
 
@@ -285,6 +286,279 @@ test_fork_bomb (Fixture *fixture, gconstpointer data)
   assert_pool_serves (fixture);
 }
 
+/* Kernel settings cannot be opened for writing, whoever the pool runs as. */
+static void
+test_not_host_root (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+  const char *out;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "import os\n"
+                "for name in ['vm/swappiness', 'kernel/core_pattern', 'vm/drop_caches', 'kernel/pid_max']:\n"
+                "    try:\n"
+                "        os.close(os.open('/proc/sys/' + name, os.O_WRONLY))\n"
+                "        print('sysctl writable', name)\n"
+                "    except OSError as e:\n"
+                "        print('sysctl refused', name, e.errno)\n",
+                NULL, 0);
+  assert_success (result);
+  out = stdout_of (result);
+  g_test_message ("%s", out);
+  g_assert_null (strstr (out, "sysctl writable"));
+  g_assert_nonnull (strstr (out, "sysctl refused kernel/pid_max"));
+  assert_pool_serves (fixture);
+}
+
+typedef struct {
+  Fixture *fixture;
+  json_t  *result;
+} BackgroundRun;
+
+static gpointer
+run_until_killed (gpointer data)
+{
+  BackgroundRun *background = data;
+
+  background->result = run (background->fixture, "import time\ntime.sleep(600)\n", NULL, 0);
+  return NULL;
+}
+
+/* The parent of @pid, or 0. */
+static GPid
+parent_of (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", pid);
+  g_autofree char *stat = NULL;
+  const char *end;
+
+  if (!g_file_get_contents (path, &stat, NULL, NULL) || (end = strrchr (stat, ')')) == NULL)
+    return 0;
+  /* "pid (comm) state ppid ..." */
+  return (GPid) g_ascii_strtoll (end + 4, NULL, 10);
+}
+
+/* The interpreter of one of this test's sandboxes: a descendant of ours
+ * (other programs may run sandboxes at the same time). */
+static gboolean
+find_own_interpreter (gpointer data)
+{
+  GPid *found = data;
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+
+  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
+    {
+      g_autofree char *path = g_strdup_printf ("/proc/%s/cmdline", name);
+      g_autofree char *cmdline = NULL;
+      gsize length;
+      GPid pid;
+
+      if (!g_ascii_isdigit (name[0]) || !g_file_get_contents (path, &cmdline, &length, NULL))
+        continue;
+      /* The interpreter's arguments, not bwrap's that name it too. */
+      for (gsize i = 0; i + 1 < length; i++)
+        if (cmdline[i] == '\0')
+          cmdline[i] = ' ';
+      if (strstr (cmdline, "mcp_runtime.py") == NULL || strstr (cmdline, "bwrap") != NULL)
+        continue;
+      for (pid = (GPid) g_ascii_strtoll (name, NULL, 10); pid > 1; pid = parent_of (pid))
+        if (pid == getpid ())
+          {
+            *found = (GPid) g_ascii_strtoll (name, NULL, 10);
+            return TRUE;
+          }
+    }
+  return FALSE;
+}
+
+/* The ids the host sees on a line of /proc/PID/status: none is root's. */
+static void
+assert_ids_not_root (const char *status, const char *field)
+{
+  g_autofree char *prefix = g_strdup_printf ("\n%s:", field);
+  const char *line = strstr (status, prefix);
+  g_autofree char *values = NULL;
+  g_auto(GStrv) ids = NULL;
+
+  g_assert_nonnull (line);
+  line += strlen (prefix);
+  values = g_strndup (line, strcspn (line, "\n"));
+  ids = g_strsplit_set (values, " \t", -1);
+  for (char **id = ids; *id != NULL; id++)
+    if ((*id)[0] != '\0')
+      g_assert_cmpstr (*id, !=, "0");
+}
+
+/* As the host sees it, the sandbox's interpreter runs under no id of root. */
+static void
+test_host_ids (Fixture *fixture, gconstpointer data)
+{
+  BackgroundRun background = { fixture, NULL };
+  g_autoptr(GThread) thread = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *status = NULL;
+  GPid python = 0;
+
+  if (!require_sandbox ())
+    return;
+  thread = g_thread_new ("run", run_until_killed, &background);
+  g_assert_true (test_wait_for (find_own_interpreter, &python, 10000));
+  path = g_strdup_printf ("/proc/%d/status", python);
+  g_assert_true (g_file_get_contents (path, &status, NULL, NULL));
+  assert_ids_not_root (status, "Uid");
+  assert_ids_not_root (status, "Gid");
+  assert_ids_not_root (status, "Groups");
+  kill (python, SIGKILL);
+  g_thread_join (g_steal_pointer (&thread));
+  g_assert_cmpstr (mcp_json_get_string (structured (background.result), "status"), ==, "error");
+  json_decref (background.result);
+  assert_pool_serves (fixture);
+}
+
+/* Forks stop at the process limit, as root too (the kernel exempts root
+ * from RLIMIT_NPROC). */
+static void
+test_process_limit (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+  const char *out, *forks;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "import os\n"
+                "r, w = os.pipe()\n"
+                "forks = 0\n"
+                "while forks < 1000:\n"
+                "    try:\n"
+                "        pid = os.fork()\n"
+                "    except OSError as e:\n"
+                "        print('fork refused', e.errno)\n"
+                "        break\n"
+                "    if pid == 0:\n"
+                "        os.close(w)\n"
+                "        os.read(r, 1)\n"
+                "        os._exit(0)\n"
+                "    forks += 1\n"
+                "os.close(w)\n"
+                "for _ in range(forks):\n"
+                "    os.wait()\n"
+                "print('forks', forks)\n",
+                NULL, 60);
+  assert_success (result);
+  out = stdout_of (result);
+  g_test_message ("%s", out);
+  g_assert_nonnull (strstr (out, "fork refused 11"));
+  forks = strstr (out, "forks ");
+  g_assert_nonnull (forks);
+  g_assert_cmpint (g_ascii_strtoll (forks + strlen ("forks "), NULL, 10), <=, 128);
+  assert_pool_serves (fixture);
+}
+
+/* Every way for code to hold memory outside its address space is refused
+ * or bounded by the scratch size (64 MiB): memfds, /dev, /dev/shm, the
+ * scratch dirs, SysV IPC, POSIX message queues. */
+static void
+test_memory_bypass (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+  const char *out;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "import ctypes, os\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "MiB = 1 << 20\n"
+                "chunk = b'x' * MiB\n"
+                "def fill(fd, mib):\n"
+                "    for i in range(mib):\n"
+                "        try:\n"
+                "            os.write(fd, chunk)\n"
+                "        except OSError:\n"
+                "            return i\n"
+                "    return mib\n"
+                "held = 0\n"
+                "try:\n"
+                "    for _ in range(20):\n"
+                "        held += fill(os.memfd_create('hold'), 32)\n"
+                "except OSError as e:\n"
+                "    print('memfd refused', e.errno)\n"
+                "print('memfd held', held)\n"
+                "for folder in ['/dev', '/dev/shm', '/tmp', '/work']:\n"
+                "    held = 0\n"
+                "    try:\n"
+                "        for i in range(12):\n"
+                "            fd = os.open('%s/hold%d' % (folder, i), os.O_WRONLY | os.O_CREAT, 0o600)\n"
+                "            written = fill(fd, 16)\n"
+                "            os.close(fd)\n"
+                "            held += written\n"
+                "            if written < 16:\n"
+                "                break\n"
+                "    except OSError as e:\n"
+                "        print(folder, 'refused', e.errno)\n"
+                "    print(folder, 'held', held)\n"
+                "libc.shmget.restype = ctypes.c_int\n"
+                "print('shmget', libc.shmget(0, ctypes.c_size_t(256 * MiB), 0o1600) >= 0)\n"
+                "print('msgget', libc.msgget(0, 0o1600) >= 0)\n"
+                "print('semget', libc.semget(0, 32000, 0o1600) >= 0)\n"
+                "libc.mq_open.restype = ctypes.c_int\n"
+                "print('mq_open', libc.mq_open(b'/hold', os.O_CREAT | os.O_RDWR, 0o600, None) >= 0)\n",
+                NULL, 60);
+  assert_success (result);
+  out = stdout_of (result);
+  g_test_message ("%s", out);
+  g_assert_nonnull (strstr (out, "memfd held 0\n"));
+  g_assert_nonnull (strstr (out, "/dev held 0\n"));
+  for (const char * const *folder = (const char * const[]) { "/dev/shm", "/tmp", "/work", NULL }; *folder; folder++)
+    {
+      g_autofree char *label = g_strdup_printf ("\n%s held ", *folder);
+      const char *held = strstr (out, label);
+
+      g_assert_nonnull (held);
+      g_assert_cmpint (g_ascii_strtoll (held + strlen (label), NULL, 10), <=, 64);
+    }
+  g_assert_nonnull (strstr (out, "shmget False"));
+  g_assert_nonnull (strstr (out, "msgget False"));
+  g_assert_nonnull (strstr (out, "semget False"));
+  g_assert_nonnull (strstr (out, "mq_open False"));
+  assert_pool_serves (fixture);
+}
+
+/* Open files are bounded, which bounds pipe buffers and sockets too. */
+static void
+test_fd_limit (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+  const char *out, *count;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "import os\n"
+                "opened = []\n"
+                "try:\n"
+                "    while len(opened) < 10000:\n"
+                "        opened.append(os.open('/dev/null', os.O_RDONLY))\n"
+                "except OSError as e:\n"
+                "    print('open refused', e.errno)\n"
+                "for fd in opened:\n"
+                "    os.close(fd)\n"
+                "print('opened', len(opened))\n",
+                NULL, 0);
+  assert_success (result);
+  out = stdout_of (result);
+  g_test_message ("%s", out);
+  g_assert_nonnull (strstr (out, "open refused 24"));
+  count = strstr (out, "opened ");
+  g_assert_nonnull (count);
+  g_assert_cmpint (g_ascii_strtoll (count + strlen ("opened "), NULL, 10), <, 256);
+  assert_pool_serves (fixture);
+}
+
 /* Tools through the RPC channel, served concurrently: the fixture's own
  * count shows the five calls overlapping. */
 static void
@@ -436,6 +710,11 @@ main (int argc, char **argv)
   ADD ("/sandbox/output-cap", NULL, test_output_cap);
   ADD ("/sandbox/limits", NULL, test_limits);
   ADD ("/sandbox/fork-bomb", NULL, test_fork_bomb);
+  ADD ("/sandbox/not-host-root", NULL, test_not_host_root);
+  ADD ("/sandbox/host-ids", NULL, test_host_ids);
+  ADD ("/sandbox/process-limit", NULL, test_process_limit);
+  ADD ("/sandbox/memory-bypass", NULL, test_memory_bypass);
+  ADD ("/sandbox/fd-limit", NULL, test_fd_limit);
   ADD ("/sandbox/tools", NULL, test_tools);
   ADD ("/sandbox/allow-list", NULL, test_allow_list);
   ADD ("/sandbox/warm", "warm", test_warm);

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/pidfd.h>
@@ -96,6 +97,7 @@ child_setup (gpointer user_data)
 {
   const ChildSetup *setup = user_data;
   pid_t parent = setup->parent;
+  const McpCredentials *credentials = setup->request->credentials;
   sigset_t none;
 
   for (gsize i = 0; i < setup->request->n_rlimits; i++)
@@ -105,6 +107,12 @@ child_setup (gpointer user_data)
       if (setrlimit (setup->request->rlimits[i].resource, &limit) != 0)
         _exit (126);
     }
+  /* Before PR_SET_PDEATHSIG: the kernel clears it when the ids change. */
+  if (credentials != NULL &&
+      (setgroups (0, NULL) != 0 ||
+       setresgid (credentials->gid, credentials->gid, credentials->gid) != 0 ||
+       setresuid (credentials->uid, credentials->uid, credentials->uid) != 0))
+    _exit (126);
   setpgid (0, 0);
   prctl (PR_SET_PDEATHSIG, SIGKILL);
   /* The parent may have died before the line above took effect. */

@@ -23,6 +23,7 @@
 
 #include <glib.h>
 #include <sys/resource.h>
+#include <sys/types.h>
 
 G_BEGIN_DECLS
 
@@ -43,6 +44,13 @@ typedef struct {
   rlim_t  limit;       /* soft and hard */
 } McpRlimit;
 
+/* The host ids a child takes on before exec; all supplementary groups
+ * are dropped.  Only a root pool can do that. */
+typedef struct {
+  uid_t   uid;
+  gid_t   gid;
+} McpCredentials;
+
 typedef struct {
   const char * const *argv;
   const char * const *envp;       /* NULL: inherit the pool's environment */
@@ -52,6 +60,7 @@ typedef struct {
   gsize               n_fds;
   const McpRlimit    *rlimits;
   gsize               n_rlimits;
+  const McpCredentials *credentials; /* NULL: the pool's */
 } McpSpawnRequest;
 
 /* Any thread; blocks until the spawner thread has forked.  The child's pipes

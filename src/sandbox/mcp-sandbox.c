@@ -42,6 +42,14 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 #define OUTPUT_CAP_DEFAULT  (1024 * 1024)
 /* Processes the sandbox may add to those of the user it runs as. */
 #define EXTRA_PROCESSES     128
+/* Open files of each process: this bounds what pipes, socket buffers and
+ * fds in flight on sockets can hold. */
+#define OPEN_FILES          256
+/* The host ids of the sandbox when the pool runs as root (nobody and
+ * nogroup): root's would let its code past every check the kernel makes
+ * against host ids (sysctls, RLIMIT_NPROC). */
+#define SANDBOX_HOST_UID    65534
+#define SANDBOX_HOST_GID    65534
 #define START_TIMEOUT_US    (10 * G_USEC_PER_SEC)
 #define DRAIN_TIMEOUT_US    (2 * G_USEC_PER_SEC)
 /* How long the sandbox's init may take to follow bwrap before it is killed. */
@@ -286,15 +294,25 @@ runtime_dir (const McpSandboxLimits *limits)
   return g_getenv ("MCP_POOL_RUNTIME_DIR") ? g_getenv ("MCP_POOL_RUNTIME_DIR") : PKGDATADIR;
 }
 
+/* Who bwrap and the sandbox run as on the host: the pool's user, or
+ * nobody for a root pool.  bwrap then always creates its namespaces as an
+ * unprivileged user, so no process in the sandbox is host root. */
+static const McpCredentials *
+sandbox_credentials (void)
+{
+  static const McpCredentials nobody = { SANDBOX_HOST_UID, SANDBOX_HOST_GID };
+
+  return geteuid () == 0 ? &nobody : NULL;
+}
+
 /* RLIMIT_NPROC counts every process of the real user, inside and outside
- * the sandbox; so the limit is what the user runs now plus a margin. */
+ * the sandbox; so the limit is what @uid runs now plus a margin. */
 static rlim_t
-process_limit (void)
+process_limit (uid_t uid)
 {
   g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
   const char *name;
   rlim_t count = 0;
-  uid_t uid = getuid ();
 
   while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
     {
@@ -325,16 +343,22 @@ build_argv (const McpSandboxLimits *limits)
     "--proc", "/proc", "--dev", "/dev",
     NULL,
   };
+  /* What is written to a tmpfs is held in memory: /dev and bwrap's root
+   * are unbounded ones, so they become read-only once everything is
+   * mounted on them, and each writable one is scratch-sized.  A
+   * read-only /proc keeps /proc/sys so, whoever the sandbox runs as. */
+  const char * const read_only[] = {
+    "--remount-ro", "/proc", "--remount-ro", "/dev", "--remount-ro", "/", NULL,
+  };
 
   g_strv_builder_add (argv, bwrap_path (limits));
   g_strv_builder_addv (argv, (const char **) fixed);
-  g_strv_builder_add_many (argv, "--size", scratch, "--tmpfs", "/tmp",
+  g_strv_builder_add_many (argv, "--size", scratch, "--tmpfs", "/dev/shm",
+                           "--size", scratch, "--tmpfs", "/tmp",
                            "--size", scratch, "--tmpfs", "/work", "--chdir", "/work",
-                           "--ro-bind", runtime_dir (limits), SANDBOX_RUNTIME_DIR,
-                           /* bwrap's root is an unbounded tmpfs: make it read-only
-                            * once everything is mounted on it. */
-                           "--remount-ro", "/",
-                           "--clearenv", "--setenv", "PATH", "/usr/bin",
+                           "--ro-bind", runtime_dir (limits), SANDBOX_RUNTIME_DIR, NULL);
+  g_strv_builder_addv (argv, (const char **) read_only);
+  g_strv_builder_add_many (argv, "--clearenv", "--setenv", "PATH", "/usr/bin",
                            "--setenv", "HOME", "/work", "--setenv", "LANG", "C.UTF-8",
                            "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
                            "--setenv", "MCP_POOL_RPC_FD", rpc_fd,
@@ -394,7 +418,8 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   g_auto(GStrv) argv = NULL;
   int sockets[2] = { -1, -1 }, info[2] = { -1, -1 };
   int seccomp_fd, stdin_fd, stdout_fd, stderr_fd;
-  McpRlimit rlimits[4];
+  const McpCredentials *credentials = sandbox_credentials ();
+  McpRlimit rlimits[7];
   int source_fds[3], target_fds[3] = { SANDBOX_RPC_FD, SANDBOX_SECCOMP_FD, SANDBOX_INFO_FD };
   McpSpawnRequest request = { 0 };
 
@@ -440,14 +465,19 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   rlimits[0] = (McpRlimit) { RLIMIT_AS, sandbox->limits.memory_bytes };
   rlimits[1] = (McpRlimit) { RLIMIT_FSIZE, sandbox->limits.file_bytes };
   rlimits[2] = (McpRlimit) { RLIMIT_CPU, sandbox->limits.cpu_seconds };
-  rlimits[3] = (McpRlimit) { RLIMIT_NPROC, process_limit () };
+  rlimits[3] = (McpRlimit) { RLIMIT_NPROC, process_limit (credentials ? credentials->uid : getuid ()) };
+  rlimits[4] = (McpRlimit) { RLIMIT_NOFILE, OPEN_FILES };
+  /* POSIX message queues and locked pages hold memory outside the
+   * address space limit. */
+  rlimits[5] = (McpRlimit) { RLIMIT_MSGQUEUE, 0 };
+  rlimits[6] = (McpRlimit) { RLIMIT_MEMLOCK, 0 };
   source_fds[0] = sockets[1];
   source_fds[1] = seccomp_fd;
   source_fds[2] = info[1];
   request = (McpSpawnRequest) {
     .argv = (const char * const *) argv, .envp = (const char * const[]) { NULL },
     .source_fds = source_fds, .target_fds = target_fds, .n_fds = 3,
-    .rlimits = rlimits, .n_rlimits = G_N_ELEMENTS (rlimits),
+    .rlimits = rlimits, .n_rlimits = G_N_ELEMENTS (rlimits), .credentials = credentials,
   };
   sandbox->child = mcp_spawner_spawn (&request, &stdin_fd, &stdout_fd, &stderr_fd, error);
   close (sockets[1]);

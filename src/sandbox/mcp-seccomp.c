@@ -4,7 +4,8 @@
  * default-deny list would break it with every new interpreter version,
  * while the dangerous calls are few and known (the list follows what
  * Flatpak denies).  Denied calls fail with EPERM, so code gets a clear
- * error instead of being killed.
+ * error instead of being killed; those that would hold memory outside the
+ * address space limit fail with ENOSYS.
  */
 #include "config.h"
 
@@ -37,6 +38,15 @@ static const char * const denied_syscalls[] = {
   NULL,
 };
 
+/* Calls that hold memory outside the address space limit (memfds, SysV
+ * IPC; ipc is the multiplexer of the architectures that have it).  They
+ * fail with ENOSYS, as if absent, so that libraries take the fallback they
+ * have for older kernels. */
+static const char * const memory_syscalls[] = {
+  "memfd_create", "memfd_secret", "shmget", "msgget", "semget", "ipc",
+  NULL,
+};
+
 /* Namespace flags that clone() must not carry. */
 static const unsigned long clone_namespace_flags[] = {
   CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUTS,
@@ -54,21 +64,35 @@ fail (GError    **error,
 }
 
 static gboolean
-add_rules (scmp_filter_ctx   ctx,
-           GError          **error)
+deny_all (scmp_filter_ctx     ctx,
+          const char * const *names,
+          int                 errno_value,
+          GError            **error)
 {
   int result;
 
-  for (const char * const *name = denied_syscalls; *name != NULL; name++)
+  for (const char * const *name = names; *name != NULL; name++)
     {
       int number = seccomp_syscall_resolve_name (*name);
 
       /* Not every call exists on every architecture. */
       if (number == __NR_SCMP_ERROR)
         continue;
-      if ((result = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EPERM), number, 0)) < 0)
+      if ((result = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (errno_value), number, 0)) < 0)
         return fail (error, *name, result);
     }
+  return TRUE;
+}
+
+static gboolean
+add_rules (scmp_filter_ctx   ctx,
+           GError          **error)
+{
+  int result;
+
+  if (!deny_all (ctx, denied_syscalls, EPERM, error) ||
+      !deny_all (ctx, memory_syscalls, ENOSYS, error))
+    return FALSE;
 
   for (gsize i = 0; i < G_N_ELEMENTS (clone_namespace_flags); i++)
     if ((result = seccomp_rule_add (ctx, SCMP_ACT_ERRNO (EPERM), SCMP_SYS (clone), 1,
