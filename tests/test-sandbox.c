@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include <glib/gstdio.h>
 
@@ -559,6 +560,49 @@ test_fd_limit (Fixture *fixture, gconstpointer data)
   assert_pool_serves (fixture);
 }
 
+/* A root pool's sandbox runs as nobody, yet a runtime that only root can
+ * read (a build tree under /root, say) works: the host reads it. */
+static void
+test_runtime_private (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *folder = NULL;
+  g_autofree char *original = NULL;
+  g_autofree char *copy = NULL;
+  g_autofree char *contents = NULL;
+  g_autoptr(json_t) arguments = json_pack ("{s:s}", "code", "print('ran')\n");
+  g_autoptr(json_t) result = NULL;
+  McpCodeOptions options = { 0 };
+  McpCode *code;
+  gsize length;
+  GStatBuf info;
+
+  if (!require_sandbox ())
+    return;
+  if (geteuid () != 0)
+    {
+      g_test_skip ("Only a root pool runs its sandbox as another user");
+      return;
+    }
+  folder = g_dir_make_tmp ("mcp-pool-runtime-XXXXXX", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_stat (folder, &info), ==, 0);
+  g_assert_cmpint (info.st_mode & 0777, ==, 0700);
+  original = g_build_filename (g_getenv ("MCP_POOL_RUNTIME_DIR"), "mcp_runtime.py", NULL);
+  g_assert_true (g_file_get_contents (original, &contents, &length, NULL));
+  copy = g_build_filename (folder, "mcp_runtime.py", NULL);
+  g_assert_true (g_file_set_contents (copy, contents, length, NULL));
+
+  options.limits.runtime_dir = folder;
+  code = mcp_code_new (fixture->pool, test_io_thread_get_context (fixture->io), &options);
+  result = mcp_code_run_python (code, arguments, NULL);
+  mcp_code_free (code);
+  g_unlink (copy);
+  g_rmdir (folder);
+  assert_success (result);
+  g_assert_cmpstr (stdout_of (result), ==, "ran\n");
+}
+
 /* Tools through the RPC channel, served concurrently: the fixture's own
  * count shows the five calls overlapping. */
 static void
@@ -715,6 +759,7 @@ main (int argc, char **argv)
   ADD ("/sandbox/process-limit", NULL, test_process_limit);
   ADD ("/sandbox/memory-bypass", NULL, test_memory_bypass);
   ADD ("/sandbox/fd-limit", NULL, test_fd_limit);
+  ADD ("/sandbox/runtime-private", NULL, test_runtime_private);
   ADD ("/sandbox/tools", NULL, test_tools);
   ADD ("/sandbox/allow-list", NULL, test_allow_list);
   ADD ("/sandbox/warm", "warm", test_warm);

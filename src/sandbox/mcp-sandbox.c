@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,8 +33,10 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 #define SANDBOX_RPC_FD      3
 #define SANDBOX_SECCOMP_FD  10
 #define SANDBOX_INFO_FD     11
-/* Where the runtime is bound, read-only. */
+#define SANDBOX_RUNTIME_FD  12
+/* Where the runtime is, read-only. */
 #define SANDBOX_RUNTIME_DIR "/run/mcp-pool"
+#define RUNTIME_FILENAME    "mcp_runtime.py"
 
 #define MEMORY_DEFAULT      (512 * 1024 * 1024ull)
 #define FILE_DEFAULT        (64 * 1024 * 1024ull)
@@ -294,6 +297,31 @@ runtime_dir (const McpSandboxLimits *limits)
   return g_getenv ("MCP_POOL_RUNTIME_DIR") ? g_getenv ("MCP_POOL_RUNTIME_DIR") : PKGDATADIR;
 }
 
+/* The runtime, opened by the host, for bwrap to copy into the sandbox
+ * (--ro-bind-data); -1 with @error if it cannot be read. */
+static int
+open_runtime (const char  *folder,
+              GError     **error)
+{
+  g_autofree char *runtime = g_build_filename (folder, RUNTIME_FILENAME, NULL);
+  int fd = open (runtime, O_RDONLY | O_CLOEXEC);
+  int saved_errno = errno;
+  struct stat info;
+
+  if (fd >= 0 && fstat (fd, &info) == 0 && S_ISREG (info.st_mode))
+    return fd;
+  if (fd >= 0)
+    {
+      close (fd);
+      saved_errno = EISDIR;
+    }
+  g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
+               _("The sandbox's Python runtime %s cannot be read (%s); install mcp-pool (make install) "
+                 "or point MCP_POOL_RUNTIME_DIR at the folder that holds mcp_runtime.py"),
+               runtime, g_strerror (saved_errno));
+  return -1;
+}
+
 /* Who bwrap and the sandbox run as on the host: the pool's user, or
  * nobody for a root pool.  bwrap then always creates its namespaces as an
  * unprivileged user, so no process in the sandbox is host root. */
@@ -333,7 +361,8 @@ build_argv (const McpSandboxLimits *limits)
   g_autofree char *rpc_fd = g_strdup_printf ("%d", SANDBOX_RPC_FD);
   g_autofree char *seccomp_fd = g_strdup_printf ("%d", SANDBOX_SECCOMP_FD);
   g_autofree char *info_fd = g_strdup_printf ("%d", SANDBOX_INFO_FD);
-  g_autofree char *runtime = g_build_filename (SANDBOX_RUNTIME_DIR, "mcp_runtime.py", NULL);
+  g_autofree char *runtime_fd = g_strdup_printf ("%d", SANDBOX_RUNTIME_FD);
+  g_autofree char *runtime = g_build_filename (SANDBOX_RUNTIME_DIR, RUNTIME_FILENAME, NULL);
   const char * const fixed[] = {
     "--unshare-all", "--die-with-parent", "--new-session",
     "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
@@ -356,7 +385,9 @@ build_argv (const McpSandboxLimits *limits)
   g_strv_builder_add_many (argv, "--size", scratch, "--tmpfs", "/dev/shm",
                            "--size", scratch, "--tmpfs", "/tmp",
                            "--size", scratch, "--tmpfs", "/work", "--chdir", "/work",
-                           "--ro-bind", runtime_dir (limits), SANDBOX_RUNTIME_DIR, NULL);
+                           /* A copy of what the host read: the sandbox may run as
+                            * nobody, who need not be able to reach the host's file. */
+                           "--perms", "0444", "--ro-bind-data", runtime_fd, runtime, NULL);
   g_strv_builder_addv (argv, (const char **) read_only);
   g_strv_builder_add_many (argv, "--clearenv", "--setenv", "PATH", "/usr/bin",
                            "--setenv", "HOME", "/work", "--setenv", "LANG", "C.UTF-8",
@@ -417,10 +448,12 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   g_autoptr(McpSandbox) sandbox = g_new0 (McpSandbox, 1);
   g_auto(GStrv) argv = NULL;
   int sockets[2] = { -1, -1 }, info[2] = { -1, -1 };
-  int seccomp_fd, stdin_fd, stdout_fd, stderr_fd;
+  int seccomp_fd, runtime_fd, stdin_fd, stdout_fd, stderr_fd;
   const McpCredentials *credentials = sandbox_credentials ();
   McpRlimit rlimits[7];
-  int source_fds[3], target_fds[3] = { SANDBOX_RPC_FD, SANDBOX_SECCOMP_FD, SANDBOX_INFO_FD };
+  int source_fds[4], target_fds[4] = {
+    SANDBOX_RPC_FD, SANDBOX_SECCOMP_FD, SANDBOX_INFO_FD, SANDBOX_RUNTIME_FD,
+  };
   McpSpawnRequest request = { 0 };
 
   g_atomic_ref_count_init (&sandbox->ref_count);
@@ -438,26 +471,22 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   sandbox->out = g_string_new (NULL);
   sandbox->err = g_string_new (NULL);
 
-  {
-    g_autofree char *runtime = g_build_filename (runtime_dir (&sandbox->limits), "mcp_runtime.py", NULL);
-
-    if (!g_file_test (runtime, G_FILE_TEST_IS_REGULAR))
-      {
-        g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
-                     _("The sandbox's Python runtime %s is missing; install mcp-pool (make install) "
-                       "or point MCP_POOL_RUNTIME_DIR at the folder that holds mcp_runtime.py"), runtime);
-        return NULL;
-      }
-  }
+  runtime_fd = open_runtime (runtime_dir (&sandbox->limits), error);
+  if (runtime_fd < 0)
+    return NULL;
   seccomp_fd = mcp_seccomp_filter_fd (error);
   if (seccomp_fd < 0)
-    return NULL;
+    {
+      close (runtime_fd);
+      return NULL;
+    }
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0 ||
       !g_unix_open_pipe (info, FD_CLOEXEC, NULL))
     {
       g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_FAILED,
                    _("Could not create the sandbox's channels: %s"), g_strerror (errno));
       close (seccomp_fd);
+      close (runtime_fd);
       return NULL;
     }
 
@@ -474,15 +503,17 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   source_fds[0] = sockets[1];
   source_fds[1] = seccomp_fd;
   source_fds[2] = info[1];
+  source_fds[3] = runtime_fd;
   request = (McpSpawnRequest) {
     .argv = (const char * const *) argv, .envp = (const char * const[]) { NULL },
-    .source_fds = source_fds, .target_fds = target_fds, .n_fds = 3,
+    .source_fds = source_fds, .target_fds = target_fds, .n_fds = G_N_ELEMENTS (source_fds),
     .rlimits = rlimits, .n_rlimits = G_N_ELEMENTS (rlimits), .credentials = credentials,
   };
   sandbox->child = mcp_spawner_spawn (&request, &stdin_fd, &stdout_fd, &stderr_fd, error);
   close (sockets[1]);
   close (seccomp_fd);
   close (info[1]);
+  close (runtime_fd);
   if (sandbox->child == NULL)
     {
       close (sockets[0]);
