@@ -60,6 +60,10 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 #define INNER_EXIT_TIMEOUT_US (20 * G_USEC_PER_SEC)
 #define RPC_WRITE_TIMEOUT   (10 * G_USEC_PER_SEC)
 #define RPC_THREADS         16
+/* How often the host measures the memory of a run (see "Memory"): every
+ * 20 ms, or less often where a sample takes more than 1/20 of that. */
+#define MEMORY_SAMPLE_US    (20 * G_TIME_SPAN_MILLISECOND)
+#define MEMORY_SAMPLE_SHARE 20
 
 struct _McpSandbox {
   gatomicrefcount    ref_count;      /* the owner's and one per reader and RPC job */
@@ -125,6 +129,7 @@ mcp_run_status_to_string (McpRunStatus status)
     {
     case MCP_RUN_SUCCESS: return "success";
     case MCP_RUN_TIMEOUT: return "timeout";
+    case MCP_RUN_MEMORY: return "memory";
     case MCP_RUN_ERROR:
     default: return "error";
     }
@@ -564,10 +569,250 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   return g_steal_pointer (&sandbox);
 }
 
+/* Memory
+ *
+ * RLIMIT_AS bounds each process, so a run that forks could hold its
+ * process limit times the memory limit.  Only a memory cgroup bounds a
+ * group of processes in the kernel, and none is usable where mcp-pool
+ * runs (cgroup v1, or a cgroup2 tree without delegated controllers, as on
+ * CI), so the thread that waits for the run measures it instead: every
+ * MEMORY_SAMPLE_US it finds the sandbox's processes, its init and every
+ * descendant (orphans reparent to that init, so none escapes), in one
+ * pass over /proc, and sums what they hold.  Over the run's memory limit,
+ * the sandbox is killed as on a timeout.
+ *
+ * What counts is what the host cannot take back by dropping caches:
+ * anonymous memory (heap, stacks, private copies), shared memory (shared
+ * anonymous mappings, mapped tmpfs files) and both when swapped out.
+ * /proc/PID/status has it cheaply (RssAnon, RssShmem, VmSwap), but counts
+ * a page that forks share copy-on-write in every one of them; so a sum
+ * over the limit is checked against smaps_rollup, whose proportional
+ * figures split a shared page among its sharers, and which costs a walk
+ * of the page tables.
+ *
+ * A sample reads the stat file of every host process, some 10 us each:
+ * 1 ms on a host of a hundred processes.  So that it takes at most 1/20
+ * of a core on a busy host too, the next one waits 20 times as long as
+ * the last took, and at least MEMORY_SAMPLE_US.
+ *
+ * Polling can overshoot: between two samples the code touches memory at
+ * the speed of the host's cores (a few GiB/s each), so a run may pass its
+ * limit by up to cores x speed x interval (some 100-200 MiB on two cores
+ * at 20 ms) plus the time of a sample and of the kill, and never by more
+ * than its process limit times RLIMIT_AS.
+ */
+
+typedef struct {
+  pid_t     pid;
+  pid_t     parent;
+  gboolean  member;   /* of the sandbox */
+} ProcessLink;
+
+/* Kept from one sample to the next, so that sampling allocates nothing
+ * once the arrays have grown.  The thread that waits for the run only. */
+typedef struct {
+  GArray *links;      /* ProcessLink: every process of the host */
+  GArray *members;    /* pid_t: the sandbox's processes */
+} MemoryWatch;
+
+static void
+memory_watch_clear (MemoryWatch *watch)
+{
+  g_clear_pointer (&watch->links, g_array_unref);
+  g_clear_pointer (&watch->members, g_array_unref);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (MemoryWatch, memory_watch_clear)
+
+/* /proc/@pid/@name into @buffer, NUL-terminated; FALSE with errno set.
+ * One read: /proc makes the whole of these small files at once. */
+static gboolean
+read_proc_file (pid_t       pid,
+                const char *name,
+                char       *buffer,
+                gsize       size)
+{
+  char path[64];
+  ssize_t length;
+  int fd, saved_errno;
+
+  g_snprintf (path, sizeof path, "/proc/%d/%s", (int) pid, name);
+  if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
+    return FALSE;
+  length = read (fd, buffer, size - 1);
+  saved_errno = errno;
+  close (fd);
+  errno = saved_errno;
+  if (length < 0)
+    return FALSE;
+  buffer[length] = '\0';
+  return TRUE;
+}
+
+static gboolean
+is_member (GArray *members,
+           pid_t   pid)
+{
+  for (guint i = 0; i < members->len; i++)
+    if (g_array_index (members, pid_t, i) == pid)
+      return TRUE;
+  return FALSE;
+}
+
+/* Fills @watch->members with @init and its descendants. */
+static void
+find_members (MemoryWatch *watch,
+              pid_t        init)
+{
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+  gboolean grew = TRUE;
+
+  g_array_set_size (watch->links, 0);
+  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
+    {
+      /* "pid (comm) state ppid ...": comm is short, so the start will do. */
+      char stat[128];
+      const char *end;
+      ProcessLink link = { 0 };
+
+      if (!g_ascii_isdigit (name[0]))
+        continue;
+      link.pid = (pid_t) g_ascii_strtoll (name, NULL, 10);
+      if (!read_proc_file (link.pid, "stat", stat, sizeof stat) || (end = strrchr (stat, ')')) == NULL)
+        continue;
+      link.parent = (pid_t) g_ascii_strtoll (end + 4, NULL, 10);
+      g_array_append_val (watch->links, link);
+    }
+
+  g_array_set_size (watch->members, 0);
+  g_array_append_val (watch->members, init);
+  /* Parents mostly come before their children in /proc, so this is
+   * usually one pass and one that finds nothing new. */
+  while (grew)
+    {
+      grew = FALSE;
+      for (guint i = 0; i < watch->links->len; i++)
+        {
+          ProcessLink *link = &g_array_index (watch->links, ProcessLink, i);
+
+          if (!link->member && link->pid != init && is_member (watch->members, link->parent))
+            {
+              link->member = grew = TRUE;
+              g_array_append_val (watch->members, link->pid);
+            }
+        }
+    }
+}
+
+/* The figure of "@field:   N kB" in @text, in kB; 0 if absent. */
+static guint64
+field_kib (const char *text,
+           const char *field)
+{
+  gsize length = strlen (field);
+
+  for (const char *line = text; line != NULL; line = strchr (line, '\n'))
+    {
+      if (*line == '\n')
+        line++;
+      if (strncmp (line, field, length) == 0 && line[length] == ':')
+        return g_ascii_strtoull (line + length + 1, NULL, 10);
+    }
+  return 0;
+}
+
+/* The sum of @fields of /proc/PID/@file over the sandbox's processes, in
+ * bytes; FALSE if a file could not be read for another reason than its
+ * process having ended. */
+static gboolean
+sum_members (MemoryWatch        *watch,
+             const char         *file,
+             const char * const *fields,
+             guint64            *bytes)
+{
+  char text[4096];
+
+  *bytes = 0;
+  for (guint i = 0; i < watch->members->len; i++)
+    {
+      if (!read_proc_file (g_array_index (watch->members, pid_t, i), file, text, sizeof text))
+        {
+          if (errno == ENOENT || errno == ESRCH)
+            continue;
+          return FALSE;
+        }
+      for (const char * const *field = fields; *field != NULL; field++)
+        *bytes += field_kib (text, *field) * 1024;
+    }
+  return TRUE;
+}
+
+/* Whether the processes of the sandbox whose init is @init hold more
+ * than @limit bytes. */
+static gboolean
+memory_over_limit (MemoryWatch *watch,
+                   pid_t        init,
+                   guint64      limit)
+{
+  static const char * const resident[] = { "RssAnon", "RssShmem", "VmSwap", NULL };
+  static const char * const proportional[] = { "Pss_Anon", "Pss_Shmem", "SwapPss", NULL };
+  guint64 bytes;
+
+  find_members (watch, init);
+  if (!sum_members (watch, "status", resident, &bytes) || bytes <= limit)
+    return FALSE;
+  /* Unreadable, the cheap figure stands. */
+  return !sum_members (watch, "smaps_rollup", proportional, &bytes) || bytes > limit;
+}
+
 /* Running */
 
-/* Waits for bwrap to end, the deadline, or the cancellable. */
-static gboolean
+typedef enum {
+  RUN_ENDED,
+  RUN_TIMED_OUT,
+  RUN_OVER_MEMORY,
+  RUN_CANCELLED,
+} RunEnd;
+
+/* Polls @fds (bwrap's pidfd, the cancellable's) and samples the memory
+ * of the run in between, until one of them ends it. */
+static RunEnd
+watch_run (McpSandbox    *sandbox,
+           struct pollfd *fds,
+           gint64         deadline,
+           GCancellable  *cancellable)
+{
+  g_auto(MemoryWatch) watch = {
+    g_array_new (FALSE, FALSE, sizeof (ProcessLink)), g_array_new (FALSE, FALSE, sizeof (pid_t)),
+  };
+  gint64 next_sample = g_get_monotonic_time () + MEMORY_SAMPLE_US;
+
+  while (!g_cancellable_is_cancelled (cancellable))
+    {
+      gint64 now = g_get_monotonic_time ();
+
+      if (now >= deadline)
+        return RUN_TIMED_OUT;
+      if (now >= next_sample)
+        {
+          gint64 took;
+
+          if (memory_over_limit (&watch, sandbox->inner_pid, sandbox->limits.memory_bytes))
+            return RUN_OVER_MEMORY;
+          took = g_get_monotonic_time () - now;
+          next_sample = now + took + MAX (MEMORY_SAMPLE_US, MEMORY_SAMPLE_SHARE * took);
+          continue;
+        }
+      if (poll (fds, 2, (int) ((MIN (deadline, next_sample) - now) / 1000 + 1)) > 0 && fds[0].revents != 0)
+        return RUN_ENDED;
+    }
+  return RUN_CANCELLED;
+}
+
+/* Waits for bwrap to end, the deadline, the run's memory passing its
+ * limit, or the cancellable. */
+static RunEnd
 wait_for_end (McpSandbox   *sandbox,
               gint64        deadline,
               GCancellable *cancellable)
@@ -577,23 +822,14 @@ wait_for_end (McpSandbox   *sandbox,
     { .fd = mcp_child_get_pidfd (sandbox->child), .events = POLLIN },
     { .fd = -1, .events = POLLIN },
   };
-  gboolean ended = FALSE;
+  RunEnd end;
 
   if (cancellable != NULL && g_cancellable_make_pollfd (cancellable, &cancel_fd))
     fds[1].fd = cancel_fd.fd;
-
-  while (!ended && !g_cancellable_is_cancelled (cancellable))
-    {
-      gint64 left = deadline - g_get_monotonic_time ();
-
-      if (left <= 0)
-        break;
-      if (poll (fds, 2, (int) MIN (left / 1000 + 1, G_MAXINT)) > 0 && fds[0].revents != 0)
-        ended = TRUE;
-    }
+  end = watch_run (sandbox, fds, deadline, cancellable);
   if (cancel_fd.fd >= 0)
     g_cancellable_release_fd (cancellable);
-  return ended;
+  return end;
 }
 
 /* The sandbox's init was bwrap's child; once bwrap is gone it is ours (the
@@ -660,7 +896,7 @@ mcp_sandbox_run (McpSandbox          *sandbox,
   g_autoptr(json_t) server_list = json_array ();
   g_autoptr(GError) write_error = NULL;
   gint64 deadline = g_get_monotonic_time () + timeout_ms * G_TIME_SPAN_MILLISECOND;
-  gboolean ended;
+  RunEnd end;
   int status = 0;
 
   g_return_val_if_fail (sandbox->child != NULL, FALSE);
@@ -686,7 +922,7 @@ mcp_sandbox_run (McpSandbox          *sandbox,
       return FALSE;
     }
 
-  ended = wait_for_end (sandbox, deadline, cancellable);
+  end = wait_for_end (sandbox, deadline, cancellable);
   end_sandbox (sandbox, &status);
 
   /* Let the last output arrive; the streams close once the sandbox is gone. */
@@ -695,6 +931,12 @@ mcp_sandbox_run (McpSandbox          *sandbox,
          g_cond_wait_until (&sandbox->cond, &sandbox->lock, g_get_monotonic_time () + DRAIN_TIMEOUT_US))
     ;
   sandbox->handler = NULL;
+  if (end == RUN_OVER_MEMORY)
+    g_string_append_printf (sandbox->err,
+                            _("\n[mcp-pool: the code used more than %u MiB of memory, the limit of a run "
+                              "(all its processes together), and was stopped. Hold less at once: "
+                              "process the data in parts, or start fewer processes]\n"),
+                            (guint) (sandbox->limits.memory_bytes / (1024 * 1024)));
   result->stdout_text = take_output (sandbox->out, sandbox->out_cut);
   result->stderr_text = take_output (sandbox->err, sandbox->err_cut);
   g_mutex_unlock (&sandbox->lock);
@@ -704,9 +946,9 @@ mcp_sandbox_run (McpSandbox          *sandbox,
       mcp_run_result_clear (result);
       return FALSE;
     }
-  if (!ended)
+  if (end == RUN_TIMED_OUT || end == RUN_OVER_MEMORY)
     {
-      result->status = MCP_RUN_TIMEOUT;
+      result->status = end == RUN_TIMED_OUT ? MCP_RUN_TIMEOUT : MCP_RUN_MEMORY;
       result->exit_code = -1;
     }
   else if (WIFEXITED (status))
