@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include <glib/gstdio.h>
 
@@ -559,6 +560,140 @@ test_fd_limit (Fixture *fixture, gconstpointer data)
   assert_pool_serves (fixture);
 }
 
+/* Forks do not multiply the memory limit: six children of 200 MiB each
+ * are each within the 512 MiB of address space a process may have, but
+ * together over the run's 512 MiB, so the run is killed.  They hold it
+ * until then (without the bound, until the timeout). */
+static void
+test_memory_forks (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+  const char *err;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "import os, time\n"
+                "ready_r, ready_w = os.pipe()\n"
+                "children = []\n"
+                "for _ in range(6):\n"
+                "    pid = os.fork()\n"
+                "    if pid == 0:\n"
+                "        block = bytearray(200 << 20)\n"
+                "        for i in range(0, len(block), 4096):\n"
+                "            block[i] = 1\n"
+                "        os.write(ready_w, b'x')\n"
+                "        time.sleep(600)\n"
+                "        os._exit(0)\n"
+                "    children.append(pid)\n"
+                "for _ in children:\n"
+                "    os.read(ready_r, 1)\n"
+                "print('all held', flush=True)\n"
+                "for pid in children:\n"
+                "    os.waitpid(pid, 0)\n",
+                NULL, 30);
+  err = mcp_json_get_string (structured (result), "stderr");
+  g_test_message ("stdout: %s\nstderr: %s", stdout_of (result), err);
+  g_assert_cmpstr (mcp_json_get_string (structured (result), "status"), ==, "memory");
+  g_assert_cmpint (json_integer_value (json_object_get (structured (result), "exit_code")), ==, -1);
+  g_assert_true (json_is_true (json_object_get (result, "isError")));
+  g_assert_nonnull (strstr (err, "more than 512 MiB of memory, the limit of a run"));
+  assert_pool_serves (fixture);
+}
+
+/* A run that starts a few programs is not mistaken for one that holds
+ * too much. */
+static void
+test_memory_small_forks (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "import subprocess, time\n"
+                "for _ in range(3):\n"
+                "    subprocess.run(['true'], check=True)\n"
+                "    time.sleep(0.1)\n"
+                "print('done')\n",
+                NULL, 0);
+  assert_success (result);
+  g_assert_cmpstr (stdout_of (result), ==, "done\n");
+  assert_pool_serves (fixture);
+}
+
+/* What forks share copy-on-write counts once: 300 MiB in a parent and its
+ * four waiting children stay within the 512 MiB of a run.  The children
+ * wait half a second, so the host measures them many times. */
+static void
+test_memory_shared (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "import os, time\n"
+                "block = bytearray(300 << 20)\n"
+                "for i in range(0, len(block), 4096):\n"
+                "    block[i] = 1\n"
+                "children = []\n"
+                "for _ in range(4):\n"
+                "    pid = os.fork()\n"
+                "    if pid == 0:\n"
+                "        time.sleep(0.5)\n"
+                "        os._exit(block[4096])\n"
+                "    children.append(pid)\n"
+                "print('codes', [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children])\n",
+                NULL, 60);
+  assert_success (result);
+  g_assert_cmpstr (stdout_of (result), ==, "codes [1, 1, 1, 1]\n");
+  assert_pool_serves (fixture);
+}
+
+/* A root pool's sandbox runs as nobody, yet a runtime that only root can
+ * read (a build tree under /root, say) works: the host reads it. */
+static void
+test_runtime_private (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *folder = NULL;
+  g_autofree char *original = NULL;
+  g_autofree char *copy = NULL;
+  g_autofree char *contents = NULL;
+  g_autoptr(json_t) arguments = json_pack ("{s:s}", "code", "print('ran')\n");
+  g_autoptr(json_t) result = NULL;
+  McpCodeOptions options = { 0 };
+  McpCode *code;
+  gsize length;
+  GStatBuf info;
+
+  if (!require_sandbox ())
+    return;
+  if (geteuid () != 0)
+    {
+      g_test_skip ("Only a root pool runs its sandbox as another user");
+      return;
+    }
+  folder = g_dir_make_tmp ("mcp-pool-runtime-XXXXXX", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_stat (folder, &info), ==, 0);
+  g_assert_cmpint (info.st_mode & 0777, ==, 0700);
+  original = g_build_filename (g_getenv ("MCP_POOL_RUNTIME_DIR"), "mcp_runtime.py", NULL);
+  g_assert_true (g_file_get_contents (original, &contents, &length, NULL));
+  copy = g_build_filename (folder, "mcp_runtime.py", NULL);
+  g_assert_true (g_file_set_contents (copy, contents, length, NULL));
+
+  options.limits.runtime_dir = folder;
+  code = mcp_code_new (fixture->pool, test_io_thread_get_context (fixture->io), &options);
+  result = mcp_code_run_python (code, arguments, NULL);
+  mcp_code_free (code);
+  g_unlink (copy);
+  g_rmdir (folder);
+  assert_success (result);
+  g_assert_cmpstr (stdout_of (result), ==, "ran\n");
+}
+
 /* Tools through the RPC channel, served concurrently: the fixture's own
  * count shows the five calls overlapping. */
 static void
@@ -715,6 +850,10 @@ main (int argc, char **argv)
   ADD ("/sandbox/process-limit", NULL, test_process_limit);
   ADD ("/sandbox/memory-bypass", NULL, test_memory_bypass);
   ADD ("/sandbox/fd-limit", NULL, test_fd_limit);
+  ADD ("/sandbox/memory-forks", NULL, test_memory_forks);
+  ADD ("/sandbox/memory-small-forks", NULL, test_memory_small_forks);
+  ADD ("/sandbox/memory-shared", NULL, test_memory_shared);
+  ADD ("/sandbox/runtime-private", NULL, test_runtime_private);
   ADD ("/sandbox/tools", NULL, test_tools);
   ADD ("/sandbox/allow-list", NULL, test_allow_list);
   ADD ("/sandbox/warm", "warm", test_warm);

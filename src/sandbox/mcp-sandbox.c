@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,8 +33,10 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 #define SANDBOX_RPC_FD      3
 #define SANDBOX_SECCOMP_FD  10
 #define SANDBOX_INFO_FD     11
-/* Where the runtime is bound, read-only. */
+#define SANDBOX_RUNTIME_FD  12
+/* Where the runtime is, read-only. */
 #define SANDBOX_RUNTIME_DIR "/run/mcp-pool"
+#define RUNTIME_FILENAME    "mcp_runtime.py"
 
 #define MEMORY_DEFAULT      (512 * 1024 * 1024ull)
 #define FILE_DEFAULT        (64 * 1024 * 1024ull)
@@ -57,6 +60,10 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 #define INNER_EXIT_TIMEOUT_US (20 * G_USEC_PER_SEC)
 #define RPC_WRITE_TIMEOUT   (10 * G_USEC_PER_SEC)
 #define RPC_THREADS         16
+/* How often the host measures the memory of a run (see "Memory"): every
+ * 20 ms, or less often where a sample takes more than 1/20 of that. */
+#define MEMORY_SAMPLE_US    (20 * G_TIME_SPAN_MILLISECOND)
+#define MEMORY_SAMPLE_SHARE 20
 
 struct _McpSandbox {
   gatomicrefcount    ref_count;      /* the owner's and one per reader and RPC job */
@@ -122,6 +129,7 @@ mcp_run_status_to_string (McpRunStatus status)
     {
     case MCP_RUN_SUCCESS: return "success";
     case MCP_RUN_TIMEOUT: return "timeout";
+    case MCP_RUN_MEMORY: return "memory";
     case MCP_RUN_ERROR:
     default: return "error";
     }
@@ -294,6 +302,31 @@ runtime_dir (const McpSandboxLimits *limits)
   return g_getenv ("MCP_POOL_RUNTIME_DIR") ? g_getenv ("MCP_POOL_RUNTIME_DIR") : PKGDATADIR;
 }
 
+/* The runtime, opened by the host, for bwrap to copy into the sandbox
+ * (--ro-bind-data); -1 with @error if it cannot be read. */
+static int
+open_runtime (const char  *folder,
+              GError     **error)
+{
+  g_autofree char *runtime = g_build_filename (folder, RUNTIME_FILENAME, NULL);
+  int fd = open (runtime, O_RDONLY | O_CLOEXEC);
+  int saved_errno = errno;
+  struct stat info;
+
+  if (fd >= 0 && fstat (fd, &info) == 0 && S_ISREG (info.st_mode))
+    return fd;
+  if (fd >= 0)
+    {
+      close (fd);
+      saved_errno = EISDIR;
+    }
+  g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
+               _("The sandbox's Python runtime %s cannot be read (%s); install mcp-pool (make install) "
+                 "or point MCP_POOL_RUNTIME_DIR at the folder that holds mcp_runtime.py"),
+               runtime, g_strerror (saved_errno));
+  return -1;
+}
+
 /* Who bwrap and the sandbox run as on the host: the pool's user, or
  * nobody for a root pool.  bwrap then always creates its namespaces as an
  * unprivileged user, so no process in the sandbox is host root. */
@@ -333,7 +366,8 @@ build_argv (const McpSandboxLimits *limits)
   g_autofree char *rpc_fd = g_strdup_printf ("%d", SANDBOX_RPC_FD);
   g_autofree char *seccomp_fd = g_strdup_printf ("%d", SANDBOX_SECCOMP_FD);
   g_autofree char *info_fd = g_strdup_printf ("%d", SANDBOX_INFO_FD);
-  g_autofree char *runtime = g_build_filename (SANDBOX_RUNTIME_DIR, "mcp_runtime.py", NULL);
+  g_autofree char *runtime_fd = g_strdup_printf ("%d", SANDBOX_RUNTIME_FD);
+  g_autofree char *runtime = g_build_filename (SANDBOX_RUNTIME_DIR, RUNTIME_FILENAME, NULL);
   const char * const fixed[] = {
     "--unshare-all", "--die-with-parent", "--new-session",
     "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
@@ -356,7 +390,9 @@ build_argv (const McpSandboxLimits *limits)
   g_strv_builder_add_many (argv, "--size", scratch, "--tmpfs", "/dev/shm",
                            "--size", scratch, "--tmpfs", "/tmp",
                            "--size", scratch, "--tmpfs", "/work", "--chdir", "/work",
-                           "--ro-bind", runtime_dir (limits), SANDBOX_RUNTIME_DIR, NULL);
+                           /* A copy of what the host read: the sandbox may run as
+                            * nobody, who need not be able to reach the host's file. */
+                           "--perms", "0444", "--ro-bind-data", runtime_fd, runtime, NULL);
   g_strv_builder_addv (argv, (const char **) read_only);
   g_strv_builder_add_many (argv, "--clearenv", "--setenv", "PATH", "/usr/bin",
                            "--setenv", "HOME", "/work", "--setenv", "LANG", "C.UTF-8",
@@ -417,10 +453,12 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   g_autoptr(McpSandbox) sandbox = g_new0 (McpSandbox, 1);
   g_auto(GStrv) argv = NULL;
   int sockets[2] = { -1, -1 }, info[2] = { -1, -1 };
-  int seccomp_fd, stdin_fd, stdout_fd, stderr_fd;
+  int seccomp_fd, runtime_fd, stdin_fd, stdout_fd, stderr_fd;
   const McpCredentials *credentials = sandbox_credentials ();
   McpRlimit rlimits[7];
-  int source_fds[3], target_fds[3] = { SANDBOX_RPC_FD, SANDBOX_SECCOMP_FD, SANDBOX_INFO_FD };
+  int source_fds[4], target_fds[4] = {
+    SANDBOX_RPC_FD, SANDBOX_SECCOMP_FD, SANDBOX_INFO_FD, SANDBOX_RUNTIME_FD,
+  };
   McpSpawnRequest request = { 0 };
 
   g_atomic_ref_count_init (&sandbox->ref_count);
@@ -438,26 +476,22 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   sandbox->out = g_string_new (NULL);
   sandbox->err = g_string_new (NULL);
 
-  {
-    g_autofree char *runtime = g_build_filename (runtime_dir (&sandbox->limits), "mcp_runtime.py", NULL);
-
-    if (!g_file_test (runtime, G_FILE_TEST_IS_REGULAR))
-      {
-        g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
-                     _("The sandbox's Python runtime %s is missing; install mcp-pool (make install) "
-                       "or point MCP_POOL_RUNTIME_DIR at the folder that holds mcp_runtime.py"), runtime);
-        return NULL;
-      }
-  }
+  runtime_fd = open_runtime (runtime_dir (&sandbox->limits), error);
+  if (runtime_fd < 0)
+    return NULL;
   seccomp_fd = mcp_seccomp_filter_fd (error);
   if (seccomp_fd < 0)
-    return NULL;
+    {
+      close (runtime_fd);
+      return NULL;
+    }
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0 ||
       !g_unix_open_pipe (info, FD_CLOEXEC, NULL))
     {
       g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_FAILED,
                    _("Could not create the sandbox's channels: %s"), g_strerror (errno));
       close (seccomp_fd);
+      close (runtime_fd);
       return NULL;
     }
 
@@ -474,15 +508,17 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   source_fds[0] = sockets[1];
   source_fds[1] = seccomp_fd;
   source_fds[2] = info[1];
+  source_fds[3] = runtime_fd;
   request = (McpSpawnRequest) {
     .argv = (const char * const *) argv, .envp = (const char * const[]) { NULL },
-    .source_fds = source_fds, .target_fds = target_fds, .n_fds = 3,
+    .source_fds = source_fds, .target_fds = target_fds, .n_fds = G_N_ELEMENTS (source_fds),
     .rlimits = rlimits, .n_rlimits = G_N_ELEMENTS (rlimits), .credentials = credentials,
   };
   sandbox->child = mcp_spawner_spawn (&request, &stdin_fd, &stdout_fd, &stderr_fd, error);
   close (sockets[1]);
   close (seccomp_fd);
   close (info[1]);
+  close (runtime_fd);
   if (sandbox->child == NULL)
     {
       close (sockets[0]);
@@ -533,10 +569,250 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   return g_steal_pointer (&sandbox);
 }
 
+/* Memory
+ *
+ * RLIMIT_AS bounds each process, so a run that forks could hold its
+ * process limit times the memory limit.  Only a memory cgroup bounds a
+ * group of processes in the kernel, and none is usable where mcp-pool
+ * runs (cgroup v1, or a cgroup2 tree without delegated controllers, as on
+ * CI), so the thread that waits for the run measures it instead: every
+ * MEMORY_SAMPLE_US it finds the sandbox's processes, its init and every
+ * descendant (orphans reparent to that init, so none escapes), in one
+ * pass over /proc, and sums what they hold.  Over the run's memory limit,
+ * the sandbox is killed as on a timeout.
+ *
+ * What counts is what the host cannot take back by dropping caches:
+ * anonymous memory (heap, stacks, private copies), shared memory (shared
+ * anonymous mappings, mapped tmpfs files) and both when swapped out.
+ * /proc/PID/status has it cheaply (RssAnon, RssShmem, VmSwap), but counts
+ * a page that forks share copy-on-write in every one of them; so a sum
+ * over the limit is checked against smaps_rollup, whose proportional
+ * figures split a shared page among its sharers, and which costs a walk
+ * of the page tables.
+ *
+ * A sample reads the stat file of every host process, some 10 us each:
+ * 1 ms on a host of a hundred processes.  So that it takes at most 1/20
+ * of a core on a busy host too, the next one waits 20 times as long as
+ * the last took, and at least MEMORY_SAMPLE_US.
+ *
+ * Polling can overshoot: between two samples the code touches memory at
+ * the speed of the host's cores (a few GiB/s each), so a run may pass its
+ * limit by up to cores x speed x interval (some 100-200 MiB on two cores
+ * at 20 ms) plus the time of a sample and of the kill, and never by more
+ * than its process limit times RLIMIT_AS.
+ */
+
+typedef struct {
+  pid_t     pid;
+  pid_t     parent;
+  gboolean  member;   /* of the sandbox */
+} ProcessLink;
+
+/* Kept from one sample to the next, so that sampling allocates nothing
+ * once the arrays have grown.  The thread that waits for the run only. */
+typedef struct {
+  GArray *links;      /* ProcessLink: every process of the host */
+  GArray *members;    /* pid_t: the sandbox's processes */
+} MemoryWatch;
+
+static void
+memory_watch_clear (MemoryWatch *watch)
+{
+  g_clear_pointer (&watch->links, g_array_unref);
+  g_clear_pointer (&watch->members, g_array_unref);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (MemoryWatch, memory_watch_clear)
+
+/* /proc/@pid/@name into @buffer, NUL-terminated; FALSE with errno set.
+ * One read: /proc makes the whole of these small files at once. */
+static gboolean
+read_proc_file (pid_t       pid,
+                const char *name,
+                char       *buffer,
+                gsize       size)
+{
+  char path[64];
+  ssize_t length;
+  int fd, saved_errno;
+
+  g_snprintf (path, sizeof path, "/proc/%d/%s", (int) pid, name);
+  if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
+    return FALSE;
+  length = read (fd, buffer, size - 1);
+  saved_errno = errno;
+  close (fd);
+  errno = saved_errno;
+  if (length < 0)
+    return FALSE;
+  buffer[length] = '\0';
+  return TRUE;
+}
+
+static gboolean
+is_member (GArray *members,
+           pid_t   pid)
+{
+  for (guint i = 0; i < members->len; i++)
+    if (g_array_index (members, pid_t, i) == pid)
+      return TRUE;
+  return FALSE;
+}
+
+/* Fills @watch->members with @init and its descendants. */
+static void
+find_members (MemoryWatch *watch,
+              pid_t        init)
+{
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+  gboolean grew = TRUE;
+
+  g_array_set_size (watch->links, 0);
+  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
+    {
+      /* "pid (comm) state ppid ...": comm is short, so the start will do. */
+      char stat[128];
+      const char *end;
+      ProcessLink link = { 0 };
+
+      if (!g_ascii_isdigit (name[0]))
+        continue;
+      link.pid = (pid_t) g_ascii_strtoll (name, NULL, 10);
+      if (!read_proc_file (link.pid, "stat", stat, sizeof stat) || (end = strrchr (stat, ')')) == NULL)
+        continue;
+      link.parent = (pid_t) g_ascii_strtoll (end + 4, NULL, 10);
+      g_array_append_val (watch->links, link);
+    }
+
+  g_array_set_size (watch->members, 0);
+  g_array_append_val (watch->members, init);
+  /* Parents mostly come before their children in /proc, so this is
+   * usually one pass and one that finds nothing new. */
+  while (grew)
+    {
+      grew = FALSE;
+      for (guint i = 0; i < watch->links->len; i++)
+        {
+          ProcessLink *link = &g_array_index (watch->links, ProcessLink, i);
+
+          if (!link->member && link->pid != init && is_member (watch->members, link->parent))
+            {
+              link->member = grew = TRUE;
+              g_array_append_val (watch->members, link->pid);
+            }
+        }
+    }
+}
+
+/* The figure of "@field:   N kB" in @text, in kB; 0 if absent. */
+static guint64
+field_kib (const char *text,
+           const char *field)
+{
+  gsize length = strlen (field);
+
+  for (const char *line = text; line != NULL; line = strchr (line, '\n'))
+    {
+      if (*line == '\n')
+        line++;
+      if (strncmp (line, field, length) == 0 && line[length] == ':')
+        return g_ascii_strtoull (line + length + 1, NULL, 10);
+    }
+  return 0;
+}
+
+/* The sum of @fields of /proc/PID/@file over the sandbox's processes, in
+ * bytes; FALSE if a file could not be read for another reason than its
+ * process having ended. */
+static gboolean
+sum_members (MemoryWatch        *watch,
+             const char         *file,
+             const char * const *fields,
+             guint64            *bytes)
+{
+  char text[4096];
+
+  *bytes = 0;
+  for (guint i = 0; i < watch->members->len; i++)
+    {
+      if (!read_proc_file (g_array_index (watch->members, pid_t, i), file, text, sizeof text))
+        {
+          if (errno == ENOENT || errno == ESRCH)
+            continue;
+          return FALSE;
+        }
+      for (const char * const *field = fields; *field != NULL; field++)
+        *bytes += field_kib (text, *field) * 1024;
+    }
+  return TRUE;
+}
+
+/* Whether the processes of the sandbox whose init is @init hold more
+ * than @limit bytes. */
+static gboolean
+memory_over_limit (MemoryWatch *watch,
+                   pid_t        init,
+                   guint64      limit)
+{
+  static const char * const resident[] = { "RssAnon", "RssShmem", "VmSwap", NULL };
+  static const char * const proportional[] = { "Pss_Anon", "Pss_Shmem", "SwapPss", NULL };
+  guint64 bytes;
+
+  find_members (watch, init);
+  if (!sum_members (watch, "status", resident, &bytes) || bytes <= limit)
+    return FALSE;
+  /* Unreadable, the cheap figure stands. */
+  return !sum_members (watch, "smaps_rollup", proportional, &bytes) || bytes > limit;
+}
+
 /* Running */
 
-/* Waits for bwrap to end, the deadline, or the cancellable. */
-static gboolean
+typedef enum {
+  RUN_ENDED,
+  RUN_TIMED_OUT,
+  RUN_OVER_MEMORY,
+  RUN_CANCELLED,
+} RunEnd;
+
+/* Polls @fds (bwrap's pidfd, the cancellable's) and samples the memory
+ * of the run in between, until one of them ends it. */
+static RunEnd
+watch_run (McpSandbox    *sandbox,
+           struct pollfd *fds,
+           gint64         deadline,
+           GCancellable  *cancellable)
+{
+  g_auto(MemoryWatch) watch = {
+    g_array_new (FALSE, FALSE, sizeof (ProcessLink)), g_array_new (FALSE, FALSE, sizeof (pid_t)),
+  };
+  gint64 next_sample = g_get_monotonic_time () + MEMORY_SAMPLE_US;
+
+  while (!g_cancellable_is_cancelled (cancellable))
+    {
+      gint64 now = g_get_monotonic_time ();
+
+      if (now >= deadline)
+        return RUN_TIMED_OUT;
+      if (now >= next_sample)
+        {
+          gint64 took;
+
+          if (memory_over_limit (&watch, sandbox->inner_pid, sandbox->limits.memory_bytes))
+            return RUN_OVER_MEMORY;
+          took = g_get_monotonic_time () - now;
+          next_sample = now + took + MAX (MEMORY_SAMPLE_US, MEMORY_SAMPLE_SHARE * took);
+          continue;
+        }
+      if (poll (fds, 2, (int) ((MIN (deadline, next_sample) - now) / 1000 + 1)) > 0 && fds[0].revents != 0)
+        return RUN_ENDED;
+    }
+  return RUN_CANCELLED;
+}
+
+/* Waits for bwrap to end, the deadline, the run's memory passing its
+ * limit, or the cancellable. */
+static RunEnd
 wait_for_end (McpSandbox   *sandbox,
               gint64        deadline,
               GCancellable *cancellable)
@@ -546,23 +822,14 @@ wait_for_end (McpSandbox   *sandbox,
     { .fd = mcp_child_get_pidfd (sandbox->child), .events = POLLIN },
     { .fd = -1, .events = POLLIN },
   };
-  gboolean ended = FALSE;
+  RunEnd end;
 
   if (cancellable != NULL && g_cancellable_make_pollfd (cancellable, &cancel_fd))
     fds[1].fd = cancel_fd.fd;
-
-  while (!ended && !g_cancellable_is_cancelled (cancellable))
-    {
-      gint64 left = deadline - g_get_monotonic_time ();
-
-      if (left <= 0)
-        break;
-      if (poll (fds, 2, (int) MIN (left / 1000 + 1, G_MAXINT)) > 0 && fds[0].revents != 0)
-        ended = TRUE;
-    }
+  end = watch_run (sandbox, fds, deadline, cancellable);
   if (cancel_fd.fd >= 0)
     g_cancellable_release_fd (cancellable);
-  return ended;
+  return end;
 }
 
 /* The sandbox's init was bwrap's child; once bwrap is gone it is ours (the
@@ -629,7 +896,7 @@ mcp_sandbox_run (McpSandbox          *sandbox,
   g_autoptr(json_t) server_list = json_array ();
   g_autoptr(GError) write_error = NULL;
   gint64 deadline = g_get_monotonic_time () + timeout_ms * G_TIME_SPAN_MILLISECOND;
-  gboolean ended;
+  RunEnd end;
   int status = 0;
 
   g_return_val_if_fail (sandbox->child != NULL, FALSE);
@@ -655,7 +922,7 @@ mcp_sandbox_run (McpSandbox          *sandbox,
       return FALSE;
     }
 
-  ended = wait_for_end (sandbox, deadline, cancellable);
+  end = wait_for_end (sandbox, deadline, cancellable);
   end_sandbox (sandbox, &status);
 
   /* Let the last output arrive; the streams close once the sandbox is gone. */
@@ -664,6 +931,12 @@ mcp_sandbox_run (McpSandbox          *sandbox,
          g_cond_wait_until (&sandbox->cond, &sandbox->lock, g_get_monotonic_time () + DRAIN_TIMEOUT_US))
     ;
   sandbox->handler = NULL;
+  if (end == RUN_OVER_MEMORY)
+    g_string_append_printf (sandbox->err,
+                            _("\n[mcp-pool: the code used more than %u MiB of memory, the limit of a run "
+                              "(all its processes together), and was stopped. Hold less at once: "
+                              "process the data in parts, or start fewer processes]\n"),
+                            (guint) (sandbox->limits.memory_bytes / (1024 * 1024)));
   result->stdout_text = take_output (sandbox->out, sandbox->out_cut);
   result->stderr_text = take_output (sandbox->err, sandbox->err_cut);
   g_mutex_unlock (&sandbox->lock);
@@ -673,9 +946,9 @@ mcp_sandbox_run (McpSandbox          *sandbox,
       mcp_run_result_clear (result);
       return FALSE;
     }
-  if (!ended)
+  if (end == RUN_TIMED_OUT || end == RUN_OVER_MEMORY)
     {
-      result->status = MCP_RUN_TIMEOUT;
+      result->status = end == RUN_TIMED_OUT ? MCP_RUN_TIMEOUT : MCP_RUN_MEMORY;
       result->exit_code = -1;
     }
   else if (WIFEXITED (status))

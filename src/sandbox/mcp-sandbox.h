@@ -6,8 +6,9 @@
  * capabilities, uid 65534 (on the host too when the pool is root), a
  * seccomp filter and rlimits, running python3 on the in-sandbox runtime,
  * which waits for its code on the RPC socket.  mcp_sandbox_run() sends the
- * code and waits for the end, the wall-clock timeout (which kills the whole
- * sandbox), or the caller's cancellation.  Each sandbox serves one run.
+ * code and waits for the end, the wall-clock timeout or the memory of all
+ * the run's processes passing its limit (either kills the whole sandbox),
+ * or the caller's cancellation.  Each sandbox serves one run.
  *
  * The code's RPC requests (tool calls, tool docs) are read on the given
  * GMainContext and served concurrently on worker threads through the
@@ -34,7 +35,8 @@ typedef struct {
   const char *bwrap;            /* NULL: $MCP_POOL_BWRAP, else the configured path */
   const char *python;           /* NULL: the configured python3 */
   const char *runtime_dir;      /* NULL: $MCP_POOL_RUNTIME_DIR, else pkgdatadir */
-  guint64     memory_bytes;     /* address space; 0: 512 MiB */
+  guint64     memory_bytes;     /* address space of a process, and what all the
+                                 * processes of a run hold together; 0: 512 MiB */
   guint64     file_bytes;       /* largest file written; 0: 64 MiB */
   guint64     scratch_bytes;    /* each of /tmp and /work; 0: 64 MiB */
   guint       cpu_seconds;      /* 0: 130 */
@@ -45,6 +47,7 @@ typedef enum {
   MCP_RUN_SUCCESS,
   MCP_RUN_ERROR,
   MCP_RUN_TIMEOUT,
+  MCP_RUN_MEMORY,               /* killed: its processes held more than memory_bytes */
 } McpRunStatus;
 
 typedef struct {
