@@ -12,6 +12,9 @@
 
 /* The exit status of a run that hit its time limit, as timeout(1) uses. */
 #define EXIT_TIMEOUT 124
+/* ... and of one stopped for its memory: what a shell reports for a
+ * process the kernel's OOM killer ended (128 + SIGKILL). */
+#define EXIT_MEMORY  137
 
 typedef struct {
   McpCliCommon *common;
@@ -70,6 +73,11 @@ run_code (gpointer data)
     {
       g_printerr (_("mcp-pool run: the code ran out of time and was stopped\n"));
       return EXIT_TIMEOUT;
+    }
+  if (g_strcmp0 (status, "memory") == 0)
+    {
+      g_printerr (_("mcp-pool run: the code used more memory than a run may hold and was stopped\n"));
+      return EXIT_MEMORY;
     }
   return (int) json_integer_value (json_object_get (structured, "exit_code"));
 }

@@ -439,6 +439,36 @@ test_run (void)
   test_assert_no_children ();
 }
 
+/* Code that holds more than a run's memory, in forked children that each
+ * stay under the per-process limit, is stopped with a status of its own. */
+static void
+test_run_memory (void)
+{
+  g_autofree char *script = write_home_file ("hog.py",
+                                             "import os, signal\n"
+                                             "for _ in range(6):\n"
+                                             "    if os.fork() == 0:\n"
+                                             "        block = bytearray(200 << 20)\n"
+                                             "        for i in range(0, len(block), 4096):\n"
+                                             "            block[i] = 1\n"
+                                             "        signal.pause()\n"
+                                             "signal.pause()\n");
+  g_autofree char *config = write_config ("fixture", "[]");
+  g_auto(RunResult) result = { 0 };
+
+  run (&result, "run", "--config", config, script, NULL);
+  if (strstr (result.err, "user namespaces") != NULL &&
+      g_strcmp0 (g_getenv ("MCP_POOL_SANDBOX_MUST_WORK"), "1") != 0)
+    {
+      g_test_skip (result.err);
+      return;
+    }
+  g_assert_cmpint (result.status, ==, 137);
+  g_assert_nonnull (strstr (result.err, "memory"));
+  g_unlink (config);
+  test_assert_no_children ();
+}
+
 /* How many processes below @ancestor run mcp-pool itself (a keeper,
  * forked without exec, is named mcp-pool-keep and not counted). */
 static guint
@@ -650,6 +680,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/doctor", test_doctor);
   g_test_add_func ("/cli/evict", test_evict);
   g_test_add_func ("/cli/run", test_run);
+  g_test_add_func ("/cli/run/memory", test_run_memory);
   g_test_add_func ("/cli/self-entries", test_self_entries);
   g_test_add_func ("/cli/server-environment", test_server_environment);
   g_test_add_func ("/cli/unset-variables", test_unset_variables);
