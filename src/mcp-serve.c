@@ -388,9 +388,19 @@ on_input_noise (const char *line,
                 GError     *error,
                 gpointer    user_data)
 {
-  queue_message (user_data,
-                 mcp_upstream_error_reply (NULL, MCP_JSONRPC_PARSE_ERROR, _("Parse error: %s"), error->message),
-                 FALSE);
+  json_t *reply;
+
+  /* Valid JSON that cannot be held still gets its answer for its id. */
+  if (g_error_matches (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_UNSUPPORTED))
+    {
+      g_autoptr(json_t) id = mcp_jsonrpc_salvage_id (line, length);
+
+      reply = mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_REQUEST, _("Request refused: %s"),
+                                        error->message);
+    }
+  else
+    reply = mcp_upstream_error_reply (NULL, MCP_JSONRPC_PARSE_ERROR, _("Parse error: %s"), error->message);
+  queue_message (user_data, reply, FALSE);
   push_back_input (user_data);
 }
 

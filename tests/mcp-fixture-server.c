@@ -30,7 +30,7 @@
  *   --help                     show usage and exit
  *
  * Tools:
- *   echo {message}             text "Echo: <message>"
+ *   echo {message}             text "Echo: <message>" (NUL characters kept)
  *   sleep {ms}                 sleep, then text "slept <ms>"
  *   crash {}                   _exit(3) without replying
  *   hang {}                    never reply
@@ -638,6 +638,22 @@ tool_ask_client (Call *call)
   call_reply (call, result);
 }
 
+/* "Echo: <message>", NULs and all. */
+static json_t *
+echo_text (json_t *message)
+{
+  static const char prefix[] = "Echo: ";
+  size_t length = json_string_length (message);
+  char *text = malloc (sizeof prefix - 1 + length);
+  json_t *result;
+
+  memcpy (text, prefix, sizeof prefix - 1);
+  memcpy (text + sizeof prefix - 1, json_string_value (message), length);
+  result = json_stringn (text, sizeof prefix - 1 + length);
+  free (text);
+  return result;
+}
+
 static void
 run_tool (Call *call, int tool)
 {
@@ -650,8 +666,7 @@ run_tool (Call *call, int tool)
       if (!json_is_string (value = json_object_get (call->args, "message")))
         call_bad_argument (call, "message", "a string");
       else
-        call_reply (call, text_result ("Echo: %s",
-                                       json_string_value (value)));
+        call_reply (call, text_result_take (echo_text (value)));
       break;
     case TOOL_SLEEP:
       if (arg_integer (call, "ms", true, 0, LLONG_MAX, &n))
@@ -1120,7 +1135,8 @@ main (int argc, char **argv)
       if (len == 0)
         continue;
 
-      msg = json_loadb (line, (size_t) len, 0, NULL);
+      /* "\u0000" is valid JSON; strings keep their length. */
+      msg = json_loadb (line, (size_t) len, JSON_ALLOW_NUL, NULL);
       if (json_is_object (msg) && !opts.hang_start)
         handle_message (msg);
       json_decref (msg);

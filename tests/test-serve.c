@@ -580,6 +580,33 @@ test_bad_input (Fixture       *fixture,
                   MCP_JSONRPC_INVALID_PARAMS);
 }
 
+/* "\u0000" is valid JSON: a request that carries it is answered for its
+ * id, and a NUL goes through a tool's arguments and result unchanged. */
+static void
+test_nul (Fixture       *fixture,
+          gconstpointer  data)
+{
+  static const char expected[] = "Echo: a\0b";
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) result = NULL;
+  g_autoptr(json_t) reply = NULL;
+  json_t *text;
+
+  test_client_send_line (client, "{\"jsonrpc\":\"2.0\",\"id\":41,\"method\":\"ping\","
+                         "\"params\":{\"pad\":\"a\\u0000b\"}}");
+  reply = test_client_read_reply (client, 41);
+  g_assert_true (json_is_object (json_object_get (reply, "result")));
+
+  result = gateway_call (client, "fixture", "echo", json_pack ("{s:s%}", "message", "a\0b", (size_t) 3));
+  text = json_object_get (json_array_get (json_object_get (result, "content"), 0), "text");
+  g_assert_true (json_is_string (text));
+  g_assert_cmpmem (json_string_value (text), json_string_length (text), expected, sizeof expected - 1);
+
+  /* Jansson cannot hold a NUL in a member name: still an answer for the id. */
+  assert_refused (client, "{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"ping\","
+                  "\"params\":{\"a\\u0000b\":1}}", 42, MCP_JSONRPC_INVALID_REQUEST);
+}
+
 /* The line cap is 32 MiB and has no option: one byte-heavy request. */
 static void
 test_long_line (Fixture       *fixture,
@@ -1068,6 +1095,7 @@ main (int argc, char **argv)
   ADD ("/serve/failure/timeout", gateway_setup, test_timeout);
   ADD ("/serve/bad-input/messages", gateway_setup, test_bad_input);
   ADD ("/serve/bad-input/long-line", gateway_setup, test_long_line);
+  ADD ("/serve/bad-input/nul", gateway_setup, test_nul);
   g_test_add_func ("/serve/bad-input/max-message-bytes", test_max_message_bytes);
   ADD ("/serve/progress", gateway_setup, test_progress);
   ADD ("/serve/cancel", gateway_setup, test_cancel);
