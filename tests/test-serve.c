@@ -1015,17 +1015,13 @@ test_max_pending (void)
 #define FLOOD_FIRST_ID  1000000
 #define PUSH_BACK_QUIET_MS 2000
 
-/* A client that sends and never reads is pushed back through its pipe,
- * instead of mcp-pool queueing answers for it without bound; once it
- * reads, every request has its one answer. */
-static void
-test_push_back (Fixture       *fixture,
-                gconstpointer  data)
+/* Sends pings without reading until mcp-pool stops reading them; the
+ * number sent. */
+static json_int_t
+flood_until_pushed_back (TestClient *client)
 {
-  TestClient *client = fixture->client;
   int fd = g_unix_output_stream_get_fd (G_UNIX_OUTPUT_STREAM (client->input));
   int flags = fcntl (fd, F_GETFL);
-  g_autoptr(GHashTable) seen = g_hash_table_new (NULL, NULL);
   json_int_t sent = 0;
 
   g_assert_cmpint (fcntl (fd, F_SETFL, flags | O_NONBLOCK), ==, 0);
@@ -1056,6 +1052,19 @@ test_push_back (Fixture       *fixture,
   g_assert_cmpint (fcntl (fd, F_SETFL, flags), ==, 0);
   g_test_message ("mcp-pool pushed back after %" JSON_INTEGER_FORMAT " pings", sent);
   g_assert_cmpint (sent, <, FLOOD_MAX_PINGS);
+  return sent;
+}
+
+/* A client that sends and never reads is pushed back through its pipe,
+ * instead of mcp-pool queueing answers for it without bound; once it
+ * reads, every request has its one answer. */
+static void
+test_push_back (Fixture       *fixture,
+                gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(GHashTable) seen = g_hash_table_new (NULL, NULL);
+  json_int_t sent = flood_until_pushed_back (client);
 
   while ((guint) g_hash_table_size (seen) < sent)
     {
@@ -1068,6 +1077,22 @@ test_push_back (Fixture       *fixture,
       g_assert_true (g_hash_table_add (seen, GINT_TO_POINTER ((int) (id - FLOOD_FIRST_ID))));
     }
   serve_settle (client);
+}
+
+/* A client that is being pushed back and closes stdin ends mcp-pool then,
+ * though mcp-pool reads no more and its answers are not taken away: the
+ * process exits while the client still reads nothing. */
+static void
+test_push_back_eof (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+
+  flood_until_pushed_back (client);
+  test_client_close_input (client);
+  test_client_wait_process (client);
+  g_assert_true (g_subprocess_get_if_exited (client->process));
+  g_assert_cmpint (g_subprocess_get_exit_status (client->process), ==, 0);
 }
 
 int
@@ -1110,6 +1135,7 @@ main (int argc, char **argv)
   ADD ("/serve/busy/slow-client", gateway_setup, test_slow_client);
   g_test_add_func ("/serve/busy/max-pending", test_max_pending);
   ADD ("/serve/busy/push-back", gateway_setup, test_push_back);
+  ADD ("/serve/busy/push-back-eof", gateway_setup, test_push_back_eof);
 #undef ADD
 
   scratch_home = g_dir_make_tmp ("mcp-pool-home-XXXXXX", NULL);

@@ -662,12 +662,19 @@ on_exit_timeout (gpointer user_data)
 void
 test_client_wait_exit (TestClient *client)
 {
-  g_autoptr(GSource) timeout = g_timeout_source_new (TEST_CLIENT_TIMEOUT_MS);
-  gboolean exited = FALSE, timed_out = FALSE;
   json_t *message;
 
   while (client->output_fd >= 0 && (message = test_client_read_message (client)) != NULL)
     client_keep (client, message);
+  test_client_wait_process (client);
+}
+
+/* Waits (bounded) for the process to exit, reading nothing of its output. */
+void
+test_client_wait_process (TestClient *client)
+{
+  g_autoptr(GSource) timeout = g_timeout_source_new (TEST_CLIENT_TIMEOUT_MS);
+  gboolean exited = FALSE, timed_out = FALSE;
 
   g_source_set_callback (timeout, on_exit_timeout, &timed_out, NULL);
   g_source_attach (timeout, NULL);

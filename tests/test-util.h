@@ -113,6 +113,7 @@ void             test_client_wait_notification   (TestClient *client,
 void             test_client_close_input     (TestClient   *client);
 void             test_client_close_output    (TestClient   *client);
 void             test_client_wait_exit       (TestClient   *client);
+void             test_client_wait_process    (TestClient   *client);
 gboolean         test_message_has_id         (json_t       *message,
                                               json_int_t    id);
 
