@@ -23,6 +23,8 @@
  *   --grandchild               fork a sleeper in our process group (npx-like)
  *   --notify-before-init       send list_changed before answering initialize
  *   --list-changed-after-init  send tools/list_changed after initialized
+ *   --list-changed-flood       from initialized until stdin closes, send
+ *                              tools/list_changed every millisecond
  *   --ping-client              ping the client after initialized (see stats)
  *   --protocol-version V       answer initialize with protocol version V
  *   --page-size N              paginate tools/list, N tools per page
@@ -86,6 +88,7 @@ static struct
 {
   int noise, fail_start, hang_start, ignore_sigterm, ignore_eof, grandchild;
   int notify_before_init, list_changed_after_init, ping_client, notification_flood;
+  int list_changed_flood;
   long long crash_after, crash_on_list, stderr_flood, slow_start_ms, page_size, extra_tools;
   const char *protocol_version;
   const char *fail_start_if_exists;
@@ -97,7 +100,7 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct
 {
-  long long calls, inflight, max_inflight, lists, flood_sent;
+  long long calls, inflight, max_inflight, lists, flood_sent, list_changed_sent;
   bool initialized;
   json_t *client_ping;
 } counters;
@@ -590,7 +593,7 @@ tool_stats (Call *call)
   json_t *snapshot;
 
   pthread_mutex_lock (&stats_lock);
-  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I}",
+  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I, s:I}",
                         "pid", (json_int_t) getpid (),
                         "calls", (json_int_t) counters.calls,
                         "lists", (json_int_t) counters.lists,
@@ -600,7 +603,8 @@ tool_stats (Call *call)
                         "client_ping",
                         json_deep_copy (counters.client_ping),
                         "grandchild_pid", (json_int_t) grandchild_pid,
-                        "flood_sent", (json_int_t) counters.flood_sent);
+                        "flood_sent", (json_int_t) counters.flood_sent,
+                        "list_changed_sent", (json_int_t) counters.list_changed_sent);
   pthread_mutex_unlock (&stats_lock);
   call_reply (call, json_text_result (snapshot, snapshot));
 }
@@ -807,6 +811,23 @@ ping_client_thread (void *data)
   return NULL;
 }
 
+/* A server whose tools never settle: announcements closer together than
+ * any client's debounce, for as long as it runs. */
+static void *
+list_changed_flood_thread (void *data)
+{
+  (void) data;
+  for (;;)
+    {
+      send_list_changed ();
+      pthread_mutex_lock (&stats_lock);
+      counters.list_changed_sent++;
+      pthread_mutex_unlock (&stats_lock);
+      sleep_ms (1);
+    }
+  return NULL;
+}
+
 static void
 handle_initialized (void)
 {
@@ -816,6 +837,8 @@ handle_initialized (void)
 
   if (opts.list_changed_after_init)
     send_list_changed ();
+  if (opts.list_changed_flood && !spawn_detached (list_changed_flood_thread, NULL))
+    fputs ("fixture: cannot start the list_changed thread\n", stderr);
   /* Waiting for the answer must not stop the stdin reader. */
   if (opts.ping_client && !spawn_detached (ping_client_thread, NULL))
     fputs ("fixture: cannot start the ping thread\n", stderr);
@@ -998,6 +1021,7 @@ static const char usage_text[] =
   "  --fail-start  --fail-start-if-exists PATH  --hang-start\n"
   "  --ignore-sigterm  --ignore-eof\n"
   "  --grandchild  --notify-before-init  --list-changed-after-init\n"
+  "  --list-changed-flood\n"
   "  --ping-client  --protocol-version V  --page-size N  --extra-tools N\n"
   "  --help\n\n"
   "Tools: echo, sleep, crash, hang, huge, progress, notify_list_changed,\n"
@@ -1020,6 +1044,7 @@ static const struct option long_options[] = {
   { "notify-before-init", no_argument, &opts.notify_before_init, 1 },
   { "list-changed-after-init", no_argument, &opts.list_changed_after_init,
     1 },
+  { "list-changed-flood", no_argument, &opts.list_changed_flood, 1 },
   { "ping-client", no_argument, &opts.ping_client, 1 },
   { "protocol-version", required_argument, NULL, 'v' },
   { "page-size", required_argument, NULL, 'p' },

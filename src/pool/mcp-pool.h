@@ -64,6 +64,7 @@ typedef struct {
   gint64 backoff_initial_ms;   /* 1 s */
   gint64 backoff_max_ms;       /* 60 s */
   gint64 relist_debounce_ms;   /* 200 ms */
+  gint64 relist_max_delay_ms;  /* 5 × relist_debounce_ms, at least relist_debounce_ms */
 } McpPoolOptions;
 
 /* A snapshot of one server for listings. */
