@@ -20,6 +20,27 @@ typedef struct {
   double        timeout_s;
 } RunJob;
 
+/* Prints what the code printed; the exit status of the run. */
+static int
+report_run (json_t *result)
+{
+  json_t *structured = json_object_get (result, "structuredContent");
+  const char *status;
+
+  if (structured == NULL)
+    return mcp_cli_fail ("%s", mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0),
+                                                    "text"));
+  fputs (mcp_json_get_string (structured, "stdout"), stdout);
+  fputs (mcp_json_get_string (structured, "stderr"), stderr);
+  status = mcp_json_get_string (structured, "status");
+  if (g_strcmp0 (status, "timeout") == 0)
+    {
+      g_printerr (_("mcp-pool run: the code ran out of time and was stopped\n"));
+      return EXIT_TIMEOUT;
+    }
+  return (int) json_integer_value (json_object_get (structured, "exit_code"));
+}
+
 static int
 run_code (gpointer data)
 {
@@ -27,8 +48,6 @@ run_code (gpointer data)
   g_auto(GStrv) names = g_strsplit (job->servers ? job->servers : "", ",", -1);
   g_autoptr(json_t) arguments = json_pack ("{s:s, s:[]}", "code", job->source, "servers");
   g_autoptr(json_t) result = NULL;
-  json_t *structured;
-  const char *status;
 
   for (char **name = names; *name != NULL; name++)
     if (g_strstrip (*name)[0] != '\0')
@@ -46,6 +65,7 @@ run_code (gpointer data)
       result = mcp_remote_run_python (remote, arguments, NULL, &error);
       if (result == NULL)
         return mcp_cli_fail ("%s", error->message);
+      return report_run (result);
     }
   else
     {
@@ -53,25 +73,15 @@ run_code (gpointer data)
       McpCliPool *cli = mcp_cli_pool_new (discovery);
       McpCodeOptions options = { .keep_warm = FALSE };
       McpCode *code = mcp_code_new (cli->pool, NULL, &options);
+      int exit_status;
 
+      /* What the code printed is out before the servers are ended. */
       result = mcp_code_run_python (code, arguments, NULL);
+      exit_status = report_run (result);
       mcp_code_free (code);
       mcp_cli_pool_free (cli);
+      return exit_status;
     }
-
-  structured = json_object_get (result, "structuredContent");
-  if (structured == NULL)
-    return mcp_cli_fail ("%s", mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0),
-                                                    "text"));
-  fputs (mcp_json_get_string (structured, "stdout"), stdout);
-  fputs (mcp_json_get_string (structured, "stderr"), stderr);
-  status = mcp_json_get_string (structured, "status");
-  if (g_strcmp0 (status, "timeout") == 0)
-    {
-      g_printerr (_("mcp-pool run: the code ran out of time and was stopped\n"));
-      return EXIT_TIMEOUT;
-    }
-  return (int) json_integer_value (json_object_get (structured, "exit_code"));
 }
 
 int

@@ -482,7 +482,7 @@ begin_ending (McpServe *serve,
 static gboolean
 on_output_broken (gpointer user_data)
 {
-  begin_ending (user_data, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  begin_ending (user_data, MCP_POOL_SHUTDOWN_STDIN_GRACE, MCP_POOL_SHUTDOWN_TERM_GRACE);
   return G_SOURCE_REMOVE;
 }
 
@@ -492,7 +492,7 @@ on_input_closed (GError   *error,
 {
   /* The client closed our stdin: it gives us about two seconds before
    * SIGTERM, two more before SIGKILL. */
-  begin_ending (user_data, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  begin_ending (user_data, MCP_POOL_SHUTDOWN_STDIN_GRACE, MCP_POOL_SHUTDOWN_TERM_GRACE);
 }
 
 static gboolean

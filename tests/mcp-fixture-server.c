@@ -19,6 +19,9 @@
  *   --fail-start-if-exists P   the same, but only while the file P exists
  *   --hang-start               read stdin but never answer anything
  *   --ignore-sigterm           ignore SIGTERM
+ *   --note-file PATH           append "eof" to PATH on stdin EOF and, with
+ *                              --ignore-sigterm, "sigterm" on SIGTERM, one
+ *                              line each, so a test sees the order of events
  *   --ignore-eof               on stdin EOF, block until killed
  *   --grandchild               fork a sleeper in our process group (npx-like)
  *   --notify-before-init       send list_changed before answering initialize
@@ -92,7 +95,11 @@ static struct
   long long crash_after, crash_on_list, stderr_flood, slow_start_ms, page_size, extra_tools;
   const char *protocol_version;
   const char *fail_start_if_exists;
+  const char *note_file;
 } opts;
+
+/* --note-file, opened for appending at start-up; -1 without it. */
+static int note_fd = -1;
 
 /* One lock for stdout so that messages from concurrent calls never mix. */
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -239,6 +246,21 @@ sleep_ms (long long ms)
   ts.tv_nsec = (long) (ms % 1000) * 1000000L;
   while (nanosleep (&ts, &ts) < 0 && errno == EINTR)
     ;
+}
+
+/* Async-signal-safe: one write of a whole line to an O_APPEND file. */
+static void
+note (const char *line)
+{
+  if (note_fd >= 0 && write (note_fd, line, strlen (line)) < 0)
+    return;
+}
+
+static void
+on_sigterm (int signum)
+{
+  (void) signum;
+  note ("sigterm\n");
 }
 
 static void
@@ -1019,7 +1041,7 @@ static const char usage_text[] =
   "  --crash-on-list N  --crash-after N  --noise  --stderr-flood BYTES  --slow-start MS\n"
   "  --notification-flood\n"
   "  --fail-start  --fail-start-if-exists PATH  --hang-start\n"
-  "  --ignore-sigterm  --ignore-eof\n"
+  "  --ignore-sigterm  --ignore-eof  --note-file PATH\n"
   "  --grandchild  --notify-before-init  --list-changed-after-init\n"
   "  --list-changed-flood\n"
   "  --ping-client  --protocol-version V  --page-size N  --extra-tools N\n"
@@ -1040,6 +1062,7 @@ static const struct option long_options[] = {
   { "hang-start", no_argument, &opts.hang_start, 1 },
   { "ignore-sigterm", no_argument, &opts.ignore_sigterm, 1 },
   { "ignore-eof", no_argument, &opts.ignore_eof, 1 },
+  { "note-file", required_argument, NULL, 'N' },
   { "grandchild", no_argument, &opts.grandchild, 1 },
   { "notify-before-init", no_argument, &opts.notify_before_init, 1 },
   { "list-changed-after-init", no_argument, &opts.list_changed_after_init,
@@ -1076,7 +1099,7 @@ parse_options (int argc, char **argv)
           fputs (usage_text, stdout);
           exit (0);
         }
-      if (c != 'v' && c != 'F' && !parse_number (optarg, 0, INT_MAX, &n))
+      if (c != 'v' && c != 'F' && c != 'N' && !parse_number (optarg, 0, INT_MAX, &n))
         {
           fprintf (stderr, "fixture: --%s needs a number from 0 to %d, "
                    "not '%s'\n", long_options[which].name, INT_MAX, optarg);
@@ -1093,6 +1116,7 @@ parse_options (int argc, char **argv)
         case 'x': opts.extra_tools = n; break;
         case 'v': opts.protocol_version = optarg; break;
         case 'F': opts.fail_start_if_exists = optarg; break;
+        case 'N': opts.note_file = optarg; break;
         default: break;
         }
     }
@@ -1131,7 +1155,21 @@ main (int argc, char **argv)
    * grandchild dies with its process group. */
   if (opts.grandchild)
     spawn_grandchild ();
-  if (opts.ignore_sigterm)
+  if (opts.note_file != NULL
+      && (note_fd = open (opts.note_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) < 0)
+    {
+      perror ("fixture: --note-file");
+      exit (EXIT_USAGE);
+    }
+  if (opts.ignore_sigterm && note_fd >= 0)
+    {
+      /* Noted, not obeyed; SA_RESTART keeps the stdin reader reading. */
+      struct sigaction action = { .sa_handler = on_sigterm, .sa_flags = SA_RESTART };
+
+      sigemptyset (&action.sa_mask);
+      sigaction (SIGTERM, &action, NULL);
+    }
+  else if (opts.ignore_sigterm)
     signal (SIGTERM, SIG_IGN);
 
   /* Timeouts must not move with the wall clock. */
@@ -1167,6 +1205,7 @@ main (int argc, char **argv)
       json_decref (msg);
     }
   free (line);
+  note ("eof\n");
 
   if (opts.ignore_eof)
     block_forever ();

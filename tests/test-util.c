@@ -673,16 +673,23 @@ test_client_wait_exit (TestClient *client)
 void
 test_client_wait_process (TestClient *client)
 {
-  g_autoptr(GSource) timeout = g_timeout_source_new (TEST_CLIENT_TIMEOUT_MS);
+  if (!test_subprocess_wait (client->process, TEST_CLIENT_WAIT_MS))
+    g_error ("The MCP server did not exit within %d s", TEST_CLIENT_TIMEOUT_MS / 1000);
+  client->exited = TRUE;
+}
+
+gboolean
+test_subprocess_wait (GSubprocess *process,
+                      guint        timeout_ms)
+{
+  g_autoptr(GSource) timeout = g_timeout_source_new (test_timeout_ms (timeout_ms));
   gboolean exited = FALSE, timed_out = FALSE;
 
   g_source_set_callback (timeout, on_exit_timeout, &timed_out, NULL);
   g_source_attach (timeout, NULL);
-  g_subprocess_wait_async (client->process, NULL, on_exited, &exited);
+  g_subprocess_wait_async (process, NULL, on_exited, &exited);
   while (!exited && !timed_out)
     g_main_context_iteration (NULL, TRUE);
   g_source_destroy (timeout);
-  if (!exited)
-    g_error ("The MCP server did not exit within %d s", TEST_CLIENT_TIMEOUT_MS / 1000);
-  client->exited = TRUE;
+  return exited;
 }

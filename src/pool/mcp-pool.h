@@ -146,6 +146,12 @@ json_t     *mcp_pool_call_tool      (McpPool                 *pool,
                                      const McpCallOptions    *options,
                                      GError                 **error);
 
+/* The whole pool's budget when its client is done with it (stdin EOF of
+ * serve, the end of a one-shot command): inside the window MCP clients
+ * give, every stdin is closed, SIGTERM follows after 1 s, SIGKILL after 2 s. */
+#define MCP_POOL_SHUTDOWN_STDIN_GRACE G_USEC_PER_SEC
+#define MCP_POOL_SHUTDOWN_TERM_GRACE  G_USEC_PER_SEC
+
 /* Blocking, any thread but the context's: ends every session at once, in
  * parallel, within about @stdin_grace + 2 × @term_grace µs.  Later calls
  * fail with MCP_POOL_ERROR_SHUT_DOWN. */
