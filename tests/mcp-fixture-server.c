@@ -19,7 +19,8 @@
  *   --fail-start-if-exists P   the same, but only while the file P exists
  *   --hang-start               read stdin but never answer anything
  *   --ignore-sigterm           ignore SIGTERM
- *   --note-file PATH           append "eof" to PATH on stdin EOF and, with
+ *   --note-file PATH           append "call <tool>" to PATH as each tools/call
+ *                              arrives, "eof" on stdin EOF and, with
  *                              --ignore-sigterm, "sigterm" on SIGTERM, one
  *                              line each, so a test sees the order of events
  *   --ignore-eof               on stdin EOF, block until killed
@@ -913,6 +914,15 @@ handle_tools_call (json_t *msg)
   if (++counters.inflight > counters.max_inflight)
     counters.max_inflight = counters.inflight;
   pthread_mutex_unlock (&stats_lock);
+
+  if (note_fd >= 0)
+    {
+      const char *name = json_string_value (json_object_get (json_object_get (msg, "params"), "name"));
+      char line[256];
+
+      snprintf (line, sizeof line, "call %.200s\n", name != NULL ? name : "?");
+      note (line);
+    }
 
   call = calloc (1, sizeof *call);
   call->request = json_deep_copy (msg);

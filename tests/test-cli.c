@@ -466,7 +466,7 @@ test_output_before_shutdown (void)
   g_autofree char *called = run_noted ("call", "--config", "CONFIG", "stubborn", "echo", "message=answer", NULL);
   g_autofree char *listed = run_noted ("tools", "--config", "CONFIG", "stubborn", NULL);
 
-  g_assert_cmpstr (called, ==, "Echo: answer\neof\nsigterm\n");
+  g_assert_cmpstr (called, ==, "call echo\nEcho: answer\neof\nsigterm\n");
   g_assert_true (g_str_has_prefix (listed, "stubborn ("));
   g_assert_true (g_str_has_suffix (listed, "\neof\nsigterm\n"));
   g_assert_null (strstr (listed, "eof\nsigterm\n  "));

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include <gio/gunixoutputstream.h>
+#include <glib/gstdio.h>
 
 #include "test-util.h"
 
@@ -940,6 +941,29 @@ assert_busy (json_t *reply)
                    ==, MAX_PENDING);
 }
 
+typedef struct {
+  const char *path;
+  const char *line;
+  guint       count;
+} NoteCount;
+
+/* TRUE once the fixture's note file has @line at least @count times. */
+static gboolean
+noted (gpointer data)
+{
+  NoteCount *wanted = data;
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  guint count = 0;
+
+  if (!g_file_get_contents (wanted->path, &text, NULL, NULL))
+    return FALSE;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    count += g_str_equal (lines[i], wanted->line);
+  return count >= wanted->count;
+}
+
 /* Past MCP_POOL_MAX_PENDING requests in flight, a request is refused at
  * once; the others are answered, every request exactly once, and serving
  * goes on.  The calls in flight sleep longer than the test, so "at once"
@@ -947,7 +971,10 @@ assert_busy (json_t *reply)
 static void
 test_max_pending (void)
 {
-  g_autofree char *config = write_config ((const char * const []) { "fixture", "[]", NULL });
+  g_autofree char *notes = g_build_filename (scratch_home, "max-pending-notes.txt", NULL);
+  g_autofree char *flags = g_strdup_printf ("[\"--note-file\", \"%s\"]", notes);
+  g_autofree char *config = write_config ((const char * const []) { "fixture", flags, NULL });
+  NoteCount all_held = { notes, "call sleep", MAX_PENDING };
   g_autoptr(TestClient) client = serve_new_with (config, "gateway", "MCP_POOL_MAX_PENDING",
                                                  G_STRINGIFY (MAX_PENDING));
   json_int_t held[MAX_PENDING], refused[OVER_THE_LIMIT], after[MAX_PENDING];
@@ -975,7 +1002,10 @@ test_max_pending (void)
     for (guint j = 0; j < MAX_PENDING; j++)
       g_assert_false (test_message_has_id (g_ptr_array_index (client->stash, i), held[j]));
 
-  /* The held calls end with their server, with an error each. */
+  /* The held calls end with their server, with an error each, once each
+   * has reached it: one still on its way would start a new server, and
+   * sleep there for the rest of the test. */
+  g_assert_true (test_wait_for (noted, &all_held, TEST_CLIENT_WAIT_MS));
   g_assert_cmpint (kill (pid, SIGKILL), ==, 0);
   for (guint i = 0; i < MAX_PENDING; i++)
     {
@@ -1007,6 +1037,7 @@ test_max_pending (void)
         g_assert_false (test_message_has_id (message, refused[j]));
     }
   g_clear_pointer (&client, test_client_free);
+  g_unlink (notes);
   test_assert_no_children ();
 }
 
