@@ -390,13 +390,20 @@ on_input_noise (const char *line,
 {
   json_t *reply;
 
-  /* Valid JSON that cannot be held still gets its answer for its id. */
+  /* Valid JSON that cannot be held: a request still gets its answer for
+   * its id, a notification or a response none, as they would. */
   if (g_error_matches (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_UNSUPPORTED))
     {
-      g_autoptr(json_t) id = mcp_jsonrpc_salvage_id (line, length);
+      g_autoptr(json_t) salvaged = mcp_jsonrpc_parse_salvaged (line, length);
+      McpMessageKind kind = mcp_jsonrpc_classify (salvaged);
 
-      reply = mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_REQUEST, _("Request refused: %s"),
-                                        error->message);
+      if (kind == MCP_MESSAGE_NOTIFICATION || kind == MCP_MESSAGE_RESPONSE)
+        {
+          g_debug ("Dropping a message that mcp-pool cannot hold: %s", error->message);
+          return;
+        }
+      reply = mcp_upstream_error_reply (kind == MCP_MESSAGE_REQUEST ? json_object_get (salvaged, "id") : NULL,
+                                        MCP_JSONRPC_INVALID_REQUEST, _("Request refused: %s"), error->message);
     }
   else
     reply = mcp_upstream_error_reply (NULL, MCP_JSONRPC_PARSE_ERROR, _("Parse error: %s"), error->message);

@@ -46,6 +46,7 @@
  *   stats {}                   counters, as text and structuredContent
  *   fail {}                    JSON-RPC error -32603
  *   tool_error {}              result with isError true
+ *   nul_name {}                a result with "\u0000" in a member name
  *   stderr {bytes}             write <bytes> bytes to stderr
  *   ask_client {method, params?}  ask the client, return its response
  *   dummy_<i> {}               text "dummy <i>" (with --extra-tools)
@@ -420,7 +421,7 @@ enum
 {
   TOOL_ECHO, TOOL_SLEEP, TOOL_CRASH, TOOL_HANG, TOOL_HUGE, TOOL_PROGRESS,
   TOOL_NOTIFY_LIST_CHANGED, TOOL_STATS, TOOL_FAIL, TOOL_TOOL_ERROR,
-  TOOL_STDERR, TOOL_ASK_CLIENT, N_TOOLS
+  TOOL_STDERR, TOOL_ASK_CLIENT, TOOL_NUL_NAME, N_TOOLS
 };
 
 /* In enum order.  @args lists the arguments as "name:type",
@@ -444,6 +445,7 @@ static const struct
   { "stderr", "Write bytes to stderr.", "bytes:integer" },
   { "ask_client", "Send a request to the client, return its answer.",
     "method:string,params?:object" },
+  { "nul_name", "Answer with a NUL in a member name.", "" },
 };
 
 static json_t *
@@ -681,6 +683,25 @@ echo_text (json_t *message)
   return result;
 }
 
+/* Valid JSON that Jansson cannot build, so written by hand. */
+static void
+tool_nul_name (Call *call)
+{
+  char *id = json_dumps (call->id, JSON_ENCODE_ANY);
+  char *line;
+
+  call_done ();
+  if (asprintf (&line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[],"
+                "\"structuredContent\":{\"a\\u0000b\":1}}}\n", id) >= 0)
+    {
+      pthread_mutex_lock (&out_lock);
+      write_all (1, line, strlen (line));
+      pthread_mutex_unlock (&out_lock);
+      free (line);
+    }
+  free (id);
+}
+
 static void
 run_tool (Call *call, int tool)
 {
@@ -745,6 +766,9 @@ run_tool (Call *call, int tool)
       break;
     case TOOL_ASK_CLIENT:
       tool_ask_client (call);
+      break;
+    case TOOL_NUL_NAME:
+      tool_nul_name (call);
       break;
     default:
       /* Past the real tools come the dummies, in tool_list order. */

@@ -108,14 +108,18 @@ test_nul_in_name (void)
   static const char no_id[] = "{\"method\":\"m\",\"params\":{\"a\\u0000\":1}}";
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) value = mcp_jsonrpc_parse (text, strlen (text), &error);
-  g_autoptr(json_t) id = NULL;
+  g_autoptr(json_t) salvaged = NULL;
+  g_autoptr(json_t) notification = NULL;
 
   g_assert_null (value);
   g_assert_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_UNSUPPORTED);
-  id = mcp_jsonrpc_salvage_id (text, strlen (text));
-  g_assert_true (json_is_integer (id));
-  g_assert_cmpint (json_integer_value (id), ==, 7);
-  g_assert_null (mcp_jsonrpc_salvage_id (no_id, strlen (no_id)));
+  salvaged = mcp_jsonrpc_parse_salvaged (text, strlen (text));
+  g_assert_cmpint (mcp_jsonrpc_classify (salvaged), ==, MCP_MESSAGE_REQUEST);
+  g_assert_cmpint (json_integer_value (json_object_get (salvaged, "id")), ==, 7);
+  /* An escaped backslash before "u0000" is text, not a NUL. */
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (salvaged, "params"), "a\357\277\275b"), ==, "\\u0000");
+  notification = mcp_jsonrpc_parse_salvaged (no_id, strlen (no_id));
+  g_assert_cmpint (mcp_jsonrpc_classify (notification), ==, MCP_MESSAGE_NOTIFICATION);
 }
 
 static void

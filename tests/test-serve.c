@@ -606,6 +606,12 @@ test_nul (Fixture       *fixture,
   /* Jansson cannot hold a NUL in a member name: still an answer for the id. */
   assert_refused (client, "{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"ping\","
                   "\"params\":{\"a\\u0000b\":1}}", 42, MCP_JSONRPC_INVALID_REQUEST);
+  /* A notification gets no answer, however it is written. */
+  test_client_send_line (client, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\","
+                         "\"params\":{\"a\\u0000b\":1}}");
+  serve_settle (client);
+  for (guint i = 0; i < client->stash->len; i++)
+    g_assert_false (test_message_has_id (g_ptr_array_index (client->stash, i), NULL_ID));
 }
 
 /* The line cap is 32 MiB and has no option: one byte-heavy request. */

@@ -107,18 +107,16 @@ mcp_jsonrpc_parse (const char  *line,
   return g_steal_pointer (&value);
 }
 
-/* The id of a line that mcp_jsonrpc_parse() refused as
- * MCP_JSONRPC_ERROR_UNSUPPORTED, so that its sender still gets an answer
- * for it: the line is read again with every "\u0000" turned into U+FFFD.
- * Backslashes only occur inside strings in valid JSON, so skipping one
- * escape at a time finds every one.  NULL if the line has no valid id. */
+/* A line that mcp_jsonrpc_parse() refused as MCP_JSONRPC_ERROR_UNSUPPORTED,
+ * read again with every "\u0000" turned into U+FFFD.  Backslashes only
+ * occur inside strings in valid JSON, so skipping one escape at a time
+ * finds every one.  NULL if the result is not a JSON object. */
 json_t *
-mcp_jsonrpc_salvage_id (const char *line,
-                        gsize       length)
+mcp_jsonrpc_parse_salvaged (const char *line,
+                            gsize       length)
 {
   g_autofree char *copy = g_memdup2 (line, length);
   g_autoptr(json_t) value = NULL;
-  json_t *id;
 
   for (gsize i = 0; i + 1 < length; i++)
     {
@@ -129,8 +127,7 @@ mcp_jsonrpc_salvage_id (const char *line,
       i++;
     }
   value = json_loadb (copy, length, 0, NULL);
-  id = json_object_get (value, "id");
-  return mcp_jsonrpc_id_is_valid (id) ? json_incref (id) : NULL;
+  return json_is_object (value) ? g_steal_pointer (&value) : NULL;
 }
 
 static json_t *

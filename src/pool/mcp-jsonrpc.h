@@ -49,8 +49,11 @@ char          *mcp_jsonrpc_id_key        (json_t       *id);
 json_t        *mcp_jsonrpc_parse         (const char   *line,
                                           gsize         length,
                                           GError      **error);
-json_t        *mcp_jsonrpc_salvage_id    (const char   *line,
-                                          gsize         length);
+/* Only for the id and the shape of a message mcp_jsonrpc_parse() refused
+ * as MCP_JSONRPC_ERROR_UNSUPPORTED, so that its sender still gets an
+ * answer: its strings are not what was sent. */
+json_t        *mcp_jsonrpc_parse_salvaged (const char  *line,
+                                           gsize        length);
 
 json_t        *mcp_jsonrpc_request_new      (json_int_t    id,
                                              const char   *method,
