@@ -871,8 +871,11 @@ mcp_pool_shutdown (McpPool *pool,
   /* A second call has nothing left to do. */
   if (pool->background == NULL)
     return;
-  g_cancellable_cancel (pool->starts_cancellable);
+  /* Entries are marked shut down before the starts under way are
+   * cancelled, so that their callers learn that the pool is ending, not
+   * merely that a start was cancelled. */
   sessions = take_all_sessions (pool);
+  g_cancellable_cancel (pool->starts_cancellable);
 
   /* All at once: clients give a pool only a few seconds to finish. */
   jobs = g_new0 (ShutdownJob, sessions->len);
