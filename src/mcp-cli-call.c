@@ -70,10 +70,14 @@ print_result (json_t *result)
 
   json_array_foreach (json_object_get (result, "content"), index, item)
     {
-      const char *text = mcp_json_get_string (item, "text");
+      json_t *text = json_object_get (item, "text");
 
-      if (g_strcmp0 (mcp_json_get_string (item, "type"), "text") == 0 && text != NULL)
-        printf ("%s\n", text);
+      /* By its length: a text may hold NUL characters. */
+      if (g_strcmp0 (mcp_json_get_string (item, "type"), "text") == 0 && json_is_string (text))
+        {
+          fwrite (json_string_value (text), 1, json_string_length (text), stdout);
+          putchar ('\n');
+        }
       else
         {
           g_autofree char *dump = json_dumps (item, JSON_COMPACT);
@@ -82,31 +86,12 @@ print_result (json_t *result)
     }
 }
 
+/* Prints what the call gave; the exit status. */
 static int
-run_call (gpointer data)
+report_call (CallJob *job,
+             json_t  *result,
+             GError  *error)
 {
-  CallJob *job = data;
-  McpCallOptions options = { .timeout_ms = mcp_cli_timeout_ms (job->common) };
-  g_autoptr(GError) error = NULL;
-  g_autoptr(json_t) result = NULL;
-
-  if (job->common->shared)
-    {
-      g_autoptr(McpRemote) remote = mcp_cli_remote_new (job->common);
-
-      if (remote == NULL)
-        return 1;
-      result = mcp_remote_call_tool (remote, job->server, job->tool, job->arguments, &options, &error);
-    }
-  else
-    {
-      g_autoptr(McpDiscovery) discovery = mcp_cli_discover (job->common);
-      McpCliPool *cli = mcp_cli_pool_new (discovery);
-
-      result = mcp_pool_call_tool (cli->pool, job->server, job->tool, job->arguments, &options, &error);
-      mcp_cli_pool_free (cli);
-    }
-
   if (result == NULL)
     return mcp_cli_fail ("%s", error->message);
   if (job->json_output)
@@ -120,6 +105,36 @@ run_call (gpointer data)
   if (json_is_true (json_object_get (result, "isError")))
     return mcp_cli_fail (_("Tool “%s” of server “%s” reported an error"), job->tool, job->server);
   return 0;
+}
+
+static int
+run_call (gpointer data)
+{
+  CallJob *job = data;
+  McpCallOptions options = { .timeout_ms = mcp_cli_timeout_ms (job->common) };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) result = NULL;
+  g_autoptr(McpDiscovery) discovery = NULL;
+  McpCliPool *cli;
+  int status;
+
+  if (job->common->shared)
+    {
+      g_autoptr(McpRemote) remote = mcp_cli_remote_new (job->common);
+
+      if (remote == NULL)
+        return 1;
+      result = mcp_remote_call_tool (remote, job->server, job->tool, job->arguments, &options, &error);
+      return report_call (job, result, error);
+    }
+
+  /* The answer is out before the server is ended. */
+  discovery = mcp_cli_discover (job->common);
+  cli = mcp_cli_pool_new (discovery);
+  result = mcp_pool_call_tool (cli->pool, job->server, job->tool, job->arguments, &options, &error);
+  status = report_call (job, result, error);
+  mcp_cli_pool_free (cli);
+  return status;
 }
 
 int

@@ -131,10 +131,9 @@ start_one (gpointer data)
 
 /* Every server at once, as a pool would; each with its own verdict. */
 static void
-check_servers (DoctorJob    *job,
-               McpDiscovery *discovery)
+check_servers (DoctorJob  *job,
+               McpCliPool *cli)
 {
-  McpCliPool *cli = mcp_cli_pool_new (discovery);
   g_autoptr(GPtrArray) servers = mcp_pool_list_servers (cli->pool);
   g_autofree StartCheck *checks = g_new0 (StartCheck, servers->len);
   g_autoptr(GPtrArray) threads = g_ptr_array_new ();
@@ -163,23 +162,12 @@ check_servers (DoctorJob    *job,
     }
   if (servers->len == 0)
     printf ("[ -- ] %s\n", _("no server is configured"));
-  mcp_cli_pool_free (cli);
 }
 
+/* The last line of the report; the exit status. */
 static int
-run_doctor (gpointer data)
+report_verdict (DoctorJob *job)
 {
-  DoctorJob *job = data;
-  g_autoptr(McpDiscovery) discovery = NULL;
-
-  printf ("%s\n", _("Code execution sandbox:"));
-  check_sandbox_tools (job);
-  printf ("\n%s\n", _("Config sources, in the order they are read:"));
-  discovery = mcp_cli_discover (job->common);
-  check_sources (job, discovery);
-  printf ("\n%s\n", _("Servers:"));
-  check_servers (job, discovery);
-
   if (job->failures > 0)
     {
       printf ("\n%s\n", g_dngettext (GETTEXT_PACKAGE, "One check failed.", "Some checks failed.",
@@ -188,6 +176,28 @@ run_doctor (gpointer data)
     }
   printf ("\n%s\n", _("Everything works."));
   return 0;
+}
+
+static int
+run_doctor (gpointer data)
+{
+  DoctorJob *job = data;
+  g_autoptr(McpDiscovery) discovery = NULL;
+  McpCliPool *cli;
+  int status;
+
+  printf ("%s\n", _("Code execution sandbox:"));
+  check_sandbox_tools (job);
+  printf ("\n%s\n", _("Config sources, in the order they are read:"));
+  discovery = mcp_cli_discover (job->common);
+  check_sources (job, discovery);
+  printf ("\n%s\n", _("Servers:"));
+  cli = mcp_cli_pool_new (discovery);
+  check_servers (job, cli);
+  /* The whole report is out before the servers are ended. */
+  status = report_verdict (job);
+  mcp_cli_pool_free (cli);
+  return status;
 }
 
 int

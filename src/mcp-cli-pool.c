@@ -210,7 +210,10 @@ mcp_cli_pool_new (McpDiscovery *discovery)
   return cli;
 }
 
-/* Blocking: ends every server the command started. */
+/* Blocking: ends every server the command started, on the whole pool's
+ * budget, as serve does when its client leaves: a one-shot command is a
+ * client that is done.  What the command printed is flushed first, so that
+ * a reader of its output has it while the servers end. */
 void
 mcp_cli_pool_free (McpCliPool *cli)
 {
@@ -219,7 +222,9 @@ mcp_cli_pool_free (McpCliPool *cli)
       g_source_destroy (cli->progress);
       g_source_unref (cli->progress);
     }
-  mcp_pool_shutdown (cli->pool, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  fflush (stdout);
+  fflush (stderr);
+  mcp_pool_shutdown (cli->pool, MCP_POOL_SHUTDOWN_STDIN_GRACE, MCP_POOL_SHUTDOWN_TERM_GRACE);
   mcp_pool_free (cli->pool);
   g_free (cli);
 }

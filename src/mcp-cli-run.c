@@ -23,46 +23,13 @@ typedef struct {
   double        timeout_s;
 } RunJob;
 
+/* Prints what the code printed; the exit status of the run. */
 static int
-run_code (gpointer data)
+report_run (json_t *result)
 {
-  RunJob *job = data;
-  g_auto(GStrv) names = g_strsplit (job->servers ? job->servers : "", ",", -1);
-  g_autoptr(json_t) arguments = json_pack ("{s:s, s:[]}", "code", job->source, "servers");
-  g_autoptr(json_t) result = NULL;
-  json_t *structured;
+  json_t *structured = json_object_get (result, "structuredContent");
   const char *status;
 
-  for (char **name = names; *name != NULL; name++)
-    if (g_strstrip (*name)[0] != '\0')
-      json_array_append_new (json_object_get (arguments, "servers"), json_string (*name));
-  if (job->timeout_s > 0)
-    json_object_set_new (arguments, "timeout", json_real (job->timeout_s));
-
-  if (job->common->shared)
-    {
-      g_autoptr(McpRemote) remote = mcp_cli_remote_new (job->common);
-      g_autoptr(GError) error = NULL;
-
-      if (remote == NULL)
-        return 1;
-      result = mcp_remote_run_python (remote, arguments, NULL, &error);
-      if (result == NULL)
-        return mcp_cli_fail ("%s", error->message);
-    }
-  else
-    {
-      g_autoptr(McpDiscovery) discovery = mcp_cli_discover (job->common);
-      McpCliPool *cli = mcp_cli_pool_new (discovery);
-      McpCodeOptions options = { .keep_warm = FALSE };
-      McpCode *code = mcp_code_new (cli->pool, NULL, &options);
-
-      result = mcp_code_run_python (code, arguments, NULL);
-      mcp_code_free (code);
-      mcp_cli_pool_free (cli);
-    }
-
-  structured = json_object_get (result, "structuredContent");
   if (structured == NULL)
     return mcp_cli_fail ("%s", mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0),
                                                     "text"));
@@ -80,6 +47,49 @@ run_code (gpointer data)
       return EXIT_MEMORY;
     }
   return (int) json_integer_value (json_object_get (structured, "exit_code"));
+}
+
+static int
+run_code (gpointer data)
+{
+  RunJob *job = data;
+  g_auto(GStrv) names = g_strsplit (job->servers ? job->servers : "", ",", -1);
+  g_autoptr(json_t) arguments = json_pack ("{s:s, s:[]}", "code", job->source, "servers");
+  g_autoptr(json_t) result = NULL;
+
+  for (char **name = names; *name != NULL; name++)
+    if (g_strstrip (*name)[0] != '\0')
+      json_array_append_new (json_object_get (arguments, "servers"), json_string (*name));
+  if (job->timeout_s > 0)
+    json_object_set_new (arguments, "timeout", json_real (job->timeout_s));
+
+  if (job->common->shared)
+    {
+      g_autoptr(McpRemote) remote = mcp_cli_remote_new (job->common);
+      g_autoptr(GError) error = NULL;
+
+      if (remote == NULL)
+        return 1;
+      result = mcp_remote_run_python (remote, arguments, NULL, &error);
+      if (result == NULL)
+        return mcp_cli_fail ("%s", error->message);
+      return report_run (result);
+    }
+  else
+    {
+      g_autoptr(McpDiscovery) discovery = mcp_cli_discover (job->common);
+      McpCliPool *cli = mcp_cli_pool_new (discovery);
+      McpCodeOptions options = { .keep_warm = FALSE };
+      McpCode *code = mcp_code_new (cli->pool, NULL, &options);
+      int exit_status;
+
+      /* What the code printed is out before the servers are ended. */
+      result = mcp_code_run_python (code, arguments, NULL);
+      exit_status = report_run (result);
+      mcp_code_free (code);
+      mcp_cli_pool_free (cli);
+      return exit_status;
+    }
 }
 
 int

@@ -283,14 +283,14 @@ run_tools (gpointer data)
         }
       json_decref (items[i].tools);
     }
-  if (cli != NULL)
-    mcp_cli_pool_free (cli);
-
   if (job->json_output)
     {
       g_autofree char *dump = json_dumps (all, JSON_INDENT (2));
       printf ("%s\n", dump);
     }
+  /* The listing is out before the servers are ended. */
+  if (cli != NULL)
+    mcp_cli_pool_free (cli);
   return status;
 }
 

@@ -62,7 +62,8 @@ McpDiscovery *mcp_cli_discover           (McpCliCommon   *common);
 McpRemote    *mcp_cli_remote_new         (McpCliCommon   *common);
 
 /* An in-process pool on the default main context, with a progress line on
- * a terminal while a server is slow to start. */
+ * a terminal while a server is slow to start.  Print everything before
+ * mcp_cli_pool_free(): it flushes the output, then ends the servers. */
 typedef struct {
   McpPool *pool;
   GSource *progress;

@@ -388,9 +388,26 @@ on_input_noise (const char *line,
                 GError     *error,
                 gpointer    user_data)
 {
-  queue_message (user_data,
-                 mcp_upstream_error_reply (NULL, MCP_JSONRPC_PARSE_ERROR, _("Parse error: %s"), error->message),
-                 FALSE);
+  json_t *reply;
+
+  /* Valid JSON that cannot be held: a request still gets its answer for
+   * its id, a notification or a response none, as they would. */
+  if (g_error_matches (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_UNSUPPORTED))
+    {
+      g_autoptr(json_t) salvaged = mcp_jsonrpc_parse_salvaged (line, length);
+      McpMessageKind kind = mcp_jsonrpc_classify (salvaged);
+
+      if (kind == MCP_MESSAGE_NOTIFICATION || kind == MCP_MESSAGE_RESPONSE)
+        {
+          g_debug ("Dropping a message that mcp-pool cannot hold: %s", error->message);
+          return;
+        }
+      reply = mcp_upstream_error_reply (kind == MCP_MESSAGE_REQUEST ? json_object_get (salvaged, "id") : NULL,
+                                        MCP_JSONRPC_INVALID_REQUEST, _("Request refused: %s"), error->message);
+    }
+  else
+    reply = mcp_upstream_error_reply (NULL, MCP_JSONRPC_PARSE_ERROR, _("Parse error: %s"), error->message);
+  queue_message (user_data, reply, FALSE);
   push_back_input (user_data);
 }
 
@@ -472,7 +489,7 @@ begin_ending (McpServe *serve,
 static gboolean
 on_output_broken (gpointer user_data)
 {
-  begin_ending (user_data, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  begin_ending (user_data, MCP_POOL_SHUTDOWN_STDIN_GRACE, MCP_POOL_SHUTDOWN_TERM_GRACE);
   return G_SOURCE_REMOVE;
 }
 
@@ -482,7 +499,7 @@ on_input_closed (GError   *error,
 {
   /* The client closed our stdin: it gives us about two seconds before
    * SIGTERM, two more before SIGKILL. */
-  begin_ending (user_data, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  begin_ending (user_data, MCP_POOL_SHUTDOWN_STDIN_GRACE, MCP_POOL_SHUTDOWN_TERM_GRACE);
 }
 
 static gboolean

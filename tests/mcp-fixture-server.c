@@ -19,10 +19,16 @@
  *   --fail-start-if-exists P   the same, but only while the file P exists
  *   --hang-start               read stdin but never answer anything
  *   --ignore-sigterm           ignore SIGTERM
+ *   --note-file PATH           append "call <tool>" to PATH as each tools/call
+ *                              arrives, "eof" on stdin EOF and, with
+ *                              --ignore-sigterm, "sigterm" on SIGTERM, one
+ *                              line each, so a test sees the order of events
  *   --ignore-eof               on stdin EOF, block until killed
  *   --grandchild               fork a sleeper in our process group (npx-like)
  *   --notify-before-init       send list_changed before answering initialize
  *   --list-changed-after-init  send tools/list_changed after initialized
+ *   --list-changed-flood       from initialized until stdin closes, send
+ *                              tools/list_changed every millisecond
  *   --ping-client              ping the client after initialized (see stats)
  *   --protocol-version V       answer initialize with protocol version V
  *   --page-size N              paginate tools/list, N tools per page
@@ -30,7 +36,7 @@
  *   --help                     show usage and exit
  *
  * Tools:
- *   echo {message}             text "Echo: <message>"
+ *   echo {message}             text "Echo: <message>" (NUL characters kept)
  *   sleep {ms}                 sleep, then text "slept <ms>"
  *   crash {}                   _exit(3) without replying
  *   hang {}                    never reply
@@ -40,6 +46,7 @@
  *   stats {}                   counters, as text and structuredContent
  *   fail {}                    JSON-RPC error -32603
  *   tool_error {}              result with isError true
+ *   nul_name {}                a result with "\u0000" in a member name
  *   stderr {bytes}             write <bytes> bytes to stderr
  *   ask_client {method, params?}  ask the client, return its response
  *   dummy_<i> {}               text "dummy <i>" (with --extra-tools)
@@ -86,10 +93,15 @@ static struct
 {
   int noise, fail_start, hang_start, ignore_sigterm, ignore_eof, grandchild;
   int notify_before_init, list_changed_after_init, ping_client, notification_flood;
+  int list_changed_flood;
   long long crash_after, crash_on_list, stderr_flood, slow_start_ms, page_size, extra_tools;
   const char *protocol_version;
   const char *fail_start_if_exists;
+  const char *note_file;
 } opts;
+
+/* --note-file, opened for appending at start-up; -1 without it. */
+static int note_fd = -1;
 
 /* One lock for stdout so that messages from concurrent calls never mix. */
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -97,7 +109,7 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct
 {
-  long long calls, inflight, max_inflight, lists, flood_sent;
+  long long calls, inflight, max_inflight, lists, flood_sent, list_changed_sent;
   bool initialized;
   json_t *client_ping;
 } counters;
@@ -236,6 +248,21 @@ sleep_ms (long long ms)
   ts.tv_nsec = (long) (ms % 1000) * 1000000L;
   while (nanosleep (&ts, &ts) < 0 && errno == EINTR)
     ;
+}
+
+/* Async-signal-safe: one write of a whole line to an O_APPEND file. */
+static void
+note (const char *line)
+{
+  if (note_fd >= 0 && write (note_fd, line, strlen (line)) < 0)
+    return;
+}
+
+static void
+on_sigterm (int signum)
+{
+  (void) signum;
+  note ("sigterm\n");
 }
 
 static void
@@ -394,7 +421,7 @@ enum
 {
   TOOL_ECHO, TOOL_SLEEP, TOOL_CRASH, TOOL_HANG, TOOL_HUGE, TOOL_PROGRESS,
   TOOL_NOTIFY_LIST_CHANGED, TOOL_STATS, TOOL_FAIL, TOOL_TOOL_ERROR,
-  TOOL_STDERR, TOOL_ASK_CLIENT, N_TOOLS
+  TOOL_STDERR, TOOL_ASK_CLIENT, TOOL_NUL_NAME, N_TOOLS
 };
 
 /* In enum order.  @args lists the arguments as "name:type",
@@ -418,6 +445,7 @@ static const struct
   { "stderr", "Write bytes to stderr.", "bytes:integer" },
   { "ask_client", "Send a request to the client, return its answer.",
     "method:string,params?:object" },
+  { "nul_name", "Answer with a NUL in a member name.", "" },
 };
 
 static json_t *
@@ -590,7 +618,7 @@ tool_stats (Call *call)
   json_t *snapshot;
 
   pthread_mutex_lock (&stats_lock);
-  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I}",
+  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I, s:I}",
                         "pid", (json_int_t) getpid (),
                         "calls", (json_int_t) counters.calls,
                         "lists", (json_int_t) counters.lists,
@@ -600,7 +628,8 @@ tool_stats (Call *call)
                         "client_ping",
                         json_deep_copy (counters.client_ping),
                         "grandchild_pid", (json_int_t) grandchild_pid,
-                        "flood_sent", (json_int_t) counters.flood_sent);
+                        "flood_sent", (json_int_t) counters.flood_sent,
+                        "list_changed_sent", (json_int_t) counters.list_changed_sent);
   pthread_mutex_unlock (&stats_lock);
   call_reply (call, json_text_result (snapshot, snapshot));
 }
@@ -638,6 +667,41 @@ tool_ask_client (Call *call)
   call_reply (call, result);
 }
 
+/* "Echo: <message>", NULs and all. */
+static json_t *
+echo_text (json_t *message)
+{
+  static const char prefix[] = "Echo: ";
+  size_t length = json_string_length (message);
+  char *text = malloc (sizeof prefix - 1 + length);
+  json_t *result;
+
+  memcpy (text, prefix, sizeof prefix - 1);
+  memcpy (text + sizeof prefix - 1, json_string_value (message), length);
+  result = json_stringn (text, sizeof prefix - 1 + length);
+  free (text);
+  return result;
+}
+
+/* Valid JSON that Jansson cannot build, so written by hand. */
+static void
+tool_nul_name (Call *call)
+{
+  char *id = json_dumps (call->id, JSON_ENCODE_ANY);
+  char *line;
+
+  call_done ();
+  if (asprintf (&line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[],"
+                "\"structuredContent\":{\"a\\u0000b\":1}}}\n", id) >= 0)
+    {
+      pthread_mutex_lock (&out_lock);
+      write_all (1, line, strlen (line));
+      pthread_mutex_unlock (&out_lock);
+      free (line);
+    }
+  free (id);
+}
+
 static void
 run_tool (Call *call, int tool)
 {
@@ -650,8 +714,7 @@ run_tool (Call *call, int tool)
       if (!json_is_string (value = json_object_get (call->args, "message")))
         call_bad_argument (call, "message", "a string");
       else
-        call_reply (call, text_result ("Echo: %s",
-                                       json_string_value (value)));
+        call_reply (call, text_result_take (echo_text (value)));
       break;
     case TOOL_SLEEP:
       if (arg_integer (call, "ms", true, 0, LLONG_MAX, &n))
@@ -703,6 +766,9 @@ run_tool (Call *call, int tool)
       break;
     case TOOL_ASK_CLIENT:
       tool_ask_client (call);
+      break;
+    case TOOL_NUL_NAME:
+      tool_nul_name (call);
       break;
     default:
       /* Past the real tools come the dummies, in tool_list order. */
@@ -792,6 +858,23 @@ ping_client_thread (void *data)
   return NULL;
 }
 
+/* A server whose tools never settle: announcements closer together than
+ * any client's debounce, for as long as it runs. */
+static void *
+list_changed_flood_thread (void *data)
+{
+  (void) data;
+  for (;;)
+    {
+      send_list_changed ();
+      pthread_mutex_lock (&stats_lock);
+      counters.list_changed_sent++;
+      pthread_mutex_unlock (&stats_lock);
+      sleep_ms (1);
+    }
+  return NULL;
+}
+
 static void
 handle_initialized (void)
 {
@@ -801,6 +884,8 @@ handle_initialized (void)
 
   if (opts.list_changed_after_init)
     send_list_changed ();
+  if (opts.list_changed_flood && !spawn_detached (list_changed_flood_thread, NULL))
+    fputs ("fixture: cannot start the list_changed thread\n", stderr);
   /* Waiting for the answer must not stop the stdin reader. */
   if (opts.ping_client && !spawn_detached (ping_client_thread, NULL))
     fputs ("fixture: cannot start the ping thread\n", stderr);
@@ -853,6 +938,15 @@ handle_tools_call (json_t *msg)
   if (++counters.inflight > counters.max_inflight)
     counters.max_inflight = counters.inflight;
   pthread_mutex_unlock (&stats_lock);
+
+  if (note_fd >= 0)
+    {
+      const char *name = json_string_value (json_object_get (json_object_get (msg, "params"), "name"));
+      char line[256];
+
+      snprintf (line, sizeof line, "call %.200s\n", name != NULL ? name : "?");
+      note (line);
+    }
 
   call = calloc (1, sizeof *call);
   call->request = json_deep_copy (msg);
@@ -981,8 +1075,9 @@ static const char usage_text[] =
   "  --crash-on-list N  --crash-after N  --noise  --stderr-flood BYTES  --slow-start MS\n"
   "  --notification-flood\n"
   "  --fail-start  --fail-start-if-exists PATH  --hang-start\n"
-  "  --ignore-sigterm  --ignore-eof\n"
+  "  --ignore-sigterm  --ignore-eof  --note-file PATH\n"
   "  --grandchild  --notify-before-init  --list-changed-after-init\n"
+  "  --list-changed-flood\n"
   "  --ping-client  --protocol-version V  --page-size N  --extra-tools N\n"
   "  --help\n\n"
   "Tools: echo, sleep, crash, hang, huge, progress, notify_list_changed,\n"
@@ -1001,10 +1096,12 @@ static const struct option long_options[] = {
   { "hang-start", no_argument, &opts.hang_start, 1 },
   { "ignore-sigterm", no_argument, &opts.ignore_sigterm, 1 },
   { "ignore-eof", no_argument, &opts.ignore_eof, 1 },
+  { "note-file", required_argument, NULL, 'N' },
   { "grandchild", no_argument, &opts.grandchild, 1 },
   { "notify-before-init", no_argument, &opts.notify_before_init, 1 },
   { "list-changed-after-init", no_argument, &opts.list_changed_after_init,
     1 },
+  { "list-changed-flood", no_argument, &opts.list_changed_flood, 1 },
   { "ping-client", no_argument, &opts.ping_client, 1 },
   { "protocol-version", required_argument, NULL, 'v' },
   { "page-size", required_argument, NULL, 'p' },
@@ -1036,7 +1133,7 @@ parse_options (int argc, char **argv)
           fputs (usage_text, stdout);
           exit (0);
         }
-      if (c != 'v' && c != 'F' && !parse_number (optarg, 0, INT_MAX, &n))
+      if (c != 'v' && c != 'F' && c != 'N' && !parse_number (optarg, 0, INT_MAX, &n))
         {
           fprintf (stderr, "fixture: --%s needs a number from 0 to %d, "
                    "not '%s'\n", long_options[which].name, INT_MAX, optarg);
@@ -1053,6 +1150,7 @@ parse_options (int argc, char **argv)
         case 'x': opts.extra_tools = n; break;
         case 'v': opts.protocol_version = optarg; break;
         case 'F': opts.fail_start_if_exists = optarg; break;
+        case 'N': opts.note_file = optarg; break;
         default: break;
         }
     }
@@ -1091,7 +1189,21 @@ main (int argc, char **argv)
    * grandchild dies with its process group. */
   if (opts.grandchild)
     spawn_grandchild ();
-  if (opts.ignore_sigterm)
+  if (opts.note_file != NULL
+      && (note_fd = open (opts.note_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) < 0)
+    {
+      perror ("fixture: --note-file");
+      exit (EXIT_USAGE);
+    }
+  if (opts.ignore_sigterm && note_fd >= 0)
+    {
+      /* Noted, not obeyed; SA_RESTART keeps the stdin reader reading. */
+      struct sigaction action = { .sa_handler = on_sigterm, .sa_flags = SA_RESTART };
+
+      sigemptyset (&action.sa_mask);
+      sigaction (SIGTERM, &action, NULL);
+    }
+  else if (opts.ignore_sigterm)
     signal (SIGTERM, SIG_IGN);
 
   /* Timeouts must not move with the wall clock. */
@@ -1120,12 +1232,14 @@ main (int argc, char **argv)
       if (len == 0)
         continue;
 
-      msg = json_loadb (line, (size_t) len, 0, NULL);
+      /* "\u0000" is valid JSON; strings keep their length. */
+      msg = json_loadb (line, (size_t) len, JSON_ALLOW_NUL, NULL);
       if (json_is_object (msg) && !opts.hang_start)
         handle_message (msg);
       json_decref (msg);
     }
   free (line);
+  note ("eof\n");
 
   if (opts.ignore_eof)
     block_forever ();

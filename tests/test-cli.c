@@ -1,6 +1,7 @@
 /* test-cli.c — the `mcp-pool` program as a user runs it. */
 #include "config.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -661,6 +662,71 @@ test_unset_variables (void)
   test_assert_no_children ();
 }
 
+/* Runs a one-shot command against a server that ends neither on stdin EOF
+ * nor on SIGTERM, with the command's stdout appended to the file where the
+ * server notes those events: the file shows what came first.  Returns the
+ * file's text once the command has exited. */
+static char *
+run_noted (const char *first_arg,
+           ...)
+{
+  g_autofree char *notes = g_build_filename (scratch_home, "notes.txt", NULL);
+  g_autofree char *flags = g_strdup_printf ("[\"--ignore-eof\", \"--ignore-sigterm\", \"--note-file\", \"%s\"]",
+                                            notes);
+  g_autofree char *config = write_config ("stubborn", flags);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  g_autoptr(GSubprocess) process = NULL;
+  g_autoptr(GError) error = NULL;
+  gint64 start = g_get_monotonic_time ();
+  char *text = NULL;
+  const char *arg;
+  va_list args;
+  int fd;
+
+  g_ptr_array_add (argv, (gpointer) test_mcp_pool_path ());
+  va_start (args, first_arg);
+  for (arg = first_arg; arg != NULL; arg = va_arg (args, const char *))
+    g_ptr_array_add (argv, g_str_equal (arg, "CONFIG") ? config : (gpointer) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+
+  g_unlink (notes);
+  fd = open (notes, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  g_assert_cmpint (fd, >=, 0);
+  g_subprocess_launcher_take_stdout_fd (launcher, fd);
+  g_subprocess_launcher_setenv (launcher, "HOME", scratch_home, TRUE);
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_CONFIG");
+  g_subprocess_launcher_set_cwd (launcher, scratch_home);
+  process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, &error);
+  g_assert_no_error (error);
+  g_assert_true (test_subprocess_wait (process, 20 * 1000));
+  g_test_message ("%s took %.1f s with a server that needs SIGKILL", first_arg,
+                  (g_get_monotonic_time () - start) / (double) G_USEC_PER_SEC);
+  g_assert_cmpint (g_subprocess_get_exit_status (process), ==, 0);
+
+  g_assert_true (g_file_get_contents (notes, &text, NULL, NULL));
+  g_unlink (notes);
+  g_unlink (config);
+  test_assert_no_children ();
+  return text;
+}
+
+/* A one-shot command prints and flushes what it has to say before it ends
+ * its servers, and then ends them as a pool does: stdin closed, SIGTERM,
+ * SIGKILL.  The output comes before the server hears of the end. */
+static void
+test_output_before_shutdown (void)
+{
+  g_autofree char *called = run_noted ("call", "--config", "CONFIG", "stubborn", "echo", "message=answer", NULL);
+  g_autofree char *listed = run_noted ("tools", "--config", "CONFIG", "stubborn", NULL);
+
+  g_assert_cmpstr (called, ==, "call echo\nEcho: answer\neof\nsigterm\n");
+  g_assert_true (g_str_has_prefix (listed, "stubborn ("));
+  g_assert_true (g_str_has_suffix (listed, "\neof\nsigterm\n"));
+  g_assert_null (strstr (listed, "eof\nsigterm\n  "));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -684,6 +750,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/self-entries", test_self_entries);
   g_test_add_func ("/cli/server-environment", test_server_environment);
   g_test_add_func ("/cli/unset-variables", test_unset_variables);
+  g_test_add_func ("/cli/output-before-shutdown", test_output_before_shutdown);
 
   scratch_home = g_dir_make_tmp ("mcp-pool-home-XXXXXX", NULL);
   status = g_test_run ();

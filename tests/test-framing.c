@@ -175,6 +175,51 @@ test_reader (void)
   g_ptr_array_unref (results.noise);
 }
 
+static gboolean
+on_reader_stuck (gpointer user_data)
+{
+  g_error ("A paused reader did not see its peer hang up");
+  return G_SOURCE_REMOVE;
+}
+
+/* A paused reader reads nothing, but a peer that closes its end still
+ * ends it: nothing the peer wrote is handed over. */
+static void
+test_paused_hang_up (void)
+{
+  static const McpLineReaderFuncs funcs = { on_message, on_noise, on_too_long, on_closed };
+  static const char line[] = "{\"method\":\"x\"}\n";
+  ReaderResults results = { 0 };
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(GSource) stuck = g_timeout_source_new_seconds (60);
+  GSource *reader;
+  int fds[2];
+
+  results.loop = g_main_loop_new (context, FALSE);
+  results.messages = g_ptr_array_new_with_free_func (free);
+  results.noise = g_ptr_array_new_with_free_func (g_free);
+  g_assert_true (g_unix_open_pipe (fds, FD_CLOEXEC, NULL));
+  reader = mcp_line_reader_new (fds[0], 0, &funcs, &results, NULL);
+  g_source_attach (reader, context);
+  mcp_line_reader_set_paused (reader, TRUE);
+  g_source_set_callback (stuck, on_reader_stuck, NULL, NULL);
+  g_source_attach (stuck, context);
+
+  g_assert_cmpint (write (fds[1], line, sizeof line - 1), ==, sizeof line - 1);
+  close (fds[1]);
+  g_main_loop_run (results.loop);
+
+  g_assert_true (results.closed);
+  g_assert_cmpuint (results.messages->len, ==, 0);
+  g_assert_true (g_source_is_destroyed (reader));
+
+  g_source_destroy (stuck);
+  g_source_unref (reader);
+  g_main_loop_unref (results.loop);
+  g_ptr_array_unref (results.messages);
+  g_ptr_array_unref (results.noise);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -183,5 +228,6 @@ main (int argc, char **argv)
   g_test_add_func ("/framing/too-long", test_too_long);
   g_test_add_func ("/framing/exact-cap", test_exact_cap);
   g_test_add_func ("/framing/reader", test_reader);
+  g_test_add_func ("/framing/paused-hang-up", test_paused_hang_up);
   return g_test_run ();
 }

@@ -77,6 +77,51 @@ test_id_keys (void)
   g_assert_null (mcp_jsonrpc_id_key (real));
 }
 
+/* "\u0000" is valid JSON: it parses, keeps its length, goes out as it came
+ * in, and ids that differ only after it stay apart. */
+#define NUL_MESSAGE "{\"id\":\"a\\u0000b\",\"method\":\"m\",\"params\":{\"s\":\"x\\u0000y\"}}"
+
+static void
+test_nul (void)
+{
+  static const char text[] = NUL_MESSAGE;
+  g_autoptr(json_t) message = parse (text);
+  g_autoptr(json_t) other_id = json_stringn ("a\0c", 3);
+  json_t *value = json_object_get (json_object_get (message, "params"), "s");
+  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (message, "id"));
+  g_autofree char *other_key = mcp_jsonrpc_id_key (other_id);
+  g_autofree char *line = NULL;
+  gsize length;
+
+  g_assert_cmpint (mcp_jsonrpc_classify (message), ==, MCP_MESSAGE_REQUEST);
+  g_assert_cmpmem (json_string_value (value), json_string_length (value), "x\0y", 3);
+  g_assert_cmpstr (key, !=, other_key);
+  line = mcp_jsonrpc_to_line (message, &length, NULL);
+  g_assert_cmpmem (line, length, NUL_MESSAGE "\n", sizeof text);
+}
+
+/* Jansson cannot hold a NUL in a member name; the id is still found. */
+static void
+test_nul_in_name (void)
+{
+  static const char text[] = "{\"id\":7,\"method\":\"m\",\"params\":{\"a\\u0000b\":\"\\\\u0000\"}}";
+  static const char no_id[] = "{\"method\":\"m\",\"params\":{\"a\\u0000\":1}}";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) value = mcp_jsonrpc_parse (text, strlen (text), &error);
+  g_autoptr(json_t) salvaged = NULL;
+  g_autoptr(json_t) notification = NULL;
+
+  g_assert_null (value);
+  g_assert_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_UNSUPPORTED);
+  salvaged = mcp_jsonrpc_parse_salvaged (text, strlen (text));
+  g_assert_cmpint (mcp_jsonrpc_classify (salvaged), ==, MCP_MESSAGE_REQUEST);
+  g_assert_cmpint (json_integer_value (json_object_get (salvaged, "id")), ==, 7);
+  /* An escaped backslash before "u0000" is text, not a NUL. */
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (salvaged, "params"), "a\357\277\275b"), ==, "\\u0000");
+  notification = mcp_jsonrpc_parse_salvaged (no_id, strlen (no_id));
+  g_assert_cmpint (mcp_jsonrpc_classify (notification), ==, MCP_MESSAGE_NOTIFICATION);
+}
+
 static void
 test_build (void)
 {
@@ -157,6 +202,8 @@ main (int argc, char **argv)
   g_test_add_func ("/jsonrpc/classify", test_classify);
   g_test_add_func ("/jsonrpc/parse-refuses", test_parse_refuses);
   g_test_add_func ("/jsonrpc/id-keys", test_id_keys);
+  g_test_add_func ("/jsonrpc/nul", test_nul);
+  g_test_add_func ("/jsonrpc/nul-in-name", test_nul_in_name);
   g_test_add_func ("/jsonrpc/build", test_build);
   g_test_add_func ("/jsonrpc/line-is-one-line", test_line_is_one_line);
   g_test_add_func ("/jsonrpc/write-deadline", test_write_deadline);

@@ -486,6 +486,29 @@ test_list_changed (Fixture *fixture, gconstpointer data)
   g_assert_cmpint (stat_of (fixture, "shifty", "lists"), ==, 2);
 }
 
+/* A server that announces changes without pause is re-listed all the same:
+ * each announcement no longer puts the re-list off for good. */
+static void
+test_list_changed_flood (Fixture *fixture, gconstpointer data)
+{
+  g_autofree char *changed = NULL;
+  json_int_t sent;
+
+  configure (fixture, test_fixture_config ("restless", "--list-changed-flood", NULL), NULL);
+  g_assert_cmpint (stat_of (fixture, "restless", "lists"), ==, 1);
+  changed = g_async_queue_timeout_pop (fixture->tools_changed, 10 * G_USEC_PER_SEC);
+  g_assert_cmpstr (changed, ==, "restless");
+  g_clear_pointer (&changed, g_free);
+  sent = stat_of (fixture, "restless", "list_changed_sent");
+
+  changed = g_async_queue_timeout_pop (fixture->tools_changed,
+                                       test_timeout_ms (20 * 1000) * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpstr (changed, ==, "restless");
+  g_assert_cmpint (stat_of (fixture, "restless", "lists"), >=, 2);
+  /* The announcements kept coming meanwhile. */
+  g_assert_cmpint (stat_of (fixture, "restless", "list_changed_sent"), >, sent);
+}
+
 static void
 test_tools_detail (Fixture *fixture, gconstpointer data)
 {
@@ -858,6 +881,7 @@ main (int argc, char **argv)
   ADD ("/pool/backoff", test_backoff);
   ADD ("/pool/idle-reap", test_idle_reap);
   ADD ("/pool/list-changed", test_list_changed);
+  ADD ("/pool/list-changed-flood", test_list_changed_flood);
   ADD ("/pool/tools-detail", test_tools_detail);
   ADD ("/pool/search", test_search);
   g_test_add ("/pool/list-retried-once", Fixture, "no-relist", setup, test_list_retried, teardown);

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include <gio/gunixoutputstream.h>
+#include <glib/gstdio.h>
 
 #include "test-util.h"
 
@@ -580,6 +581,39 @@ test_bad_input (Fixture       *fixture,
                   MCP_JSONRPC_INVALID_PARAMS);
 }
 
+/* "\u0000" is valid JSON: a request that carries it is answered for its
+ * id, and a NUL goes through a tool's arguments and result unchanged. */
+static void
+test_nul (Fixture       *fixture,
+          gconstpointer  data)
+{
+  static const char expected[] = "Echo: a\0b";
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) result = NULL;
+  g_autoptr(json_t) reply = NULL;
+  json_t *text;
+
+  test_client_send_line (client, "{\"jsonrpc\":\"2.0\",\"id\":41,\"method\":\"ping\","
+                         "\"params\":{\"pad\":\"a\\u0000b\"}}");
+  reply = test_client_read_reply (client, 41);
+  g_assert_true (json_is_object (json_object_get (reply, "result")));
+
+  result = gateway_call (client, "fixture", "echo", json_pack ("{s:s%}", "message", "a\0b", (size_t) 3));
+  text = json_object_get (json_array_get (json_object_get (result, "content"), 0), "text");
+  g_assert_true (json_is_string (text));
+  g_assert_cmpmem (json_string_value (text), json_string_length (text), expected, sizeof expected - 1);
+
+  /* Jansson cannot hold a NUL in a member name: still an answer for the id. */
+  assert_refused (client, "{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"ping\","
+                  "\"params\":{\"a\\u0000b\":1}}", 42, MCP_JSONRPC_INVALID_REQUEST);
+  /* A notification gets no answer, however it is written. */
+  test_client_send_line (client, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\","
+                         "\"params\":{\"a\\u0000b\":1}}");
+  serve_settle (client);
+  for (guint i = 0; i < client->stash->len; i++)
+    g_assert_false (test_message_has_id (g_ptr_array_index (client->stash, i), NULL_ID));
+}
+
 /* The line cap is 32 MiB and has no option: one byte-heavy request. */
 static void
 test_long_line (Fixture       *fixture,
@@ -824,8 +858,7 @@ test_end_while_starting (Fixture       *fixture,
   serve_finish (client);
   reply = test_client_read_reply (client, id);
   result = json_object_get (reply, "result");
-  assert_result (result, TRUE, "slow", NULL);
-  g_assert_nonnull (strstr (result_text (result), "shutting down"));
+  assert_result (result, TRUE, "slow", "shutting down", NULL);
 }
 
 /* A client that stops reading its replies must not kill mcp-pool. */
@@ -913,6 +946,29 @@ assert_busy (json_t *reply)
                    ==, MAX_PENDING);
 }
 
+typedef struct {
+  const char *path;
+  const char *line;
+  guint       count;
+} NoteCount;
+
+/* TRUE once the fixture's note file has @line at least @count times. */
+static gboolean
+noted (gpointer data)
+{
+  NoteCount *wanted = data;
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  guint count = 0;
+
+  if (!g_file_get_contents (wanted->path, &text, NULL, NULL))
+    return FALSE;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    count += g_str_equal (lines[i], wanted->line);
+  return count >= wanted->count;
+}
+
 /* Past MCP_POOL_MAX_PENDING requests in flight, a request is refused at
  * once; the others are answered, every request exactly once, and serving
  * goes on.  The calls in flight sleep longer than the test, so "at once"
@@ -920,7 +976,10 @@ assert_busy (json_t *reply)
 static void
 test_max_pending (void)
 {
-  g_autofree char *config = write_config ((const char * const []) { "fixture", "[]", NULL });
+  g_autofree char *notes = g_build_filename (scratch_home, "max-pending-notes.txt", NULL);
+  g_autofree char *flags = g_strdup_printf ("[\"--note-file\", \"%s\"]", notes);
+  g_autofree char *config = write_config ((const char * const []) { "fixture", flags, NULL });
+  NoteCount all_held = { notes, "call sleep", MAX_PENDING };
   g_autoptr(TestClient) client = serve_new_with (config, "gateway", "MCP_POOL_MAX_PENDING",
                                                  G_STRINGIFY (MAX_PENDING));
   json_int_t held[MAX_PENDING], refused[OVER_THE_LIMIT], after[MAX_PENDING];
@@ -948,7 +1007,10 @@ test_max_pending (void)
     for (guint j = 0; j < MAX_PENDING; j++)
       g_assert_false (test_message_has_id (g_ptr_array_index (client->stash, i), held[j]));
 
-  /* The held calls end with their server, with an error each. */
+  /* The held calls end with their server, with an error each, once each
+   * has reached it: one still on its way would start a new server, and
+   * sleep there for the rest of the test. */
+  g_assert_true (test_wait_for (noted, &all_held, TEST_CLIENT_WAIT_MS));
   g_assert_cmpint (kill (pid, SIGKILL), ==, 0);
   for (guint i = 0; i < MAX_PENDING; i++)
     {
@@ -980,6 +1042,7 @@ test_max_pending (void)
         g_assert_false (test_message_has_id (message, refused[j]));
     }
   g_clear_pointer (&client, test_client_free);
+  g_unlink (notes);
   test_assert_no_children ();
 }
 
@@ -988,17 +1051,13 @@ test_max_pending (void)
 #define FLOOD_FIRST_ID  1000000
 #define PUSH_BACK_QUIET_MS 2000
 
-/* A client that sends and never reads is pushed back through its pipe,
- * instead of mcp-pool queueing answers for it without bound; once it
- * reads, every request has its one answer. */
-static void
-test_push_back (Fixture       *fixture,
-                gconstpointer  data)
+/* Sends pings without reading until mcp-pool stops reading them; the
+ * number sent. */
+static json_int_t
+flood_until_pushed_back (TestClient *client)
 {
-  TestClient *client = fixture->client;
   int fd = g_unix_output_stream_get_fd (G_UNIX_OUTPUT_STREAM (client->input));
   int flags = fcntl (fd, F_GETFL);
-  g_autoptr(GHashTable) seen = g_hash_table_new (NULL, NULL);
   json_int_t sent = 0;
 
   g_assert_cmpint (fcntl (fd, F_SETFL, flags | O_NONBLOCK), ==, 0);
@@ -1029,6 +1088,19 @@ test_push_back (Fixture       *fixture,
   g_assert_cmpint (fcntl (fd, F_SETFL, flags), ==, 0);
   g_test_message ("mcp-pool pushed back after %" JSON_INTEGER_FORMAT " pings", sent);
   g_assert_cmpint (sent, <, FLOOD_MAX_PINGS);
+  return sent;
+}
+
+/* A client that sends and never reads is pushed back through its pipe,
+ * instead of mcp-pool queueing answers for it without bound; once it
+ * reads, every request has its one answer. */
+static void
+test_push_back (Fixture       *fixture,
+                gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(GHashTable) seen = g_hash_table_new (NULL, NULL);
+  json_int_t sent = flood_until_pushed_back (client);
 
   while ((guint) g_hash_table_size (seen) < sent)
     {
@@ -1041,6 +1113,22 @@ test_push_back (Fixture       *fixture,
       g_assert_true (g_hash_table_add (seen, GINT_TO_POINTER ((int) (id - FLOOD_FIRST_ID))));
     }
   serve_settle (client);
+}
+
+/* A client that is being pushed back and closes stdin ends mcp-pool then,
+ * though mcp-pool reads no more and its answers are not taken away: the
+ * process exits while the client still reads nothing. */
+static void
+test_push_back_eof (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+
+  flood_until_pushed_back (client);
+  test_client_close_input (client);
+  test_client_wait_process (client);
+  g_assert_true (g_subprocess_get_if_exited (client->process));
+  g_assert_cmpint (g_subprocess_get_exit_status (client->process), ==, 0);
 }
 
 int
@@ -1068,6 +1156,7 @@ main (int argc, char **argv)
   ADD ("/serve/failure/timeout", gateway_setup, test_timeout);
   ADD ("/serve/bad-input/messages", gateway_setup, test_bad_input);
   ADD ("/serve/bad-input/long-line", gateway_setup, test_long_line);
+  ADD ("/serve/bad-input/nul", gateway_setup, test_nul);
   g_test_add_func ("/serve/bad-input/max-message-bytes", test_max_message_bytes);
   ADD ("/serve/progress", gateway_setup, test_progress);
   ADD ("/serve/cancel", gateway_setup, test_cancel);
@@ -1082,6 +1171,7 @@ main (int argc, char **argv)
   ADD ("/serve/busy/slow-client", gateway_setup, test_slow_client);
   g_test_add_func ("/serve/busy/max-pending", test_max_pending);
   ADD ("/serve/busy/push-back", gateway_setup, test_push_back);
+  ADD ("/serve/busy/push-back-eof", gateway_setup, test_push_back_eof);
 #undef ADD
 
   scratch_home = g_dir_make_tmp ("mcp-pool-home-XXXXXX", NULL);

@@ -595,6 +595,23 @@ test_remote_error (Fixture *fixture, gconstpointer data)
   g_assert_true (mcp_session_is_alive (session));
 }
 
+/* A reply that Jansson cannot hold ends its call with an error at once,
+ * not with a timeout, and the session goes on. */
+static void
+test_nul_name (Fixture *fixture, gconstpointer data)
+{
+  McpSession *session = start (fixture, data);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) result = call_tool (session, "nul_name", NULL, 0, &error);
+  g_autoptr(json_t) stats = NULL;
+
+  g_assert_null (result);
+  g_assert_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_REMOTE);
+  g_assert_nonnull (strstr (error->message, "NUL"));
+  stats = fixture_stats (session);
+  g_assert_true (mcp_session_is_alive (session));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -628,6 +645,7 @@ main (int argc, char **argv)
   ADD ("/session/notifications", "--notify-before-init", test_notifications);
   ADD ("/session/cancel", NULL, test_cancel);
   ADD ("/session/remote-error", NULL, test_remote_error);
+  ADD ("/session/nul-name", NULL, test_nul_name);
 
   return g_test_run ();
 }

@@ -495,7 +495,8 @@ test_client_read_message (TestClient *client)
 
   if (line == NULL)
     return NULL;
-  message = json_loads (line, 0, &error);
+  /* Replies may carry "\u0000", as the requests may. */
+  message = json_loads (line, JSON_ALLOW_NUL, &error);
   if (!json_is_object (message))
     g_error ("The MCP server wrote a line that is not a JSON object (%s): %.200s", error.text, line);
   return message;
@@ -661,20 +662,34 @@ on_exit_timeout (gpointer user_data)
 void
 test_client_wait_exit (TestClient *client)
 {
-  g_autoptr(GSource) timeout = g_timeout_source_new (TEST_CLIENT_TIMEOUT_MS);
-  gboolean exited = FALSE, timed_out = FALSE;
   json_t *message;
 
   while (client->output_fd >= 0 && (message = test_client_read_message (client)) != NULL)
     client_keep (client, message);
+  test_client_wait_process (client);
+}
+
+/* Waits (bounded) for the process to exit, reading nothing of its output. */
+void
+test_client_wait_process (TestClient *client)
+{
+  if (!test_subprocess_wait (client->process, TEST_CLIENT_WAIT_MS))
+    g_error ("The MCP server did not exit within %d s", TEST_CLIENT_TIMEOUT_MS / 1000);
+  client->exited = TRUE;
+}
+
+gboolean
+test_subprocess_wait (GSubprocess *process,
+                      guint        timeout_ms)
+{
+  g_autoptr(GSource) timeout = g_timeout_source_new (test_timeout_ms (timeout_ms));
+  gboolean exited = FALSE, timed_out = FALSE;
 
   g_source_set_callback (timeout, on_exit_timeout, &timed_out, NULL);
   g_source_attach (timeout, NULL);
-  g_subprocess_wait_async (client->process, NULL, on_exited, &exited);
+  g_subprocess_wait_async (process, NULL, on_exited, &exited);
   while (!exited && !timed_out)
     g_main_context_iteration (NULL, TRUE);
   g_source_destroy (timeout);
-  if (!exited)
-    g_error ("The MCP server did not exit within %d s", TEST_CLIENT_TIMEOUT_MS / 1000);
-  client->exited = TRUE;
+  return exited;
 }

@@ -28,6 +28,10 @@ const char      *test_mcp_pool_path          (void);
 json_t          *test_find_tool              (json_t       *tools,
                                               const char   *name);
 
+/* Waits for @process to exit, at most @timeout_ms (scaled by
+ * test_timeout_ms()); TRUE if it did. */
+gboolean         test_subprocess_wait        (GSubprocess  *process,
+                                              guint         timeout_ms);
 /* TRUE if no process of group @pgid exists any more (zombies included). */
 gboolean         test_process_group_gone     (GPid          pgid);
 gboolean         test_process_gone           (GPid          pid);
@@ -113,6 +117,7 @@ void             test_client_wait_notification   (TestClient *client,
 void             test_client_close_input     (TestClient   *client);
 void             test_client_close_output    (TestClient   *client);
 void             test_client_wait_exit       (TestClient   *client);
+void             test_client_wait_process    (TestClient   *client);
 gboolean         test_message_has_id         (json_t       *message,
                                               json_int_t    id);
 

@@ -199,6 +199,15 @@ fd_source_dispatch (GSource     *source,
   char buffer[READ_CHUNK];
   int i;
 
+  /* A paused reader watches for a hang-up alone: the peer has gone and
+   * waits for no answer, so what it wrote and was not read is dropped. */
+  if (self->paused && (g_source_query_unix_fd (source, self->fd_tag) & (G_IO_HUP | G_IO_ERR)) != 0)
+    {
+      finish_stream (self, NULL);
+      DISPATCH_DONE (source);
+      return G_SOURCE_CONTINUE;
+    }
+
   for (i = 0; i < READS_PER_DISPATCH && !self->paused && !g_source_is_destroyed (source); i++)
     {
       ssize_t n = read (self->fd, buffer, sizeof buffer);
@@ -300,9 +309,11 @@ mcp_line_reader_set_paused (GSource  *reader,
   if (self->paused == paused || g_source_is_destroyed (reader))
     return;
   self->paused = paused;
-  /* No events while paused: the peer's writes pile up in the pipe and then
-   * block it, which is the push-back a paused reader is for. */
-  g_source_modify_unix_fd (reader, self->fd_tag, paused ? 0 : G_IO_IN | G_IO_HUP | G_IO_ERR);
+  /* No input events while paused: the peer's writes pile up in the pipe
+   * and then block it, which is the push-back a paused reader is for.  A
+   * hang-up is still seen, so that the end of the peer is not missed while
+   * it is pushed back. */
+  g_source_modify_unix_fd (reader, self->fd_tag, paused ? G_IO_HUP | G_IO_ERR : G_IO_IN | G_IO_HUP | G_IO_ERR);
 }
 
 GSource *

@@ -80,7 +80,11 @@ GSource *mcp_line_reader_new (int                        fd,
 /* On the reader's context: stops (or resumes) reading, so that a peer
  * that sends faster than its answers are taken away is pushed back through
  * its pipe instead of growing a queue.  The lines of the chunk being
- * dispatched are still handed over; EOF is not seen while paused. */
+ * dispatched are still handed over.  A hang-up of the peer (its end of a
+ * pipe closed, a socket closed both ways, an error) ends a paused reader
+ * at once through on_closed, dropping what was not read: a peer that has
+ * gone waits for no answers.  (A socket shut down for writing only is
+ * seen once reading resumes.) */
 void     mcp_line_reader_set_paused (GSource                   *reader,
                                      gboolean                   paused);
 

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <glib/gi18n-lib.h>
@@ -22,15 +23,19 @@ mcp_jsonrpc_id_is_valid (json_t *id)
   return id != NULL && (json_is_integer (id) || json_is_string (id));
 }
 
-/* A hashable key for an id that keeps 5 and "5" apart. */
+/* A hashable key for an id that keeps 5 and "5" apart.  A string id is
+ * keyed by its JSON text, so that ids that differ only after a NUL stay
+ * apart too. */
 char *
 mcp_jsonrpc_id_key (json_t *id)
 {
+  g_autofree char *text = NULL;
+
   if (json_is_integer (id))
     return g_strdup_printf ("i:%" JSON_INTEGER_FORMAT, json_integer_value (id));
-  if (json_is_string (id))
-    return g_strdup_printf ("s:%s", json_string_value (id));
-  return NULL;
+  if (!json_is_string (id) || (text = json_dumps (id, JSON_ENCODE_ANY)) == NULL)
+    return NULL;
+  return g_strconcat ("s:", text, NULL);
 }
 
 /* Classifies by shape, as the specification says: method + id is a request,
@@ -64,7 +69,9 @@ mcp_jsonrpc_classify (json_t *message)
 }
 
 /* Parses one line.  Anything but a JSON object is an error: bare values and
- * batches (arrays) are not messages this project accepts. */
+ * batches (arrays) are not messages this project accepts.  "\u0000" is
+ * valid JSON, so strings may hold NUL (Jansson keeps their length); only a
+ * member name cannot, which is MCP_JSONRPC_ERROR_UNSUPPORTED. */
 json_t *
 mcp_jsonrpc_parse (const char  *line,
                    gsize        length,
@@ -73,7 +80,15 @@ mcp_jsonrpc_parse (const char  *line,
   json_error_t json_error;
   g_autoptr(json_t) value = NULL;
 
-  value = json_loadb (line, length, JSON_DECODE_ANY, &json_error);
+  value = json_loadb (line, length, JSON_DECODE_ANY | JSON_ALLOW_NUL, &json_error);
+  if (value == NULL && json_error_code (&json_error) == json_error_null_byte_in_key)
+    {
+      g_set_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_UNSUPPORTED,
+                   _("A member name at column %d contains \\u0000, which mcp-pool cannot handle; "
+                     "send names without NUL characters"),
+                   json_error.column);
+      return NULL;
+    }
   if (value == NULL)
     {
       g_set_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_PARSE,
@@ -90,6 +105,29 @@ mcp_jsonrpc_parse (const char  *line,
       return NULL;
     }
   return g_steal_pointer (&value);
+}
+
+/* A line that mcp_jsonrpc_parse() refused as MCP_JSONRPC_ERROR_UNSUPPORTED,
+ * read again with every "\u0000" turned into U+FFFD.  Backslashes only
+ * occur inside strings in valid JSON, so skipping one escape at a time
+ * finds every one.  NULL if the result is not a JSON object. */
+json_t *
+mcp_jsonrpc_parse_salvaged (const char *line,
+                            gsize       length)
+{
+  g_autofree char *copy = g_memdup2 (line, length);
+  g_autoptr(json_t) value = NULL;
+
+  for (gsize i = 0; i + 1 < length; i++)
+    {
+      if (copy[i] != '\\')
+        continue;
+      if (copy[i + 1] == 'u' && i + 6 <= length && memcmp (copy + i + 2, "0000", 4) == 0)
+        memcpy (copy + i + 2, "fffd", 4);
+      i++;
+    }
+  value = json_loadb (copy, length, 0, NULL);
+  return json_is_object (value) ? g_steal_pointer (&value) : NULL;
 }
 
 static json_t *

@@ -39,6 +39,7 @@ typedef enum {
   MCP_JSONRPC_ERROR_WRITE,        /* the peer's pipe failed */
   MCP_JSONRPC_ERROR_WRITE_TIMEOUT,/* the peer did not read in time */
   MCP_JSONRPC_ERROR_ENCODE,       /* the value cannot be serialised */
+  MCP_JSONRPC_ERROR_UNSUPPORTED,  /* valid JSON that Jansson cannot hold: NUL in a name */
 } McpJsonrpcError;
 
 McpMessageKind mcp_jsonrpc_classify      (json_t       *message);
@@ -48,6 +49,11 @@ char          *mcp_jsonrpc_id_key        (json_t       *id);
 json_t        *mcp_jsonrpc_parse         (const char   *line,
                                           gsize         length,
                                           GError      **error);
+/* Only for the id and the shape of a message mcp_jsonrpc_parse() refused
+ * as MCP_JSONRPC_ERROR_UNSUPPORTED, so that its sender still gets an
+ * answer: its strings are not what was sent. */
+json_t        *mcp_jsonrpc_parse_salvaged (const char  *line,
+                                           gsize        length);
 
 json_t        *mcp_jsonrpc_request_new      (json_int_t    id,
                                              const char   *method,

@@ -33,6 +33,9 @@ typedef struct {
   gint64           backoff_ms;       /* protected by lock; the last delay */
 
   GSource         *relist_source;    /* protected by lock; a pending re-list, owned */
+  gint64           relist_due_by;    /* protected by lock; monotonic µs by which the
+                                      * pending re-list runs, however often the
+                                      * server announces changes meanwhile */
 
   /* The server's log messages logged in the current second, and those
    * left out; only touched by session callbacks on the pool's context. */

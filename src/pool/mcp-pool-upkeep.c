@@ -86,6 +86,30 @@ log_server_message (PoolEntry *entry,
            mcp_json_get_string (params, "level") ?: "info", data ? data : "");
 }
 
+/* Servers announce changes in bursts: the re-list waits until they settle,
+ * but no longer than the maximum delay after the first announcement, or a
+ * server that never settles would never be re-listed. */
+static void
+schedule_relist_locked (PoolEntry *entry)
+{
+  const McpPoolOptions *options = &entry->pool->options;
+  gint64 now = g_get_monotonic_time ();
+  gint64 delay_ms;
+
+  if (entry->relist_source != NULL)
+    {
+      g_source_destroy (entry->relist_source);
+      g_source_unref (entry->relist_source);
+    }
+  else
+    entry->relist_due_by = now + options->relist_max_delay_ms * G_TIME_SPAN_MILLISECOND;
+  delay_ms = CLAMP ((entry->relist_due_by - now) / G_TIME_SPAN_MILLISECOND, 0, options->relist_debounce_ms);
+  entry->relist_source = g_timeout_source_new (delay_ms);
+  g_source_set_callback (entry->relist_source, on_relist_due, mcp_pool_entry_ref (entry),
+                         (GDestroyNotify) mcp_pool_entry_unref);
+  g_source_attach (entry->relist_source, entry->pool->context);
+}
+
 void
 mcp_pool_on_session_notification (McpSession *session,
                                   const char *method,
@@ -99,16 +123,10 @@ mcp_pool_on_session_notification (McpSession *session,
       g_mutex_lock (&entry->lock);
       if (entry->session == session || entry->state == MCP_SERVER_STARTING)
         entry->tools_stale = TRUE;
-      /* Servers send these in bursts: re-list once they settle. */
-      if (entry->relist_source != NULL)
-        {
-          g_source_destroy (entry->relist_source);
-          g_source_unref (entry->relist_source);
-        }
-      entry->relist_source = g_timeout_source_new (entry->pool->options.relist_debounce_ms);
-      g_source_set_callback (entry->relist_source, on_relist_due, mcp_pool_entry_ref (entry),
-                             (GDestroyNotify) mcp_pool_entry_unref);
-      g_source_attach (entry->relist_source, entry->pool->context);
+      /* A removed entry is not re-listed: a pending re-list would keep it,
+       * and so the pool, alive after the pool is shut down. */
+      if (!entry->removed)
+        schedule_relist_locked (entry);
       g_mutex_unlock (&entry->lock);
     }
   else if (g_strcmp0 (method, "notifications/message") == 0)

@@ -19,6 +19,9 @@ G_DEFINE_QUARK (mcp-pool-error-quark, mcp_pool_error)
 #define BACKOFF_INITIAL_MS_DEFAULT  1000
 #define BACKOFF_MAX_MS_DEFAULT      (60 * 1000)
 #define RELIST_DEBOUNCE_MS_DEFAULT  200
+/* A server that never stops announcing changes is re-listed this many
+ * debounce periods after its first announcement. */
+#define RELIST_MAX_DELAY_FACTOR     5
 
 const char *
 mcp_server_state_to_string (McpServerState state)
@@ -783,6 +786,10 @@ mcp_pool_new (GMainContext            *context,
     pool->options.backoff_max_ms = BACKOFF_MAX_MS_DEFAULT;
   if (pool->options.relist_debounce_ms <= 0)
     pool->options.relist_debounce_ms = RELIST_DEBOUNCE_MS_DEFAULT;
+  if (pool->options.relist_max_delay_ms <= 0)
+    pool->options.relist_max_delay_ms = RELIST_MAX_DELAY_FACTOR * pool->options.relist_debounce_ms;
+  pool->options.relist_max_delay_ms = MAX (pool->options.relist_max_delay_ms,
+                                           pool->options.relist_debounce_ms);
   if (callbacks != NULL)
     pool->callbacks = *callbacks;
 
@@ -870,8 +877,11 @@ mcp_pool_shutdown (McpPool *pool,
   /* A second call has nothing left to do. */
   if (pool->background == NULL)
     return;
-  g_cancellable_cancel (pool->starts_cancellable);
+  /* Entries are marked shut down before the starts under way are
+   * cancelled, so that their callers learn that the pool is ending, not
+   * merely that a start was cancelled. */
   sessions = take_all_sessions (pool);
+  g_cancellable_cancel (pool->starts_cancellable);
 
   /* All at once: clients give a pool only a few seconds to finish. */
   jobs = g_new0 (ShutdownJob, sessions->len);

@@ -64,6 +64,7 @@ typedef struct {
   gint64 backoff_initial_ms;   /* 1 s */
   gint64 backoff_max_ms;       /* 60 s */
   gint64 relist_debounce_ms;   /* 200 ms */
+  gint64 relist_max_delay_ms;  /* 5 × relist_debounce_ms, at least relist_debounce_ms */
 } McpPoolOptions;
 
 /* A snapshot of one server for listings. */
@@ -144,6 +145,12 @@ json_t     *mcp_pool_call_tool      (McpPool                 *pool,
                                      json_t                  *arguments,
                                      const McpCallOptions    *options,
                                      GError                 **error);
+
+/* The whole pool's budget when its client is done with it (stdin EOF of
+ * serve, the end of a one-shot command): inside the window MCP clients
+ * give, every stdin is closed, SIGTERM follows after 1 s, SIGKILL after 2 s. */
+#define MCP_POOL_SHUTDOWN_STDIN_GRACE G_USEC_PER_SEC
+#define MCP_POOL_SHUTDOWN_TERM_GRACE  G_USEC_PER_SEC
 
 /* Blocking, any thread but the context's: ends every session at once, in
  * parallel, within about @stdin_grace + 2 × @term_grace µs.  Later calls

@@ -474,6 +474,32 @@ on_stdout_message (json_t   *message,
     }
 }
 
+/* A reply that is valid JSON but that Jansson cannot hold (a NUL in a
+ * member name) still ends its request, with an error that says why, rather
+ * than leaving the caller to time out.  Other noise is skipped. */
+static void
+on_stdout_noise (const char *line,
+                 gsize       length,
+                 GError     *error,
+                 gpointer    user_data)
+{
+  McpSession *session = user_data;
+  g_autoptr(json_t) salvaged = NULL;
+  g_autoptr(json_t) reply = NULL;
+
+  if (g_error_matches (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_UNSUPPORTED))
+    salvaged = mcp_jsonrpc_parse_salvaged (line, length);
+  if (mcp_jsonrpc_classify (salvaged) != MCP_MESSAGE_RESPONSE)
+    {
+      g_debug ("Server “%s”: skipping a line that is not a JSON-RPC message (%s): %.*s",
+               session->config->name, error->message, (int) MIN (length, 200), line);
+      return;
+    }
+  reply = mcp_jsonrpc_error_new (json_object_get (salvaged, "id"), MCP_JSONRPC_INTERNAL_ERROR,
+                                 error->message, NULL);
+  complete_request (session, reply);
+}
+
 static void
 on_stdout_too_long (GError   *error,
                     gpointer  user_data)
@@ -606,6 +632,7 @@ watch_child (McpSession *session,
 {
   static const McpLineReaderFuncs stdout_funcs = {
     .on_message = on_stdout_message,
+    .on_noise = on_stdout_noise,
     .on_too_long = on_stdout_too_long,
     .on_closed = on_stdout_closed,
   };
