@@ -777,6 +777,50 @@ test_warm (Fixture *fixture, gconstpointer data)
     }
 }
 
+typedef struct {
+  Fixture     *fixture;
+  GAsyncQueue *results;
+} ConcurrentRun;
+
+static gpointer
+run_print (gpointer data)
+{
+  ConcurrentRun *concurrent = data;
+
+  g_async_queue_push (concurrent->results, run (concurrent->fixture, "print(1)\n", NULL, 0));
+  return NULL;
+}
+
+/* Runs that start together each get a sandbox, the warm one included,
+ * while the warmer refills: none waits on another, round after round.
+ * The results are awaited with a bound, so a deadlock fails the test. */
+static void
+test_warm_concurrent (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(GAsyncQueue) results = g_async_queue_new ();
+  ConcurrentRun concurrent = { fixture, results };
+  GThread *threads[8];
+
+  if (!require_sandbox ())
+    return;
+  for (int round = 0; round < 3; round++)
+    {
+      for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
+        threads[i] = g_thread_new ("test-run", run_print, &concurrent);
+      for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
+        {
+          g_autoptr(json_t) result = g_async_queue_timeout_pop (results, test_timeout_ms (30 * 1000) * 1000ull);
+
+          if (result == NULL)
+            g_error ("Only %u of %u concurrent runs ended", i, (guint) G_N_ELEMENTS (threads));
+          assert_success (result);
+          g_assert_cmpstr (stdout_of (result), ==, "1\n");
+        }
+      for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
+        g_thread_join (threads[i]);
+    }
+}
+
 static void
 test_tool_entry (void)
 {
@@ -857,6 +901,7 @@ main (int argc, char **argv)
   ADD ("/sandbox/tools", NULL, test_tools);
   ADD ("/sandbox/allow-list", NULL, test_allow_list);
   ADD ("/sandbox/warm", "warm", test_warm);
+  ADD ("/sandbox/warm-concurrent", "warm", test_warm_concurrent);
   g_test_add_func ("/sandbox/tool-entry", test_tool_entry);
   g_test_add_func ("/sandbox/unavailable", test_unavailable);
   return g_test_run ();
