@@ -821,6 +821,71 @@ test_warm_concurrent (Fixture *fixture, gconstpointer data)
     }
 }
 
+/* A handler that holds every request until the test lets them go, so
+ * that none is answered while the code floods. */
+typedef struct {
+  GMutex   lock;
+  GCond    released_cond;
+  gboolean released;
+} HeldRequests;
+
+static json_t *
+hold_request (const char  *method,
+              json_t      *params,
+              gpointer     user_data,
+              GError     **error)
+{
+  HeldRequests *held = user_data;
+  gint64 deadline = g_get_monotonic_time () + test_timeout_ms (60 * 1000) * G_TIME_SPAN_MILLISECOND;
+
+  g_mutex_lock (&held->lock);
+  while (!held->released && g_cond_wait_until (&held->released_cond, &held->lock, deadline))
+    ;
+  g_mutex_unlock (&held->lock);
+  return json_object ();
+}
+
+/* Code that writes requests on the RPC socket without end while none is
+ * answered: the host stops reading at the bound instead of queueing them
+ * all, and the run's timeout still ends it. */
+static void
+test_rpc_flood (Fixture *fixture, gconstpointer data)
+{
+  McpSandboxLimits limits = { 0 };
+  HeldRequests held = { 0 };
+  McpRunResult result = { 0 };
+  g_autoptr(GError) error = NULL;
+  McpSandbox *sandbox;
+
+  if (!require_sandbox ())
+    return;
+  g_mutex_init (&held.lock);
+  g_cond_init (&held.released_cond);
+  sandbox = mcp_sandbox_start (&limits, test_io_thread_get_context (fixture->io), &error);
+  g_assert_no_error (error);
+  g_assert_true (mcp_sandbox_run (sandbox,
+                                  "import os, socket\n"
+                                  "raw = socket.socket(fileno=os.dup(int(os.environ['MCP_POOL_RPC_FD'])))\n"
+                                  "line = b'{\"id\":0,\"method\":\"list_servers\",\"params\":{}}\\n'\n"
+                                  "print('flooding', flush=True)\n"
+                                  "while True:\n"
+                                  "    raw.sendall(line * 1000)\n",
+                                  NULL, test_timeout_ms (3000), hold_request, &held, NULL, &result, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (result.status, ==, MCP_RUN_TIMEOUT);
+  g_assert_nonnull (strstr (result.stdout_text, "flooding"));
+  g_assert_cmpuint (mcp_sandbox_get_rpc_peak (sandbox), ==, MCP_SANDBOX_RPC_IN_FLIGHT_MAX);
+
+  g_mutex_lock (&held.lock);
+  held.released = TRUE;
+  g_cond_broadcast (&held.released_cond);
+  g_mutex_unlock (&held.lock);
+  mcp_sandbox_free (sandbox);
+  mcp_run_result_clear (&result);
+  g_cond_clear (&held.released_cond);
+  g_mutex_clear (&held.lock);
+}
+
 static void
 test_tool_entry (void)
 {
@@ -902,6 +967,7 @@ main (int argc, char **argv)
   ADD ("/sandbox/allow-list", NULL, test_allow_list);
   ADD ("/sandbox/warm", "warm", test_warm);
   ADD ("/sandbox/warm-concurrent", "warm", test_warm_concurrent);
+  ADD ("/sandbox/rpc/flood", NULL, test_rpc_flood);
   g_test_add_func ("/sandbox/tool-entry", test_tool_entry);
   g_test_add_func ("/sandbox/unavailable", test_unavailable);
   return g_test_run ();

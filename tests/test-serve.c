@@ -523,6 +523,76 @@ test_code_concurrent_runs (Fixture       *fixture,
   serve_finish (client);
 }
 
+/* VmRSS of the serve process, in kB. */
+static guint64
+serve_rss_kb (TestClient *client)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%s/status", g_subprocess_get_identifier (client->process));
+  g_autofree char *status = NULL;
+  const char *line;
+
+  g_assert_true (g_file_get_contents (path, &status, NULL, NULL));
+  line = strstr (status, "VmRSS:");
+  g_assert_nonnull (line);
+  return g_ascii_strtoull (line + strlen ("VmRSS:"), NULL, 10);
+}
+
+/* How much serve may keep after a run that flooded it with requests: far
+ * less than the flood (hundreds of MiB without a bound on the requests in
+ * flight), far more than the noise. */
+#define FLOOD_RSS_SLACK_KB (64 * 1024)
+
+/* Code that writes tool calls on its RPC socket without end: the run
+ * still ends by its timeout, and serve keeps none of the flood. */
+static void
+test_code_rpc_flood (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  static const char flood[] =
+    "import os, socket\n"
+    "raw = socket.socket(fileno=os.dup(int(os.environ['MCP_POOL_RPC_FD'])))\n"
+    "line = (b'{\"id\":0,\"method\":\"call_tool\",\"params\":{\"server\":\"alpha\",'\n"
+    "        b'\"tool\":\"echo\",\"arguments\":{\"message\":\"flood\"}}}\\n')\n"
+    "print('flooding', flush=True)\n"
+    "while True:\n"
+    "    raw.sendall(line * 1000)\n";
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) warm_up = NULL;
+  g_autoptr(json_t) flooded = NULL;
+  g_autoptr(json_t) after = NULL;
+  guint64 rss_before;
+  json_t *output;
+
+  if (sandbox_skipped (NULL))
+    return;
+  /* The sandbox machinery and the server run once before the measure. */
+  warm_up = call_tool (client, "run_python",
+                       json_pack ("{s:s, s:[s]}", "code", "print(await mcp_alpha.echo(message='warm'))\n",
+                                  "servers", "alpha"));
+  if (sandbox_skipped (warm_up))
+    return;
+  assert_result (warm_up, FALSE, "Echo: warm", NULL);
+  rss_before = serve_rss_kb (client);
+
+  flooded = call_tool (client, "run_python",
+                       json_pack ("{s:s, s:[s], s:f}", "code", flood, "servers", "alpha", "timeout", 3.0));
+  output = json_object_get (flooded, "structuredContent");
+  g_assert_cmpstr (mcp_json_get_string (output, "status"), ==, "timeout");
+  g_assert_cmpstr (mcp_json_get_string (output, "stdout"), ==, "flooding\n");
+  serve_settle (client);
+  g_test_message ("serve's RSS: %" G_GUINT64_FORMAT " kB before the flood, %" G_GUINT64_FORMAT " kB after",
+                  rss_before, serve_rss_kb (client));
+#if !defined (__SANITIZE_ADDRESS__) && !defined (__SANITIZE_THREAD__)
+  /* AddressSanitizer keeps freed memory in quarantine, and
+   * ThreadSanitizer adds shadow memory, so RSS says nothing there. */
+  g_assert_cmpuint (serve_rss_kb (client), <, rss_before + FLOOD_RSS_SLACK_KB);
+#endif
+  after = call_tool (client, "run_python",
+                     json_pack ("{s:s, s:[s]}", "code", "print(await mcp_alpha.echo(message='after'))\n",
+                                "servers", "alpha"));
+  assert_result (after, FALSE, "Echo: after", NULL);
+}
+
 static void
 test_code_resources (Fixture       *fixture,
                      gconstpointer  data)
@@ -1207,6 +1277,7 @@ main (int argc, char **argv)
   ADD ("/serve/code/resources", code_setup, test_code_resources);
   ADD ("/serve/code/run-python", code_setup, test_code_run_python);
   ADD ("/serve/code/concurrent-runs", code_setup, test_code_concurrent_runs);
+  ADD ("/serve/code/rpc-flood", code_setup, test_code_rpc_flood);
   ADD ("/serve/results/pass-through", gateway_setup, test_pass_through);
   ADD ("/serve/failure/crash", gateway_setup, test_crash);
   ADD ("/serve/failure/timeout", gateway_setup, test_timeout);
