@@ -886,6 +886,53 @@ test_rpc_flood (Fixture *fixture, gconstpointer data)
   g_mutex_clear (&held.lock);
 }
 
+/* A call whose request is over the RPC line limit fails at once, with
+ * the limit in its error, instead of waiting for the run's timeout. */
+static void
+test_rpc_too_long (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+  const char *err;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture, "await mcp_fx.echo(message='x' * (50 << 20))\n", "fx", 20);
+  g_assert_cmpstr (mcp_json_get_string (structured (result), "status"), ==, "error");
+  err = mcp_json_get_string (structured (result), "stderr");
+  g_assert_nonnull (strstr (err, "McpRpcError"));
+  g_assert_nonnull (strstr (err, "limit of 33554432 bytes"));
+  g_assert_nonnull (strstr (err, "pass smaller arguments"));
+  assert_pool_serves (fixture);
+}
+
+/* A line over the limit written on the socket itself, past the runtime's
+ * check: the host answers it, and the call that waits learns why. */
+static void
+test_rpc_too_long_raw (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "import asyncio, os, socket\n"
+                "waiting = asyncio.ensure_future(mcp_fx.sleep(ms=60000))\n"
+                "await asyncio.sleep(0)\n"
+                "raw = socket.socket(fileno=os.dup(int(os.environ['MCP_POOL_RPC_FD'])))\n"
+                "raw.sendall(b'{\"id\":0,\"method\":\"list_servers\",\"params\":{\"pad\":\"'\n"
+                "            + b'x' * (33 << 20) + b'\"}}\\n')\n"
+                "try:\n"
+                "    await waiting\n"
+                "except McpRpcError as error:\n"
+                "    print('refused:', error)\n"
+                "print(await mcp_fx.echo(message='after'))\n",
+                "fx", 20);
+  assert_success (result);
+  g_assert_nonnull (strstr (stdout_of (result), "refused: An RPC request of the code is longer than "
+                                                "the limit of 33554432 bytes"));
+  g_assert_nonnull (strstr (stdout_of (result), "Echo: after"));
+}
+
 static void
 test_tool_entry (void)
 {
@@ -968,6 +1015,8 @@ main (int argc, char **argv)
   ADD ("/sandbox/warm", "warm", test_warm);
   ADD ("/sandbox/warm-concurrent", "warm", test_warm_concurrent);
   ADD ("/sandbox/rpc/flood", NULL, test_rpc_flood);
+  ADD ("/sandbox/rpc/too-long", NULL, test_rpc_too_long);
+  ADD ("/sandbox/rpc/too-long-raw", NULL, test_rpc_too_long_raw);
   g_test_add_func ("/sandbox/tool-entry", test_tool_entry);
   g_test_add_func ("/sandbox/unavailable", test_unavailable);
   return g_test_run ();

@@ -70,6 +70,9 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
  * 20 ms, or less often where a sample takes more than 1/20 of that. */
 #define MEMORY_SAMPLE_US    (20 * G_TIME_SPAN_MILLISECOND)
 #define MEMORY_SAMPLE_SHARE 20
+/* The longest RPC request line; the runtime is told, and refuses longer
+ * ones itself. */
+#define RPC_LINE_MAX        MCP_LINE_MAX_DEFAULT
 
 struct _McpSandbox {
   gatomicrefcount    ref_count;      /* the owner's and one per reader and RPC job */
@@ -151,6 +154,7 @@ mcp_run_status_to_string (McpRunStatus status)
 typedef struct {
   McpSandbox *sandbox;
   json_t     *request;
+  json_t     *reply;      /* NULL: the handler's reply to @request */
 } RpcJob;
 
 static void
@@ -196,6 +200,7 @@ static void
 rpc_job_free (RpcJob *job)
 {
   json_decref (job->request);
+  json_decref (job->reply);
   sandbox_unref (job->sandbox);
   g_free (job);
 }
@@ -252,32 +257,38 @@ run_rpc_job (gpointer data,
 {
   RpcJob *job = data;
   McpSandbox *sandbox = job->sandbox;
-  g_autoptr(json_t) reply = NULL;
+  g_autoptr(json_t) reply = g_steal_pointer (&job->reply);
   McpSandboxRpcFunc handler;
   gpointer handler_data;
 
-  g_mutex_lock (&sandbox->lock);
-  handler = sandbox->handler;
-  handler_data = sandbox->handler_data;
-  g_mutex_unlock (&sandbox->lock);
-  reply = mcp_sandbox_rpc_reply (job->request, handler, handler_data);
+  if (reply == NULL)
+    {
+      g_mutex_lock (&sandbox->lock);
+      handler = sandbox->handler;
+      handler_data = sandbox->handler_data;
+      g_mutex_unlock (&sandbox->lock);
+      reply = mcp_sandbox_rpc_reply (job->request, handler, handler_data);
+    }
   send_rpc_reply (sandbox, reply);
   rpc_job_done (sandbox);
   rpc_job_free (job);
 }
 
-/* On the context, for every request read (@request taken): to the
- * workers while fewer than the bound are in flight, else to the backlog;
- * at the bound the reader pauses.  The lines of the chunk being read still
- * come after that, so the backlog holds at most one chunk's worth. */
+/* On the context, for every request read (@request taken) and every line
+ * refused (@reply taken, sent as it is): to the workers while fewer than
+ * the bound are in flight, else to the backlog; at the bound the reader
+ * pauses.  The lines of the chunk being read still come after that, so the
+ * backlog holds at most one chunk's worth. */
 static void
 queue_rpc_job (McpSandbox *sandbox,
-               json_t     *request)
+               json_t     *request,
+               json_t     *reply)
 {
   RpcJob *job = g_new0 (RpcJob, 1);
 
   job->sandbox = sandbox_ref (sandbox);
   job->request = request;
+  job->reply = reply;
   g_mutex_lock (&sandbox->lock);
   if (sandbox->rpc_workers != NULL)
     {
@@ -309,13 +320,24 @@ on_rpc_message (json_t   *message,
       g_debug ("The sandbox sent something that is not an RPC request; ignored");
       return;
     }
-  queue_rpc_job (sandbox, json_incref (message));
+  queue_rpc_job (sandbox, json_incref (message), NULL);
 }
 
+/* The id of a refused line is gone with it: the error goes to id null,
+ * which the runtime takes for every request it waits for.  Its own check
+ * of the same limit means that only code writing on the socket itself
+ * gets here. */
 static void
 on_rpc_too_long (GError *error, gpointer user_data)
 {
+  McpSandbox *sandbox = user_data;
+  g_autofree char *message = g_strdup_printf (_("An RPC request of the code is longer than the limit "
+                                                "of %zu bytes, so mcp-pool refused it; pass smaller "
+                                                "arguments (split large data over several calls)"),
+                                              (size_t) RPC_LINE_MAX);
+
   g_debug ("Sandbox RPC: %s", error->message);
+  queue_rpc_job (sandbox, NULL, json_pack ("{s:n, s:{s:s}}", "id", "error", "message", message));
 }
 
 static void
@@ -629,7 +651,7 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
                                                                   sandbox_ref (sandbox),
                                                                   (GDestroyNotify) sandbox_unref));
   /* Set before it is attached: its callbacks read it. */
-  sandbox->rpc_source = mcp_line_reader_new (dup (sandbox->rpc_fd), 0, &rpc_funcs,
+  sandbox->rpc_source = mcp_line_reader_new (dup (sandbox->rpc_fd), RPC_LINE_MAX, &rpc_funcs,
                                              sandbox_ref (sandbox), (GDestroyNotify) sandbox_unref);
   attach (sandbox, sandbox->rpc_source);
 
@@ -1000,8 +1022,8 @@ mcp_sandbox_run (McpSandbox          *sandbox,
 
   for (const char * const *server = servers; server != NULL && *server != NULL; server++)
     json_array_append_new (server_list, json_string (*server));
-  message = json_pack ("{s:s, s:{s:s, s:O}}", "method", "run", "params", "code", code,
-                       "servers", server_list);
+  message = json_pack ("{s:s, s:{s:s, s:O, s:I}}", "method", "run", "params", "code", code,
+                       "servers", server_list, "max_request_bytes", (json_int_t) RPC_LINE_MAX);
   g_mutex_lock (&sandbox->write_lock);
   mcp_jsonrpc_write_line (sandbox->rpc_fd, message, deadline, &write_error);
   g_mutex_unlock (&sandbox->write_lock);
