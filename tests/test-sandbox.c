@@ -777,6 +777,162 @@ test_warm (Fixture *fixture, gconstpointer data)
     }
 }
 
+typedef struct {
+  Fixture     *fixture;
+  GAsyncQueue *results;
+} ConcurrentRun;
+
+static gpointer
+run_print (gpointer data)
+{
+  ConcurrentRun *concurrent = data;
+
+  g_async_queue_push (concurrent->results, run (concurrent->fixture, "print(1)\n", NULL, 0));
+  return NULL;
+}
+
+/* Runs that start together each get a sandbox, the warm one included,
+ * while the warmer refills: none waits on another, round after round.
+ * The results are awaited with a bound, so a deadlock fails the test. */
+static void
+test_warm_concurrent (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(GAsyncQueue) results = g_async_queue_new ();
+  ConcurrentRun concurrent = { fixture, results };
+  GThread *threads[8];
+
+  if (!require_sandbox ())
+    return;
+  for (int round = 0; round < 3; round++)
+    {
+      for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
+        threads[i] = g_thread_new ("test-run", run_print, &concurrent);
+      for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
+        {
+          g_autoptr(json_t) result = g_async_queue_timeout_pop (results, test_timeout_ms (30 * 1000) * 1000ull);
+
+          if (result == NULL)
+            g_error ("Only %u of %u concurrent runs ended", i, (guint) G_N_ELEMENTS (threads));
+          assert_success (result);
+          g_assert_cmpstr (stdout_of (result), ==, "1\n");
+        }
+      for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
+        g_thread_join (threads[i]);
+    }
+}
+
+/* A handler that holds every request until the test lets them go, so
+ * that none is answered while the code floods. */
+typedef struct {
+  GMutex   lock;
+  GCond    released_cond;
+  gboolean released;
+} HeldRequests;
+
+static json_t *
+hold_request (const char  *method,
+              json_t      *params,
+              gpointer     user_data,
+              GError     **error)
+{
+  HeldRequests *held = user_data;
+  gint64 deadline = g_get_monotonic_time () + test_timeout_ms (60 * 1000) * G_TIME_SPAN_MILLISECOND;
+
+  g_mutex_lock (&held->lock);
+  while (!held->released && g_cond_wait_until (&held->released_cond, &held->lock, deadline))
+    ;
+  g_mutex_unlock (&held->lock);
+  return json_object ();
+}
+
+/* Code that writes requests on the RPC socket without end while none is
+ * answered: the host stops reading at the bound instead of queueing them
+ * all, and the run's timeout still ends it. */
+static void
+test_rpc_flood (Fixture *fixture, gconstpointer data)
+{
+  McpSandboxLimits limits = { 0 };
+  HeldRequests held = { 0 };
+  McpRunResult result = { 0 };
+  g_autoptr(GError) error = NULL;
+  McpSandbox *sandbox;
+
+  if (!require_sandbox ())
+    return;
+  g_mutex_init (&held.lock);
+  g_cond_init (&held.released_cond);
+  sandbox = mcp_sandbox_start (&limits, test_io_thread_get_context (fixture->io), &error);
+  g_assert_no_error (error);
+  g_assert_true (mcp_sandbox_run (sandbox,
+                                  "import os, socket\n"
+                                  "raw = socket.socket(fileno=os.dup(int(os.environ['MCP_POOL_RPC_FD'])))\n"
+                                  "line = b'{\"id\":0,\"method\":\"list_servers\",\"params\":{}}\\n'\n"
+                                  "print('flooding', flush=True)\n"
+                                  "while True:\n"
+                                  "    raw.sendall(line * 1000)\n",
+                                  NULL, test_timeout_ms (3000), hold_request, &held, NULL, &result, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (result.status, ==, MCP_RUN_TIMEOUT);
+  g_assert_nonnull (strstr (result.stdout_text, "flooding"));
+  g_assert_cmpuint (mcp_sandbox_get_rpc_peak (sandbox), ==, MCP_SANDBOX_RPC_IN_FLIGHT_MAX);
+
+  g_mutex_lock (&held.lock);
+  held.released = TRUE;
+  g_cond_broadcast (&held.released_cond);
+  g_mutex_unlock (&held.lock);
+  mcp_sandbox_free (sandbox);
+  mcp_run_result_clear (&result);
+  g_cond_clear (&held.released_cond);
+  g_mutex_clear (&held.lock);
+}
+
+/* A call whose request is over the RPC line limit fails at once, with
+ * the limit in its error, instead of waiting for the run's timeout. */
+static void
+test_rpc_too_long (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+  const char *err;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture, "await mcp_fx.echo(message='x' * (50 << 20))\n", "fx", 20);
+  g_assert_cmpstr (mcp_json_get_string (structured (result), "status"), ==, "error");
+  err = mcp_json_get_string (structured (result), "stderr");
+  g_assert_nonnull (strstr (err, "McpRpcError"));
+  g_assert_nonnull (strstr (err, "limit of 33554432 bytes"));
+  g_assert_nonnull (strstr (err, "pass smaller arguments"));
+  assert_pool_serves (fixture);
+}
+
+/* A line over the limit written on the socket itself, past the runtime's
+ * check: the host answers it, and the call that waits learns why. */
+static void
+test_rpc_too_long_raw (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) result = NULL;
+
+  if (!require_sandbox ())
+    return;
+  result = run (fixture,
+                "import asyncio, os, socket\n"
+                "waiting = asyncio.ensure_future(mcp_fx.sleep(ms=60000))\n"
+                "await asyncio.sleep(0)\n"
+                "raw = socket.socket(fileno=os.dup(int(os.environ['MCP_POOL_RPC_FD'])))\n"
+                "raw.sendall(b'{\"id\":0,\"method\":\"list_servers\",\"params\":{\"pad\":\"'\n"
+                "            + b'x' * (33 << 20) + b'\"}}\\n')\n"
+                "try:\n"
+                "    await waiting\n"
+                "except McpRpcError as error:\n"
+                "    print('refused:', error)\n"
+                "print(await mcp_fx.echo(message='after'))\n",
+                "fx", 20);
+  assert_success (result);
+  g_assert_nonnull (strstr (stdout_of (result), "refused: An RPC request of the code is longer than "
+                                                "the limit of 33554432 bytes"));
+  g_assert_nonnull (strstr (stdout_of (result), "Echo: after"));
+}
+
 static void
 test_tool_entry (void)
 {
@@ -857,6 +1013,10 @@ main (int argc, char **argv)
   ADD ("/sandbox/tools", NULL, test_tools);
   ADD ("/sandbox/allow-list", NULL, test_allow_list);
   ADD ("/sandbox/warm", "warm", test_warm);
+  ADD ("/sandbox/warm-concurrent", "warm", test_warm_concurrent);
+  ADD ("/sandbox/rpc/flood", NULL, test_rpc_flood);
+  ADD ("/sandbox/rpc/too-long", NULL, test_rpc_too_long);
+  ADD ("/sandbox/rpc/too-long-raw", NULL, test_rpc_too_long_raw);
   g_test_add_func ("/sandbox/tool-entry", test_tool_entry);
   g_test_add_func ("/sandbox/unavailable", test_unavailable);
   return g_test_run ();

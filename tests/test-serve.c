@@ -433,6 +433,30 @@ test_proxy_call (Fixture       *fixture,
       }
 }
 
+/* TRUE after skipping the test: run_python's sandbox does not work here
+ * (or not in time, under valgrind); @result may be NULL, before a run. */
+static gboolean
+sandbox_skipped (json_t *result)
+{
+  const char *status = mcp_json_get_string (json_object_get (result, "structuredContent"), "status");
+
+  /* The sandbox that serve starts under valgrind never answers within the
+   * bounds; test-sandbox's runs are skipped under valgrind too. */
+  if (test_under_valgrind ())
+    {
+      g_test_skip ("A sandbox started by mcp-pool under valgrind does not answer in time");
+      return TRUE;
+    }
+  if (result != NULL && g_strcmp0 (status, "success") != 0 &&
+      strstr (result_text (result), "user namespaces") != NULL &&
+      g_strcmp0 (g_getenv ("MCP_POOL_SANDBOX_MUST_WORK"), "1") != 0)
+    {
+      g_test_skip (result_text (result));
+      return TRUE;
+    }
+  return FALSE;
+}
+
 /* Default mode: run_python, whose code calls a server through the pool;
  * the run's servers are named, and the result carries the code's output. */
 static void
@@ -445,27 +469,128 @@ test_code_run_python (Fixture       *fixture,
   json_t *output;
 
   g_assert_nonnull (test_find_tool (tools, "run_python"));
-  /* The sandbox that serve starts under valgrind never answers within the
-   * bounds; test-sandbox's runs are skipped under valgrind too. */
-  if (test_under_valgrind ())
-    {
-      g_test_skip ("A sandbox started by mcp-pool under valgrind does not answer in time");
-      return;
-    }
+  if (sandbox_skipped (NULL))
+    return;
   result = call_tool (client, "run_python",
                       json_pack ("{s:s, s:[s]}", "code",
                                  "print(await mcp_alpha.echo(message='from code'))\n", "servers", "alpha"));
   output = json_object_get (result, "structuredContent");
-  if (g_strcmp0 (mcp_json_get_string (output, "status"), "success") != 0 &&
-      strstr (result_text (result), "user namespaces") != NULL &&
-      g_strcmp0 (g_getenv ("MCP_POOL_SANDBOX_MUST_WORK"), "1") != 0)
-    {
-      g_test_skip (result_text (result));
-      return;
-    }
+  if (sandbox_skipped (result))
+    return;
   g_assert_cmpstr (mcp_json_get_string (output, "status"), ==, "success");
   g_assert_cmpstr (mcp_json_get_string (output, "stdout"), ==, "Echo: from code\n");
   g_assert_false (json_is_true (json_object_get (result, "isError")));
+}
+
+/* run_python requests sent back to back run at once, each in a sandbox
+ * of its own, while the warm sandbox is refilled; every one is answered,
+ * round after round, and serve still ends on EOF. */
+static void
+test_code_concurrent_runs (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  json_int_t ids[8];
+
+  if (sandbox_skipped (NULL))
+    return;
+  for (guint round = 0; round < 3; round++)
+    {
+      for (guint i = 0; i < G_N_ELEMENTS (ids); i++)
+        {
+          g_autofree char *source = g_strdup_printf ("print(await mcp_alpha.echo(message='run %u.%u'))\n",
+                                                     round, i);
+
+          ids[i] = test_client_request (client, "tools/call",
+                                        json_pack ("{s:s, s:{s:s, s:[s]}}", "name", "run_python",
+                                                   "arguments", "code", source, "servers", "alpha"));
+        }
+      for (guint i = 0; i < G_N_ELEMENTS (ids); i++)
+        {
+          g_autoptr(json_t) reply = test_client_read_reply (client, ids[i]);
+          json_t *result = json_object_get (reply, "result");
+          g_autofree char *expected = g_strdup_printf ("Echo: run %u.%u\n", round, i);
+
+          if (sandbox_skipped (result))
+            return;
+          if (json_is_true (json_object_get (result, "isError")))
+            g_error ("Run %u.%u failed: %s", round, i, result_text (result));
+          assert_result (result, FALSE, "status: success", NULL);
+          g_assert_cmpstr (mcp_json_get_string (json_object_get (result, "structuredContent"), "stdout"),
+                           ==, expected);
+        }
+    }
+  serve_finish (client);
+}
+
+/* VmRSS of the serve process, in kB. */
+static guint64
+serve_rss_kb (TestClient *client)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%s/status", g_subprocess_get_identifier (client->process));
+  g_autofree char *status = NULL;
+  const char *line;
+
+  g_assert_true (g_file_get_contents (path, &status, NULL, NULL));
+  line = strstr (status, "VmRSS:");
+  g_assert_nonnull (line);
+  return g_ascii_strtoull (line + strlen ("VmRSS:"), NULL, 10);
+}
+
+/* How much serve may keep after a run that flooded it with requests: far
+ * less than the flood (hundreds of MiB without a bound on the requests in
+ * flight), far more than the noise. */
+#define FLOOD_RSS_SLACK_KB (64 * 1024)
+
+/* Code that writes tool calls on its RPC socket without end: the run
+ * still ends by its timeout, and serve keeps none of the flood. */
+static void
+test_code_rpc_flood (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  static const char flood[] =
+    "import os, socket\n"
+    "raw = socket.socket(fileno=os.dup(int(os.environ['MCP_POOL_RPC_FD'])))\n"
+    "line = (b'{\"id\":0,\"method\":\"call_tool\",\"params\":{\"server\":\"alpha\",'\n"
+    "        b'\"tool\":\"echo\",\"arguments\":{\"message\":\"flood\"}}}\\n')\n"
+    "print('flooding', flush=True)\n"
+    "while True:\n"
+    "    raw.sendall(line * 1000)\n";
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) warm_up = NULL;
+  g_autoptr(json_t) flooded = NULL;
+  g_autoptr(json_t) after = NULL;
+  guint64 rss_before;
+  json_t *output;
+
+  if (sandbox_skipped (NULL))
+    return;
+  /* The sandbox machinery and the server run once before the measure. */
+  warm_up = call_tool (client, "run_python",
+                       json_pack ("{s:s, s:[s]}", "code", "print(await mcp_alpha.echo(message='warm'))\n",
+                                  "servers", "alpha"));
+  if (sandbox_skipped (warm_up))
+    return;
+  assert_result (warm_up, FALSE, "Echo: warm", NULL);
+  rss_before = serve_rss_kb (client);
+
+  flooded = call_tool (client, "run_python",
+                       json_pack ("{s:s, s:[s], s:f}", "code", flood, "servers", "alpha", "timeout", 3.0));
+  output = json_object_get (flooded, "structuredContent");
+  g_assert_cmpstr (mcp_json_get_string (output, "status"), ==, "timeout");
+  g_assert_cmpstr (mcp_json_get_string (output, "stdout"), ==, "flooding\n");
+  serve_settle (client);
+  g_test_message ("serve's RSS: %" G_GUINT64_FORMAT " kB before the flood, %" G_GUINT64_FORMAT " kB after",
+                  rss_before, serve_rss_kb (client));
+#if !defined (__SANITIZE_ADDRESS__) && !defined (__SANITIZE_THREAD__)
+  /* AddressSanitizer keeps freed memory in quarantine, and
+   * ThreadSanitizer adds shadow memory, so RSS says nothing there. */
+  g_assert_cmpuint (serve_rss_kb (client), <, rss_before + FLOOD_RSS_SLACK_KB);
+#endif
+  after = call_tool (client, "run_python",
+                     json_pack ("{s:s, s:[s]}", "code", "print(await mcp_alpha.echo(message='after'))\n",
+                                "servers", "alpha"));
+  assert_result (after, FALSE, "Echo: after", NULL);
 }
 
 static void
@@ -1151,6 +1276,8 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
   ADD ("/serve/code/resources", code_setup, test_code_resources);
   ADD ("/serve/code/run-python", code_setup, test_code_run_python);
+  ADD ("/serve/code/concurrent-runs", code_setup, test_code_concurrent_runs);
+  ADD ("/serve/code/rpc-flood", code_setup, test_code_rpc_flood);
   ADD ("/serve/results/pass-through", gateway_setup, test_pass_through);
   ADD ("/serve/failure/crash", gateway_setup, test_crash);
   ADD ("/serve/failure/timeout", gateway_setup, test_timeout);

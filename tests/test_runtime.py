@@ -51,6 +51,10 @@ class HostError(Exception):
     pass
 
 
+class LineRefused(Exception):
+    """Answered as the host answers a line over its limit: id null."""
+
+
 class FakeHost:
     """Answers the runtime's requests; each one in its own task."""
 
@@ -78,6 +82,8 @@ class FakeHost:
                      "result": await self.handle(request["method"], request["params"])}
         except HostError as error:
             reply = {"id": request["id"], "error": {"message": str(error)}}
+        except LineRefused as error:
+            reply = {"id": None, "error": {"message": str(error)}}
         finally:
             self.in_flight -= 1
         try:
@@ -110,6 +116,8 @@ class FakeHost:
     async def call(self, server, name, arguments):
         if name == "add":
             return dict(text("sum"), structuredContent={"sum": arguments["a"] + arguments["b"]})
+        if name == "echo" and arguments.get("message") == "refuse this line":
+            raise LineRefused("a request is longer than the limit of 1000 bytes")
         if name in ("echo", "get-sum"):
             return text(str(arguments.get("message", arguments.get("a"))))
         if name == "ping":
@@ -131,7 +139,7 @@ class Run:
         self.status, self.stdout, self.stderr, self.host = status, stdout, stderr, host
 
 
-async def run_sandbox(code, servers, send_run=True):
+async def run_sandbox(code, servers, send_run=True, max_request_bytes=None):
     host = FakeHost(servers)
     parent, child = socket.socketpair()
     try:
@@ -145,6 +153,8 @@ async def run_sandbox(code, servers, send_run=True):
     try:
         if send_run:
             run = {"method": "run", "params": {"code": code, "servers": list(servers)}}
+            if max_request_bytes is not None:
+                run["params"]["max_request_bytes"] = max_request_bytes
             writer.write(json.dumps(run).encode() + b"\n")
         else:
             writer.write_eof()
@@ -346,6 +356,33 @@ class RuntimeTest(unittest.TestCase):
             print(len(reply), set(reply))
             """, "20000000 {'x'}\n")
         self.assertEqual(len(run.host.requests[-1][1]["arguments"]["message"]), 20_000_000)
+
+    def test_request_over_the_limit(self):
+        run = self.assertRuns("""
+            try:
+                await mcp_math.echo(message="x" * 2000)
+            except McpRpcError as error:
+                print(error)
+            print(await mcp_math.echo(message="x" * 10))
+            """, "this call_tool request is 2097 bytes, longer than the mcp-pool host's limit "
+            "of 1000 bytes for one request; pass smaller arguments (split large data over "
+            "several calls)\nxxxxxxxxxx\n", max_request_bytes=1000)
+        # The host never saw the long one.
+        self.assertEqual([params["arguments"] for method, params in run.host.requests
+                          if method == "call_tool"], [{"message": "x" * 10}])
+
+    def test_refused_line_fails_the_waiting_requests(self):
+        # The sleep is waiting when the host answers id null: it fails too,
+        # as it might have been the refused line.
+        self.assertRuns("""
+            import asyncio
+            results = await asyncio.gather(mcp_slow.sleep(ms=60000), mcp_math.echo(message="refuse this line"),
+                                           return_exceptions=True)
+            print([f"{type(r).__name__}: {r}" for r in results])
+            print(await mcp_math.echo(message="still served"))
+            """, "['McpRpcError: a request is longer than the limit of 1000 bytes', "
+            "'McpRpcError: a request is longer than the limit of 1000 bytes']\n"
+            "still served\n")
 
     def test_discovery_helpers(self):
         run = self.assertRuns("""

@@ -1,8 +1,10 @@
 /* mcp-code.c — code execution mode: the `run_python` tool.
  *
- * Locking: code->lock guards the warm sandbox and the warmer thread; no
- * lock is held while a sandbox starts or runs.  The RPC handler runs on the
- * sandbox's workers with a RunContext that outlives the run.
+ * Locking: code->lock guards the warm sandbox and the warmer's state; no
+ * lock is held while a sandbox starts, runs or ends, and nothing is waited
+ * for under it but code->changed.  One long-lived warmer thread starts the
+ * warm sandboxes, so a run never joins a thread.  The RPC handler runs on
+ * the sandbox's workers with a RunContext that outlives the run.
  */
 #include "config.h"
 
@@ -16,10 +18,14 @@ struct _McpCode {
   McpPool        *pool;           /* a reference */
   GMainContext   *context;        /* immutable */
   McpCodeOptions  options;        /* immutable */
+  GThread        *warmer;         /* with keep_warm; set by new, joined by free */
 
   GMutex          lock;
+  GCond           changed;        /* any field below changed */
   McpSandbox     *warm;           /* protected by lock */
-  GThread        *warmer;         /* protected by lock */
+  gboolean        wanted;         /* protected by lock: the warmer should start one */
+  gboolean        warming;        /* protected by lock: the warmer is starting one */
+  gboolean        claimed;        /* protected by lock: a run waits for that one */
   gboolean        closing;        /* protected by lock */
 };
 
@@ -41,44 +47,62 @@ env_seconds (const char *name,
 
 /* Warm sandboxes */
 
+/* The warmer thread: starts a sandbox whenever one is wanted and none is
+ * warm, and keeps it for the next run. */
 static gpointer
 warm_up (gpointer data)
 {
   McpCode *code = data;
-  g_autoptr(GError) error = NULL;
-  McpSandbox *sandbox = mcp_sandbox_start (&code->options.limits, code->context, &error);
-
-  if (sandbox == NULL)
-    g_debug ("No warm sandbox: %s", error->message);
 
   g_mutex_lock (&code->lock);
-  if (code->warm == NULL && !code->closing)
+  while (!code->closing)
     {
-      code->warm = sandbox;
-      sandbox = NULL;
+      g_autoptr(GError) error = NULL;
+      McpSandbox *sandbox;
+
+      if (!code->wanted || code->warm != NULL)
+        {
+          g_cond_wait (&code->changed, &code->lock);
+          continue;
+        }
+      /* One attempt per run that takes a sandbox: a failure is not
+       * retried in a loop, the next run tries again. */
+      code->wanted = FALSE;
+      code->warming = TRUE;
+      g_mutex_unlock (&code->lock);
+
+      sandbox = mcp_sandbox_start (&code->options.limits, code->context, &error);
+      if (sandbox == NULL)
+        g_debug ("No warm sandbox: %s", error->message);
+
+      g_mutex_lock (&code->lock);
+      code->warming = FALSE;
+      if (code->warm == NULL && !code->closing)
+        code->warm = g_steal_pointer (&sandbox);
+      g_cond_broadcast (&code->changed);
+      if (sandbox != NULL)
+        {
+          g_mutex_unlock (&code->lock);
+          mcp_sandbox_free (sandbox);
+          g_mutex_lock (&code->lock);
+        }
     }
   g_mutex_unlock (&code->lock);
-  mcp_sandbox_free (sandbox);
   return NULL;
 }
 
-/* Starts the next warm sandbox unless one is on its way.  Called with
- * code->lock held. */
+/* Asks the warmer for the next warm sandbox.  Called with code->lock held. */
 static void
 refill_locked (McpCode *code)
 {
-  if (!code->options.keep_warm || code->closing || code->warm != NULL)
+  if (code->warmer == NULL)
     return;
-  if (code->warmer != NULL)
-    {
-      /* Joined outside the lock would be nicer, but a finished warmer
-       * ends at once. */
-      g_thread_join (code->warmer);
-      code->warmer = NULL;
-    }
-  code->warmer = g_thread_new ("mcp-warm-sandbox", warm_up, code);
+  code->wanted = TRUE;
+  g_cond_broadcast (&code->changed);
 }
 
+/* The warm sandbox, or the one being warmed when no other run waits for
+ * it (it is the quickest to get), else a new one. */
 static McpSandbox *
 take_sandbox (McpCode  *code,
               GError  **error)
@@ -86,17 +110,14 @@ take_sandbox (McpCode  *code,
   McpSandbox *sandbox;
 
   g_mutex_lock (&code->lock);
-  sandbox = g_steal_pointer (&code->warm);
-  if (sandbox == NULL && code->warmer != NULL)
+  if (code->warm == NULL && code->warming && !code->claimed)
     {
-      /* A warm-up is under way: it is the quickest sandbox to get. */
-      GThread *warmer = g_steal_pointer (&code->warmer);
-
-      g_mutex_unlock (&code->lock);
-      g_thread_join (warmer);
-      g_mutex_lock (&code->lock);
-      sandbox = g_steal_pointer (&code->warm);
+      code->claimed = TRUE;
+      while (code->warming)
+        g_cond_wait (&code->changed, &code->lock);
+      code->claimed = FALSE;
     }
+  sandbox = g_steal_pointer (&code->warm);
   refill_locked (code);
   g_mutex_unlock (&code->lock);
 
@@ -120,11 +141,11 @@ mcp_code_new (McpPool               *pool,
   code->options.max_timeout_s = options->max_timeout_s > 0 ? options->max_timeout_s
                                 : env_seconds ("MCP_BRIDGE_MAX_TIMEOUT", MCP_CODE_TIMEOUT_MAX_S);
   g_mutex_init (&code->lock);
-  if (!options->warm_after_first_run)
+  g_cond_init (&code->changed);
+  if (options->keep_warm)
     {
-      g_mutex_lock (&code->lock);
-      refill_locked (code);
-      g_mutex_unlock (&code->lock);
+      code->wanted = !options->warm_after_first_run;
+      code->warmer = g_thread_new ("mcp-warm-sandbox", warm_up, code);
     }
   return code;
 }
@@ -132,18 +153,18 @@ mcp_code_new (McpPool               *pool,
 void
 mcp_code_free (McpCode *code)
 {
-  GThread *warmer;
-
   if (code == NULL)
     return;
   g_mutex_lock (&code->lock);
   code->closing = TRUE;
-  warmer = g_steal_pointer (&code->warmer);
+  g_cond_broadcast (&code->changed);
   g_mutex_unlock (&code->lock);
-  if (warmer != NULL)
-    g_thread_join (warmer);
+  /* The warmer ends once its sandbox, if it is starting one, has started. */
+  if (code->warmer != NULL)
+    g_thread_join (code->warmer);
   mcp_sandbox_free (code->warm);
   mcp_pool_unref (code->pool);
+  g_cond_clear (&code->changed);
   g_mutex_clear (&code->lock);
   g_free (code);
 }

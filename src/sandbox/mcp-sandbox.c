@@ -1,8 +1,14 @@
 /* mcp-sandbox.c — one bubblewrap sandbox that runs one piece of Python.
  *
- * Locking: sandbox->lock guards the captured output and the handler of
- * the run; write_lock serialises replies on the RPC socket.  The child is
- * touched only by the thread that runs or frees the sandbox.
+ * Locking: sandbox->lock guards the captured output, the handler of the
+ * run and the RPC requests in flight; write_lock serialises replies on the
+ * RPC socket.  The child is touched only by the thread that runs or frees
+ * the sandbox.
+ *
+ * At most MCP_SANDBOX_RPC_IN_FLIGHT_MAX requests are handed to the workers
+ * at once: past that the RPC socket is not read until replies went out, so
+ * code that floods requests is pushed back through the socket instead of
+ * queueing without bound in the host.
  */
 #include "config.h"
 
@@ -64,6 +70,9 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
  * 20 ms, or less often where a sample takes more than 1/20 of that. */
 #define MEMORY_SAMPLE_US    (20 * G_TIME_SPAN_MILLISECOND)
 #define MEMORY_SAMPLE_SHARE 20
+/* The longest RPC request line; the runtime is told, and refuses longer
+ * ones itself. */
+#define RPC_LINE_MAX        MCP_LINE_MAX_DEFAULT
 
 struct _McpSandbox {
   gatomicrefcount    ref_count;      /* the owner's and one per reader and RPC job */
@@ -72,8 +81,8 @@ struct _McpSandbox {
   McpChild          *child;          /* bwrap; the running/freeing thread only */
   GPid               inner_pid;      /* the sandbox's init, reaped by us */
   int                rpc_fd;         /* our end of the socket; writes under write_lock */
-  GSource           *rpc_source;     /* the owner's thread; the sources hold references */
-  GSource           *stdout_source;
+  GSource           *rpc_source;     /* protected by lock; the sources hold references */
+  GSource           *stdout_source;  /* the owner's thread */
   GSource           *stderr_source;
   GThreadPool       *rpc_workers;    /* protected by lock; NULL once freed */
 
@@ -88,6 +97,11 @@ struct _McpSandbox {
   guint              open_streams;   /* protected by lock */
   McpSandboxRpcFunc  handler;        /* protected by lock */
   gpointer           handler_data;   /* protected by lock */
+  guint              rpc_in_flight;  /* protected by lock: handed to the workers, not answered */
+  guint              rpc_peak;       /* protected by lock: the most in flight at once */
+  GQueue             rpc_backlog;    /* protected by lock: read past the bound, not handed over */
+  gboolean           rpc_paused;     /* protected by lock: rpc_source does not read */
+  GSource           *rpc_resume;     /* protected by lock: the idle that resumes it */
 };
 
 static McpSandbox *
@@ -140,6 +154,7 @@ mcp_run_status_to_string (McpRunStatus status)
 typedef struct {
   McpSandbox *sandbox;
   json_t     *request;
+  json_t     *reply;      /* NULL: the handler's reply to @request */
 } RpcJob;
 
 static void
@@ -175,26 +190,123 @@ mcp_sandbox_rpc_reply (json_t            *request,
   return json_pack ("{s:O, s:{s:s}}", "id", id, "error", "message", error->message);
 }
 
+static guint
+rpc_queued_locked (McpSandbox *sandbox)
+{
+  return sandbox->rpc_in_flight + sandbox->rpc_backlog.length;
+}
+
+static void
+rpc_job_free (RpcJob *job)
+{
+  json_decref (job->request);
+  json_decref (job->reply);
+  sandbox_unref (job->sandbox);
+  g_free (job);
+}
+
+/* Called with sandbox->lock held, on any thread. */
+static void
+push_rpc_job_locked (McpSandbox *sandbox,
+                     RpcJob     *job)
+{
+  sandbox->rpc_in_flight++;
+  sandbox->rpc_peak = MAX (sandbox->rpc_peak, sandbox->rpc_in_flight);
+  g_thread_pool_push (sandbox->rpc_workers, job, NULL);
+}
+
+/* On the context: the workers have room again. */
+static gboolean
+resume_rpc_reader (gpointer data)
+{
+  McpSandbox *sandbox = data;
+
+  g_mutex_lock (&sandbox->lock);
+  g_clear_pointer (&sandbox->rpc_resume, g_source_unref);
+  if (sandbox->rpc_source != NULL)
+    mcp_line_reader_set_paused (sandbox->rpc_source, FALSE);
+  sandbox->rpc_paused = FALSE;
+  g_mutex_unlock (&sandbox->lock);
+  return G_SOURCE_REMOVE;
+}
+
+/* A reply went out: the next request of the backlog goes to the workers,
+ * and the reader resumes on its context once half the bound is free, not
+ * after every reply. */
+static void
+rpc_job_done (McpSandbox *sandbox)
+{
+  g_mutex_lock (&sandbox->lock);
+  sandbox->rpc_in_flight--;
+  if (sandbox->rpc_workers != NULL && !g_queue_is_empty (&sandbox->rpc_backlog))
+    push_rpc_job_locked (sandbox, g_queue_pop_head (&sandbox->rpc_backlog));
+  if (sandbox->rpc_paused && sandbox->rpc_resume == NULL && sandbox->rpc_source != NULL &&
+      rpc_queued_locked (sandbox) <= MCP_SANDBOX_RPC_IN_FLIGHT_MAX / 2)
+    {
+      sandbox->rpc_resume = g_idle_source_new ();
+      g_source_set_callback (sandbox->rpc_resume, resume_rpc_reader, sandbox_ref (sandbox),
+                             (GDestroyNotify) sandbox_unref);
+      g_source_attach (sandbox->rpc_resume, sandbox->context);
+    }
+  g_mutex_unlock (&sandbox->lock);
+}
+
 static void
 run_rpc_job (gpointer data,
              gpointer user_data)
 {
   RpcJob *job = data;
   McpSandbox *sandbox = job->sandbox;
-  g_autoptr(json_t) reply = NULL;
+  g_autoptr(json_t) reply = g_steal_pointer (&job->reply);
   McpSandboxRpcFunc handler;
   gpointer handler_data;
 
-  g_mutex_lock (&sandbox->lock);
-  handler = sandbox->handler;
-  handler_data = sandbox->handler_data;
-  g_mutex_unlock (&sandbox->lock);
-
-  reply = mcp_sandbox_rpc_reply (job->request, handler, handler_data);
+  if (reply == NULL)
+    {
+      g_mutex_lock (&sandbox->lock);
+      handler = sandbox->handler;
+      handler_data = sandbox->handler_data;
+      g_mutex_unlock (&sandbox->lock);
+      reply = mcp_sandbox_rpc_reply (job->request, handler, handler_data);
+    }
   send_rpc_reply (sandbox, reply);
-  json_decref (job->request);
-  sandbox_unref (job->sandbox);
-  g_free (job);
+  rpc_job_done (sandbox);
+  rpc_job_free (job);
+}
+
+/* On the context, for every request read (@request taken) and every line
+ * refused (@reply taken, sent as it is): to the workers while fewer than
+ * the bound are in flight, else to the backlog; at the bound the reader
+ * pauses.  The lines of the chunk being read still come after that, so the
+ * backlog holds at most one chunk's worth. */
+static void
+queue_rpc_job (McpSandbox *sandbox,
+               json_t     *request,
+               json_t     *reply)
+{
+  RpcJob *job = g_new0 (RpcJob, 1);
+
+  job->sandbox = sandbox_ref (sandbox);
+  job->request = request;
+  job->reply = reply;
+  g_mutex_lock (&sandbox->lock);
+  if (sandbox->rpc_workers != NULL)
+    {
+      if (sandbox->rpc_in_flight < MCP_SANDBOX_RPC_IN_FLIGHT_MAX)
+        push_rpc_job_locked (sandbox, g_steal_pointer (&job));
+      else
+        g_queue_push_tail (&sandbox->rpc_backlog, g_steal_pointer (&job));
+      if (!sandbox->rpc_paused && sandbox->rpc_source != NULL &&
+          rpc_queued_locked (sandbox) >= MCP_SANDBOX_RPC_IN_FLIGHT_MAX)
+        {
+          sandbox->rpc_paused = TRUE;
+          mcp_line_reader_set_paused (sandbox->rpc_source, TRUE);
+        }
+    }
+  g_mutex_unlock (&sandbox->lock);
+  /* After the sandbox was freed, its last requests go unanswered. */
+  if (job != NULL)
+    rpc_job_free (job);
 }
 
 static void
@@ -202,29 +314,30 @@ on_rpc_message (json_t   *message,
                 gpointer  user_data)
 {
   McpSandbox *sandbox = user_data;
-  RpcJob *job;
 
   if (mcp_jsonrpc_classify (message) != MCP_MESSAGE_REQUEST)
     {
       g_debug ("The sandbox sent something that is not an RPC request; ignored");
       return;
     }
-  /* After the sandbox was freed, its last requests go unanswered. */
-  g_mutex_lock (&sandbox->lock);
-  if (sandbox->rpc_workers != NULL)
-    {
-      job = g_new0 (RpcJob, 1);
-      job->sandbox = sandbox_ref (sandbox);
-      job->request = json_incref (message);
-      g_thread_pool_push (sandbox->rpc_workers, job, NULL);
-    }
-  g_mutex_unlock (&sandbox->lock);
+  queue_rpc_job (sandbox, json_incref (message), NULL);
 }
 
+/* The id of a refused line is gone with it: the error goes to id null,
+ * which the runtime takes for every request it waits for.  Its own check
+ * of the same limit means that only code writing on the socket itself
+ * gets here. */
 static void
 on_rpc_too_long (GError *error, gpointer user_data)
 {
+  McpSandbox *sandbox = user_data;
+  g_autofree char *message = g_strdup_printf (_("An RPC request of the code is longer than the limit "
+                                                "of %zu bytes, so mcp-pool refused it; pass smaller "
+                                                "arguments (split large data over several calls)"),
+                                              (size_t) RPC_LINE_MAX);
+
   g_debug ("Sandbox RPC: %s", error->message);
+  queue_rpc_job (sandbox, NULL, json_pack ("{s:n, s:{s:s}}", "id", "error", "message", message));
 }
 
 static void
@@ -537,9 +650,10 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   sandbox->stderr_source = attach (sandbox, mcp_chunk_reader_new (stderr_fd, on_stderr_chunk, on_stream_closed,
                                                                   sandbox_ref (sandbox),
                                                                   (GDestroyNotify) sandbox_unref));
-  sandbox->rpc_source = attach (sandbox, mcp_line_reader_new (dup (sandbox->rpc_fd), 0, &rpc_funcs,
-                                                              sandbox_ref (sandbox),
-                                                              (GDestroyNotify) sandbox_unref));
+  /* Set before it is attached: its callbacks read it. */
+  sandbox->rpc_source = mcp_line_reader_new (dup (sandbox->rpc_fd), RPC_LINE_MAX, &rpc_funcs,
+                                             sandbox_ref (sandbox), (GDestroyNotify) sandbox_unref);
+  attach (sandbox, sandbox->rpc_source);
 
   sandbox->inner_pid = read_inner_pid (info[0]);
   close (info[0]);
@@ -908,8 +1022,8 @@ mcp_sandbox_run (McpSandbox          *sandbox,
 
   for (const char * const *server = servers; server != NULL && *server != NULL; server++)
     json_array_append_new (server_list, json_string (*server));
-  message = json_pack ("{s:s, s:{s:s, s:O}}", "method", "run", "params", "code", code,
-                       "servers", server_list);
+  message = json_pack ("{s:s, s:{s:s, s:O, s:I}}", "method", "run", "params", "code", code,
+                       "servers", server_list, "max_request_bytes", (json_int_t) RPC_LINE_MAX);
   g_mutex_lock (&sandbox->write_lock);
   mcp_jsonrpc_write_line (sandbox->rpc_fd, message, deadline, &write_error);
   g_mutex_unlock (&sandbox->write_lock);
@@ -969,20 +1083,24 @@ mcp_sandbox_run (McpSandbox          *sandbox,
 void
 mcp_sandbox_free (McpSandbox *sandbox)
 {
-  GSource **sources[3];
+  GSource *sources[4];
   GThreadPool *workers;
+  GQueue backlog = G_QUEUE_INIT;
 
   if (sandbox == NULL)
     return;
   end_sandbox (sandbox, NULL);
-  sources[0] = &sandbox->rpc_source;
-  sources[1] = &sandbox->stdout_source;
-  sources[2] = &sandbox->stderr_source;
+  g_mutex_lock (&sandbox->lock);
+  sources[0] = g_steal_pointer (&sandbox->rpc_source);
+  sources[1] = g_steal_pointer (&sandbox->rpc_resume);
+  g_mutex_unlock (&sandbox->lock);
+  sources[2] = g_steal_pointer (&sandbox->stdout_source);
+  sources[3] = g_steal_pointer (&sandbox->stderr_source);
   for (gsize i = 0; i < G_N_ELEMENTS (sources); i++)
-    if (*sources[i] != NULL)
+    if (sources[i] != NULL)
       {
-        g_source_destroy (*sources[i]);
-        g_clear_pointer (sources[i], g_source_unref);
+        g_source_destroy (sources[i]);
+        g_source_unref (sources[i]);
       }
   g_mutex_lock (&sandbox->lock);
   workers = g_steal_pointer (&sandbox->rpc_workers);
@@ -990,5 +1108,22 @@ mcp_sandbox_free (McpSandbox *sandbox)
   /* Waits for requests being served: they use the run's handler data. */
   if (workers != NULL)
     g_thread_pool_free (workers, FALSE, TRUE);
+  /* Nothing hands the backlog over any more: it goes unanswered. */
+  g_mutex_lock (&sandbox->lock);
+  backlog = sandbox->rpc_backlog;
+  sandbox->rpc_backlog = (GQueue) G_QUEUE_INIT;
+  g_mutex_unlock (&sandbox->lock);
+  g_queue_clear_full (&backlog, (GDestroyNotify) rpc_job_free);
   sandbox_unref (sandbox);
+}
+
+guint
+mcp_sandbox_get_rpc_peak (McpSandbox *sandbox)
+{
+  guint peak;
+
+  g_mutex_lock (&sandbox->lock);
+  peak = sandbox->rpc_peak;
+  g_mutex_unlock (&sandbox->lock);
+  return peak;
 }

@@ -12,8 +12,9 @@
  *
  * The code's RPC requests (tool calls, tool docs) are read on the given
  * GMainContext and served concurrently on worker threads through the
- * handler.  Threads: mcp_sandbox_start() and mcp_sandbox_run() block and
- * must not run on that context's thread.
+ * handler, at most MCP_SANDBOX_RPC_IN_FLIGHT_MAX at once: past that the
+ * socket is not read until replies went out.  Threads: mcp_sandbox_start()
+ * and mcp_sandbox_run() block and must not run on that context's thread.
  */
 #pragma once
 
@@ -21,6 +22,9 @@
 #include <jansson.h>
 
 G_BEGIN_DECLS
+
+/* RPC requests of one run handed to the handler and not yet answered. */
+#define MCP_SANDBOX_RPC_IN_FLIGHT_MAX 64
 
 #define MCP_SANDBOX_ERROR (mcp_sandbox_error_quark ())
 GQuark mcp_sandbox_error_quark (void);
@@ -90,6 +94,8 @@ gboolean    mcp_sandbox_run    (McpSandbox              *sandbox,
 json_t     *mcp_sandbox_rpc_reply (json_t                 *request,
                                    McpSandboxRpcFunc       handler,
                                    gpointer                handler_data);
+/* For tests: the most RPC requests that were in flight at once. */
+guint       mcp_sandbox_get_rpc_peak (McpSandbox          *sandbox);
 /* Ends the sandbox (run or not) and frees it; blocking. */
 void        mcp_sandbox_free   (McpSandbox              *sandbox);
 

@@ -4,9 +4,15 @@ The host starts `python3 -I -X utf8 mcp_runtime.py` inside bubblewrap with
 MCP_POOL_RPC_FD naming a connected AF_UNIX stream socket.  Both directions
 carry compact JSON objects, one per "\\n"-terminated UTF-8 line, of any size.
 
-  host -> runtime, once:  {"method":"run","params":{"code":"...","servers":["a"]}}
+  host -> runtime, once:  {"method":"run","params":{"code":"...","servers":["a"],
+                                                "max_request_bytes":N}}
   runtime -> host:        {"id":N,"method":M,"params":{...}}
   host -> runtime:        {"id":N,"result":...} or {"id":N,"error":{"message":"..."}}
+
+The host refuses a request line longer than max_request_bytes (without its
+"\n"); the runtime refuses such a request itself, at once.  A line the host
+refused anyway gets an error with id null, since its id went with it: every
+request still waiting fails with that error.
 
 Methods: list_servers, list_tools {server?}, query_tool_docs {server, tool?,
 detail?}, search_tool_docs {query, limit?, detail?}, call_tool {server, tool,
@@ -92,9 +98,10 @@ class RpcChannel:
     """Requests to the host.  request() may be called from any thread; only the
     reader thread receives from the socket."""
 
-    def __init__(self, sock, lines):
+    def __init__(self, sock, lines, max_request_bytes=None):
         self._sock = sock
         self._lines = lines
+        self._max_request_bytes = max_request_bytes
         self._ids = itertools.count(1)
         self._send_lock = threading.Lock()  # keeps whole lines together on the socket
         self._lock = threading.Lock()
@@ -110,6 +117,13 @@ class RpcChannel:
         line = json.dumps({"id": request_id, "method": method, "params": params},
                           separators=(",", ":")).encode() + b"\n"
         future = concurrent.futures.Future()
+        size = len(line) - 1
+        if self._max_request_bytes is not None and size > self._max_request_bytes:
+            future.set_exception(McpRpcError(
+                f"this {method} request is {size} bytes, longer than the mcp-pool host's limit "
+                f"of {self._max_request_bytes} bytes for one request; pass smaller arguments "
+                f"(split large data over several calls)"))
+            return future
         with self._lock:
             if self._closed is not None:
                 future.set_exception(McpRpcError(self._closed))
@@ -137,24 +151,38 @@ class RpcChannel:
             request_id = message["id"]
         except (ValueError, TypeError, KeyError):
             return  # not a reply: nothing waits for it
+        error = message.get("error")
+        if request_id is None:
+            # The host refused a line it could not take the id from: any
+            # request still waiting may be the one, and none would be answered.
+            if error is not None:
+                self._fail_pending(_error_text(error))
+            return
         with self._lock:
             future = self._pending.pop(request_id, None)
         if future is None:
             return
-        error = message.get("error")
         if error is None:
             _settle(future, result=message.get("result"))
         else:
-            text = error.get("message") if isinstance(error, dict) else error
-            _settle(future, exception=McpRpcError(str(text or "the request failed")))
+            _settle(future, exception=McpRpcError(_error_text(error)))
+
+    def _fail_pending(self, reason):
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for future in pending.values():
+            _settle(future, exception=McpRpcError(reason))
 
     def _close(self, reason):
         with self._lock:
             if self._closed is None:
                 self._closed = reason
-            pending, self._pending = self._pending, {}
-        for future in pending.values():
-            _settle(future, exception=McpRpcError(reason))
+        self._fail_pending(reason)
+
+
+def _error_text(error):
+    text = error.get("message") if isinstance(error, dict) else error
+    return str(text or "the request failed")
 
 
 def _settle(future, result=None, exception=None):
@@ -430,7 +458,8 @@ def run_code(source, namespace):
 
 
 def read_run_request(lines):
-    """Waits for the host's run message; returns (code, servers), or None at EOF."""
+    """Waits for the host's run message; returns (code, servers, max_request_bytes),
+    or None at EOF."""
     line = lines.readline()
     if line is None:
         return None
@@ -440,7 +469,9 @@ def read_run_request(lines):
             or not isinstance(params.get("code"), str):
         raise ValueError(f"expected a run message, got {line[:200]!r}")
     servers = dict.fromkeys(str(name) for name in params.get("servers") or [])
-    return params["code"], list(servers)
+    limit = params.get("max_request_bytes")
+    limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+    return params["code"], list(servers), limit
 
 
 def main():
@@ -456,8 +487,8 @@ def main():
         return 2
     if request is None:
         return 0  # a warm sandbox discarded unused
-    source, servers = request
-    _rpc = RpcChannel(sock, lines)
+    source, servers, max_request_bytes = request
+    _rpc = RpcChannel(sock, lines, max_request_bytes)
     _rpc.start()
     modules = load_servers(servers)
     install_modules(modules)
