@@ -1,11 +1,16 @@
 /* test-daemon.c — mcp-poold on a private bus.
  *
- * Each test runs its own dbus-daemon (GTestDBus) whose service directory
- * holds the activation file made from data/io.github.mcppool.Pool.service.in
- * with Exec= pointing into the build tree, so the daemon is started the
- * way a session bus starts it: by activation, on the first call.  The
- * servers are the fixture's, from a config file named by MCP_POOL_CONFIG,
- * which the activated daemon inherits from the bus.
+ * Each test runs its own dbus-daemon whose service directory holds the
+ * activation file made from data/io.github.mcppool.Pool.service.in with
+ * Exec= pointing into the build tree, so the daemon is started the way a
+ * session bus starts it: by activation, on the first call.  The servers
+ * are the fixture's, from a config file named by MCP_POOL_CONFIG, which
+ * the activated daemon inherits from the bus.
+ *
+ * This program never changes its own environment (setenv() races with
+ * every thread that reads it, and GLib's threads do): the bus and each
+ * child get theirs from a GSubprocessLauncher or an envp.  That is why
+ * the bus is not a GTestDBus, which sets DBUS_SESSION_BUS_ADDRESS.
  */
 #include "config.h"
 
@@ -31,7 +36,10 @@
 
 typedef struct {
   char            *dir;
-  GTestDBus       *bus;
+  char            *runtime_dir; /* dir/user/UID: the bus listens at its "bus", as a user bus does */
+  GSubprocess     *bus;
+  char            *address;
+  GStrv            envp;        /* for children: ours, with the bus and the config */
   GDBusConnection *connection;
   GPtrArray       *signals;     /* "Member server [state]" strings, in arrival order */
 } Fixture;
@@ -83,7 +91,7 @@ connect_to_bus (Fixture *fixture)
 {
   g_autoptr(GError) error = NULL;
   GDBusConnection *connection =
-    g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (fixture->bus),
+    g_dbus_connection_new_for_address_sync (fixture->address,
                                             G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
                                             G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
                                             NULL, NULL, &error);
@@ -134,6 +142,119 @@ group_gone (gpointer pgid)
   return test_process_group_gone (GPOINTER_TO_INT (pgid));
 }
 
+/* Waiting for children.  GSubprocess's blocking waits run a GMainContext
+ * of their own, and GLib's worker thread, which watches the child, may
+ * drop the last reference to it: an order that GLib's atomic counts give
+ * and ThreadSanitizer cannot see.  These wait on the default context
+ * instead, which lives as long as the program. */
+static void
+on_async_done (GObject      *source,
+               GAsyncResult *result,
+               gpointer      user_data)
+{
+  *(GAsyncResult **) user_data = g_object_ref (result);
+}
+
+static GAsyncResult *
+wait_for_result (GAsyncResult **result)
+{
+  while (*result == NULL)
+    g_main_context_iteration (NULL, TRUE);
+  return *result;
+}
+
+static void
+wait_for_exit (GSubprocess *process)
+{
+  g_autoptr(GAsyncResult) result = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_subprocess_wait_async (process, NULL, on_async_done, &result);
+  g_subprocess_wait_finish (process, wait_for_result (&result), &error);
+  g_assert_no_error (error);
+}
+
+/* Feeds @input (or nothing) to @process and collects what it writes,
+ * until it exits. */
+static void
+communicate (GSubprocess  *process,
+             const char   *input,
+             char        **out,
+             char        **err)
+{
+  g_autoptr(GAsyncResult) result = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_subprocess_communicate_utf8_async (process, input, NULL, on_async_done, &result);
+  g_subprocess_communicate_utf8_finish (process, wait_for_result (&result), out, err, &error);
+  g_assert_no_error (error);
+  wait_for_exit (process);
+}
+
+/* The bus ends with this program, however it ends. */
+static void
+die_with_parent (gpointer unused)
+{
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+}
+
+/* A session bus of the test's own, listening at @listen, with @services
+ * for activation, and @envp (NULL: ours) for the daemons it starts.
+ * It admits every uid, for test_foreign_uid(); its address goes to
+ * @address. */
+static GSubprocess *
+start_bus (const char         *dir,
+           const char         *listen,
+           const char         *services,
+           const char * const *envp,
+           char              **address)
+{
+  g_autofree char *config = g_build_filename (dir, "bus.conf", NULL);
+  g_autofree char *config_text =
+    g_strdup_printf ("<busconfig><type>session</type><listen>%s</listen><servicedir>%s</servicedir>"
+                     "<policy context=\"default\"><allow user=\"*\"/>"
+                     "<allow send_destination=\"*\" eavesdrop=\"true\"/>"
+                     "<allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>",
+                     listen, services);
+  g_autofree char *config_arg = g_strconcat ("--config-file=", config, NULL);
+  const char *argv[] = { "dbus-daemon", config_arg, "--nofork", "--print-address=1", NULL };
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+  g_autoptr(GDataInputStream) output = NULL;
+  g_autoptr(GError) error = NULL;
+  GSubprocess *bus;
+
+  g_file_set_contents (config, config_text, -1, &error);
+  g_assert_no_error (error);
+  if (envp != NULL)
+    g_subprocess_launcher_set_environ (launcher, (char **) envp);
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  bus = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  output = g_data_input_stream_new (g_subprocess_get_stdout_pipe (bus));
+  *address = g_data_input_stream_read_line (output, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (*address);
+  return bus;
+}
+
+static void
+stop_bus (GSubprocess *bus)
+{
+  g_subprocess_send_signal (bus, SIGTERM);
+  wait_for_exit (bus);
+}
+
+/* A launcher of children that find the fixture's bus and config. */
+static GSubprocessLauncher *
+fixture_launcher (Fixture            *fixture,
+                  GSubprocessFlags    flags)
+{
+  GSubprocessLauncher *launcher = g_subprocess_launcher_new (flags);
+
+  g_subprocess_launcher_set_environ (launcher, fixture->envp);
+  return launcher;
+}
+
 static void
 fixture_set_up (Fixture       *fixture,
                 gconstpointer  data)
@@ -142,6 +263,10 @@ fixture_set_up (Fixture       *fixture,
   g_autofree char *services = NULL;
   g_autofree char *config = NULL;
   g_autofree char *config_text = NULL;
+  g_autofree char *uid = g_strdup_printf ("%u", (guint) geteuid ());
+  g_autofree char *listen = NULL;
+  g_autofree char *escaped = NULL;
+  g_auto(GStrv) bus_envp = NULL;
   g_autoptr(GError) error = NULL;
 
   fixture->dir = g_dir_make_tmp ("mcp-poold-test-XXXXXX", &error);
@@ -155,48 +280,20 @@ fixture_set_up (Fixture       *fixture,
                                  test_fixture_path (), setup->server_args);
   g_file_set_contents (config, config_text, -1, &error);
   g_assert_no_error (error);
-  /* The bus, and so the daemon it starts, inherits this environment. */
-  g_setenv ("MCP_POOL_CONFIG", config, TRUE);
 
-  fixture->bus = g_test_dbus_new (G_TEST_DBUS_NONE);
-  g_test_dbus_add_service_dir (fixture->bus, services);
-  g_test_dbus_up (fixture->bus);
+  fixture->runtime_dir = g_build_filename (fixture->dir, "user", uid, NULL);
+  g_assert_cmpint (g_mkdir_with_parents (fixture->runtime_dir, 0700), ==, 0);
+  escaped = g_dbus_address_escape_value (fixture->runtime_dir);
+  listen = g_strdup_printf ("unix:path=%s/bus", escaped);
+  /* The bus, and so the daemon it starts, has this environment. */
+  bus_envp = g_environ_setenv (g_get_environ (), "MCP_POOL_CONFIG", config, TRUE);
+  fixture->bus = start_bus (fixture->dir, listen, services, (const char * const *) bus_envp, &fixture->address);
+  fixture->envp = g_environ_setenv (g_strdupv (bus_envp), "DBUS_SESSION_BUS_ADDRESS", fixture->address, TRUE);
   fixture->connection = connect_to_bus (fixture);
   fixture->signals = g_ptr_array_new_with_free_func (g_free);
 }
 
-/* GTestDBus keeps a watcher process, a fork of this program, for the
- * life of the test program; it is the one child that may stay. */
-static gboolean
-is_bus_watcher (const char *pid)
-{
-  g_autofree char *exe_link = g_build_filename ("/proc", pid, "exe", NULL);
-  g_autofree char *exe = g_file_read_link (exe_link, NULL);
-  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
-  g_autofree char *cmdline_path = NULL;
-  g_autofree char *cmdline = NULL;
-  gsize length = 0;
-
-  if (exe != NULL && g_strcmp0 (exe, self) == 0)
-    return TRUE;
-  if (!test_under_valgrind ())
-    return FALSE;
-  /* Under valgrind its exe is valgrind's tool; this program is one of the
-   * tool's arguments (valgrind answers for /proc/self/exe alone). */
-  cmdline_path = g_build_filename ("/proc", pid, "cmdline", NULL);
-  if (!g_file_get_contents (cmdline_path, &cmdline, &length, NULL))
-    return FALSE;
-  for (gsize i = 0; i < length; i += strlen (cmdline + i) + 1)
-    {
-      g_autofree char *argument = g_canonicalize_filename (cmdline + i, NULL);
-
-      if (g_strcmp0 (argument, self) == 0)
-        return TRUE;
-    }
-  return FALSE;
-}
-
-/* Reaps what has exited; TRUE once no child but the watcher is left. */
+/* Reaps what has exited; TRUE once no child is left. */
 static gboolean
 reap_and_check_no_children (gpointer unused)
 {
@@ -215,7 +312,7 @@ reap_and_check_no_children (gpointer unused)
       if (!g_ascii_isdigit (name[0]) || !g_file_get_contents (stat_path, &stat, NULL, NULL) ||
           (after_name = strrchr (stat, ')')) == NULL || sscanf (after_name, ") %*c %d", &ppid) != 1)
         continue;
-      if (ppid == getpid () && !is_bus_watcher (name))
+      if (ppid == getpid ())
         none = FALSE;
     }
   return none;
@@ -229,12 +326,15 @@ fixture_tear_down (Fixture       *fixture,
   g_clear_object (&fixture->connection);
   /* The daemon loses its bus, shuts its servers down and exits; being a
    * child subreaper, this process inherits and reaps what is left. */
-  g_test_dbus_down (fixture->bus);
+  stop_bus (fixture->bus);
   g_clear_object (&fixture->bus);
   g_assert_true (test_wait_for (reap_and_check_no_children, NULL, WAIT_MS));
   g_ptr_array_unref (fixture->signals);
   remove_tree (fixture->dir);
   g_free (fixture->dir);
+  g_free (fixture->runtime_dir);
+  g_free (fixture->address);
+  g_strfreev (fixture->envp);
 }
 
 /* Calling the daemon */
@@ -450,22 +550,28 @@ test_config_changes (Fixture       *fixture,
 
   /* After `mcp-pool reload` returns, the change is in place. */
   write_config (fixture, "fix two three");
-  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status, &error);
+  g_spawn_sync (NULL, (char **) argv, fixture->envp, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status, &error);
   g_assert_no_error (error);
   g_assert_true (g_spawn_check_wait_status (status, NULL));
   g_assert_nonnull (strstr (out, "read the config files again"));
   g_assert_cmpuint (count_servers (fixture), ==, 3);
 }
 
+/* `serve` with @envp, as an MCP client starts it. */
 static TestClient *
-start_client (gboolean    shared,
-              const char *expose)
+start_client_with (const char * const *envp,
+                   gboolean            shared,
+                   const char         *expose)
 {
   g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
   const char *argv[] = { test_mcp_pool_path (), "serve", "--expose", expose, shared ? "--shared" : NULL, NULL };
   g_auto(GStrv) wrapped = test_wrap_argv (argv);
-  TestClient *client = test_client_new (launcher, (const char * const *) wrapped);
-  g_autoptr(json_t) result =
+  TestClient *client = NULL;
+  g_autoptr(json_t) result = NULL;
+
+  g_subprocess_launcher_set_environ (launcher, (char **) envp);
+  client = test_client_new (launcher, (const char * const *) wrapped);
+  result =
     test_client_result (client, "initialize",
                         json_pack ("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", "2025-06-18",
                                    "capabilities", "clientInfo", "name", "test-daemon", "version", "1"));
@@ -473,6 +579,14 @@ start_client (gboolean    shared,
   g_assert_cmpstr (mcp_json_get_string (json_object_get (result, "serverInfo"), "name"), ==, "mcp-pool");
   test_client_notify (client, "notifications/initialized", NULL);
   return client;
+}
+
+static TestClient *
+start_client (Fixture    *fixture,
+              gboolean    shared,
+              const char *expose)
+{
+  return start_client_with ((const char * const *) fixture->envp, shared, expose);
 }
 
 static json_int_t
@@ -498,8 +612,8 @@ static void
 test_two_clients_one_server (Fixture       *fixture,
                              gconstpointer  data)
 {
-  TestClient *first = start_client (TRUE, "proxy");
-  TestClient *second = start_client (TRUE, "proxy");
+  TestClient *first = start_client (fixture, TRUE, "proxy");
+  TestClient *second = start_client (fixture, TRUE, "proxy");
   g_autoptr(json_t) server = NULL;
   json_int_t pid_first, pid_second;
 
@@ -536,8 +650,8 @@ test_same_answers (Fixture       *fixture,
     "{\"method\": \"resources/read\", \"params\": {\"uri\": \"mcp-pool://nothing\"}}",
     "{\"method\": \"no/such/method\"}",
   };
-  TestClient *local = start_client (FALSE, "code,gateway,proxy");
-  TestClient *shared = start_client (TRUE, "code,gateway,proxy");
+  TestClient *local = start_client (fixture, FALSE, "code,gateway,proxy");
+  TestClient *shared = start_client (fixture, TRUE, "code,gateway,proxy");
 
   for (guint i = 0; i < G_N_ELEMENTS (requests); i++)
     {
@@ -616,7 +730,7 @@ test_signals (Fixture       *fixture,
     const char *argv[] = { test_mcp_pool_path (), "evict", "fix", NULL };
     g_auto(GStrv) wrapped = test_wrap_argv (argv);
 
-    g_spawn_sync (NULL, wrapped, NULL, G_SPAWN_DEFAULT, NULL, NULL, &stdout_text, NULL, &status, &error);
+    g_spawn_sync (NULL, wrapped, fixture->envp, G_SPAWN_DEFAULT, NULL, NULL, &stdout_text, NULL, &status, &error);
     g_assert_no_error (error);
     g_assert_true (g_spawn_check_wait_status (status, NULL));
     g_assert_nonnull (strstr (stdout_text, "Evicted"));
@@ -674,8 +788,11 @@ test_idle_exit (Fixture       *fixture,
 }
 
 static GSubprocess *
-spawn_daemon (const char *first_arg, ...)
+spawn_daemon (Fixture    *fixture,
+              const char *first_arg,
+              ...)
 {
+  g_autoptr(GSubprocessLauncher) launcher = fixture_launcher (fixture, G_SUBPROCESS_FLAGS_STDERR_PIPE);
   g_autoptr(GPtrArray) argv = g_ptr_array_new ();
   g_autoptr(GError) error = NULL;
   GSubprocess *process;
@@ -687,7 +804,7 @@ spawn_daemon (const char *first_arg, ...)
     g_ptr_array_add (argv, (char *) arg);
   va_end (args);
   g_ptr_array_add (argv, NULL);
-  process = g_subprocess_newv ((const char * const *) argv->pdata, G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
+  process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, &error);
   g_assert_no_error (error);
   return process;
 }
@@ -710,28 +827,26 @@ test_replace (Fixture       *fixture,
               gconstpointer  data)
 {
   GPid activated = daemon_pid (fixture->connection);
-  g_autoptr(GSubprocess) refused = spawn_daemon ("--no-idle-exit", NULL);
+  g_autoptr(GSubprocess) refused = spawn_daemon (fixture, "--no-idle-exit", NULL);
   g_autoptr(GSubprocess) replacement = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree char *refusal = NULL;
   OwnerWait wait = { fixture->connection, 0 };
 
   /* Without --replace a second daemon leaves the first alone. */
-  g_subprocess_communicate_utf8 (refused, NULL, NULL, NULL, &refusal, &error);
-  g_assert_no_error (error);
+  communicate (refused, NULL, NULL, &refusal);
   g_assert_cmpint (g_subprocess_get_exit_status (refused), ==, 1);
   g_assert_nonnull (strstr (refusal, "--replace"));
   g_assert_cmpint (daemon_pid (fixture->connection), ==, activated);
 
-  replacement = spawn_daemon ("--replace", "--no-idle-exit", NULL);
+  replacement = spawn_daemon (fixture, "--replace", "--no-idle-exit", NULL);
   wait.pid = (GPid) g_ascii_strtoll (g_subprocess_get_identifier (replacement), NULL, 10);
   g_assert_true (test_wait_for (daemon_has_pid, &wait, WAIT_MS));
   g_assert_true (test_wait_for (process_gone,
                                 GINT_TO_POINTER (activated), WAIT_MS));
 
   g_subprocess_send_signal (replacement, SIGTERM);
-  g_subprocess_wait (replacement, NULL, &error);
-  g_assert_no_error (error);
+  wait_for_exit (replacement);
   g_assert_true (g_subprocess_get_if_exited (replacement));
   g_assert_cmpint (g_subprocess_get_exit_status (replacement), ==, 0);
 }
@@ -768,12 +883,10 @@ test_foreign_uid (void)
 {
   g_autofree char *dir = NULL;
   g_autofree char *services = NULL;
-  g_autofree char *config = NULL;
-  g_autofree char *config_text = NULL;
+  g_autofree char *listen = NULL;
   g_autofree char *address = NULL;
   g_autofree char *foreign_err = NULL;
   g_autoptr(GSubprocess) bus = NULL;
-  g_autoptr(GDataInputStream) bus_output = NULL;
   g_autoptr(GSubprocessLauncher) launcher = NULL;
   g_autoptr(GSubprocess) foreign = NULL;
   g_autoptr(GDBusConnection) own = NULL;
@@ -798,27 +911,8 @@ test_foreign_uid (void)
   services = g_build_filename (dir, "services", NULL);
   g_assert_cmpint (g_mkdir (services, 0755), ==, 0);
   write_service_file (services, setup);
-  config = g_build_filename (dir, "bus.conf", NULL);
-  config_text = g_strdup_printf ("<busconfig><type>session</type><listen>unix:dir=%s</listen>"
-                                 "<servicedir>%s</servicedir>"
-                                 "<policy context=\"default\"><allow user=\"*\"/>"
-                                 "<allow send_destination=\"*\" eavesdrop=\"true\"/>"
-                                 "<allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>",
-                                 dir, services);
-  g_file_set_contents (config, config_text, -1, &error);
-  g_assert_no_error (error);
-
-  {
-    g_autofree char *config_arg = g_strconcat ("--config-file=", config, NULL);
-    const char *argv[] = { "dbus-daemon", config_arg, "--nofork", "--print-address=1", NULL };
-
-    bus = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
-    g_assert_no_error (error);
-  }
-  bus_output = g_data_input_stream_new (g_subprocess_get_stdout_pipe (bus));
-  address = g_data_input_stream_read_line (bus_output, NULL, NULL, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (address);
+  listen = g_strconcat ("unix:dir=", dir, NULL);
+  bus = start_bus (dir, listen, services, NULL, &address);
 
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
   g_subprocess_launcher_setenv (launcher, "DBUS_SESSION_BUS_ADDRESS", address, TRUE);
@@ -831,8 +925,7 @@ test_foreign_uid (void)
     foreign = g_subprocess_launcher_spawnv (launcher, argv, &error);
     g_assert_no_error (error);
   }
-  g_subprocess_communicate_utf8 (foreign, NULL, NULL, NULL, &foreign_err, &error);
-  g_assert_no_error (error);
+  communicate (foreign, NULL, NULL, &foreign_err);
   g_assert_false (g_subprocess_get_successful (foreign));
   g_assert_nonnull (strstr (foreign_err, "AccessDenied"));
 
@@ -845,8 +938,7 @@ test_foreign_uid (void)
   g_assert_no_error (error);
 
   g_dbus_connection_close_sync (own, NULL, NULL);
-  g_subprocess_send_signal (bus, SIGTERM);
-  g_subprocess_wait (bus, NULL, NULL);
+  stop_bus (bus);
   g_assert_true (test_wait_for (reap_and_check_no_children, NULL, WAIT_MS));
   remove_tree (dir);
 }
@@ -871,8 +963,7 @@ test_no_session_bus (void)
   g_subprocess_launcher_setenv (launcher, "XDG_RUNTIME_DIR", empty, TRUE);
   serve = g_subprocess_launcher_spawnv (launcher, (const char * const *) wrapped, &error);
   g_assert_no_error (error);
-  g_subprocess_communicate_utf8 (serve, "", NULL, &out, &err, &error);
-  g_assert_no_error (error);
+  communicate (serve, "", &out, &err);
   g_assert_cmpint (g_subprocess_get_exit_status (serve), ==, 1);
   g_assert_cmpstr (out, ==, "");
   g_assert_nonnull (strstr (err, "session bus"));
