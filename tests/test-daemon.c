@@ -869,6 +869,251 @@ test_sigkill_leaves_no_server (Fixture       *fixture,
   g_assert_true (test_process_gone (grandchild));
 }
 
+/* The environment an MCP client such as the Inspector gives a server:
+ * HOME, PATH, SHELL and TERM (and what the sanitizers of `make check-tsan`
+ * read), plus @name=@value. */
+static GStrv
+client_environment (const char *name,
+                    const char *value)
+{
+  static const char * const passed[] = {
+    "HOME", "PATH", "TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "G_SLICE",
+  };
+  GStrv envp = g_new0 (char *, 1);
+
+  for (guint i = 0; i < G_N_ELEMENTS (passed); i++)
+    if (g_getenv (passed[i]) != NULL)
+      envp = g_environ_setenv (envp, passed[i], g_getenv (passed[i]), TRUE);
+  envp = g_environ_setenv (envp, "SHELL", "/bin/sh", TRUE);
+  envp = g_environ_setenv (envp, "TERM", "xterm-256color", TRUE);
+  return g_environ_setenv (envp, name, value, TRUE);
+}
+
+/* serve --shared in @envp reaches the fixture's daemon and its server. */
+static void
+assert_serve_shared_works (const char * const *envp)
+{
+  TestClient *client = start_client_with (envp, TRUE, "proxy");
+  g_autoptr(json_t) result =
+    test_client_result (client, "tools/call",
+                        json_pack ("{s:s, s:{s:s}}", "name", "fix__echo", "arguments", "message", "bare"));
+
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text"),
+                   ==, "Echo: bare");
+  end_client (client);
+}
+
+/* With DBUS_SESSION_BUS_ADDRESS unset, the bus is found where the systemd
+ * user bus lives: $XDG_RUNTIME_DIR/bus ... */
+static void
+test_bus_in_runtime_dir (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  g_auto(GStrv) envp = client_environment ("XDG_RUNTIME_DIR", fixture->runtime_dir);
+
+  assert_serve_shared_works ((const char * const *) envp);
+}
+
+/* ... or, without XDG_RUNTIME_DIR, /run/user/UID/bus (here the fixture's
+ * stand-in for /run/user). */
+static void
+test_bus_in_run_user (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_autofree char *run_user = g_path_get_dirname (fixture->runtime_dir);
+  g_auto(GStrv) envp = client_environment ("MCP_POOL_RUN_USER_DIR", run_user);
+
+  assert_serve_shared_works ((const char * const *) envp);
+}
+
+/* Killing the daemon */
+
+/* Counts the calls of the pool's interface that pass the bus. */
+static GDBusMessage *
+count_pool_calls (GDBusConnection *connection,
+                  GDBusMessage    *message,
+                  gboolean         incoming,
+                  gpointer         user_data)
+{
+  GDBusMessageType type = g_dbus_message_get_message_type (message);
+
+  if (!incoming || type == G_DBUS_MESSAGE_TYPE_METHOD_RETURN || type == G_DBUS_MESSAGE_TYPE_ERROR)
+    return message;
+  if (type == G_DBUS_MESSAGE_TYPE_METHOD_CALL &&
+      g_strcmp0 (g_dbus_message_get_interface (message), MCP_DAEMON_INTERFACE) == 0)
+    g_atomic_int_inc ((gint *) user_data);
+  /* A monitor must not answer what it sees. */
+  g_object_unref (message);
+  return NULL;
+}
+
+/* A connection that sees every call of the pool's interface on the bus
+ * from now on, counting them in @count. */
+static GDBusConnection *
+monitor_pool_calls (Fixture *fixture,
+                    gint    *count)
+{
+  GDBusConnection *monitor = connect_to_bus (fixture);
+  const char *rules[] = { "type='method_call',interface='" MCP_DAEMON_INTERFACE "'", NULL };
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_dbus_connection_add_filter (monitor, count_pool_calls, count, NULL);
+  reply = g_dbus_connection_call_sync (monitor, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
+                                       g_variant_new ("(^asu)", rules, 0), NULL, G_DBUS_CALL_FLAGS_NONE,
+                                       (int) test_timeout_ms (WAIT_MS), NULL, &error);
+  g_assert_no_error (error);
+  return monitor;
+}
+
+typedef struct {
+  gint  *count;
+  guint  expected;
+} CountWait;
+
+static gboolean
+count_reached (gpointer data)
+{
+  CountWait *wait = data;
+
+  return (guint) g_atomic_int_get (wait->count) >= wait->expected;
+}
+
+static gboolean
+process_stopped (gpointer pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", GPOINTER_TO_INT (pid));
+  g_autofree char *stat = NULL;
+  const char *after_name;
+
+  return g_file_get_contents (path, &stat, NULL, NULL) && (after_name = strrchr (stat, ')')) != NULL &&
+         after_name[1] == ' ' && after_name[2] == 'T';
+}
+
+static GSubprocess *
+spawn_mcp_pool (Fixture    *fixture,
+                const char *first_arg,
+                ...)
+{
+  g_autoptr(GSubprocessLauncher) launcher =
+    fixture_launcher (fixture, G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_auto(GStrv) wrapped = NULL;
+  g_autoptr(GError) error = NULL;
+  GSubprocess *process;
+  va_list args;
+
+  g_ptr_array_add (argv, (char *) test_mcp_pool_path ());
+  va_start (args, first_arg);
+  for (const char *arg = first_arg; arg != NULL; arg = va_arg (args, const char *))
+    g_ptr_array_add (argv, (char *) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+  wrapped = test_wrap_argv ((const char * const *) argv->pdata);
+  process = g_subprocess_launcher_spawnv (launcher, (const char * const *) wrapped, &error);
+  g_assert_no_error (error);
+  return process;
+}
+
+#define CALLERS 3
+
+/* Calls sent to a daemon that dies before it takes them are sent again,
+ * and a fresh daemon answers them.  The daemon is stopped first and
+ * killed once the bus has passed it every call, so that each one meets
+ * the dead daemon, which a kill alone leaves to chance. */
+static void
+test_kill_replays_untaken_calls (Fixture       *fixture,
+                                 gconstpointer  data)
+{
+  TestClient *serve = start_client (fixture, TRUE, "proxy");
+  GPid daemon = daemon_pid (fixture->connection);
+  GSubprocess *callers[CALLERS], *listers[2];
+  g_autoptr(GDBusConnection) monitor = NULL;
+  g_autoptr(json_t) reply = NULL;
+  gint count = 0;
+  CountWait wait = { &count, G_N_ELEMENTS (callers) + G_N_ELEMENTS (listers) + 1 };
+  json_int_t id;
+
+  g_assert_cmpint (kill (daemon, SIGSTOP), ==, 0);
+  g_assert_true (test_wait_for (process_stopped, GINT_TO_POINTER (daemon), WAIT_MS));
+  monitor = monitor_pool_calls (fixture, &count);
+
+  for (guint i = 0; i < G_N_ELEMENTS (callers); i++)
+    {
+      g_autofree char *message = g_strdup_printf ("message=again-%u", i);
+
+      callers[i] = spawn_mcp_pool (fixture, "call", "--shared", "fix", "echo", message, NULL);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (listers); i++)
+    listers[i] = spawn_mcp_pool (fixture, "servers", "--shared", NULL);
+  id = test_client_request (serve, "tools/call",
+                            json_pack ("{s:s, s:{s:s}}", "name", "fix__echo", "arguments", "message", "again"));
+  g_assert_true (test_wait_for (count_reached, &wait, WAIT_MS));
+  g_assert_cmpint (kill (daemon, SIGKILL), ==, 0);
+
+  for (guint i = 0; i < G_N_ELEMENTS (callers); i++)
+    {
+      g_autofree char *expected = g_strdup_printf ("Echo: again-%u\n", i);
+      g_autofree char *out = NULL;
+      g_autofree char *err = NULL;
+
+      communicate (callers[i], NULL, &out, &err);
+      g_assert_cmpstr (err, ==, "");
+      g_assert_cmpstr (out, ==, expected);
+      g_assert_true (g_subprocess_get_successful (callers[i]));
+      g_object_unref (callers[i]);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (listers); i++)
+    {
+      g_autofree char *out = NULL;
+      g_autofree char *err = NULL;
+
+      communicate (listers[i], NULL, &out, &err);
+      g_assert_cmpstr (err, ==, "");
+      g_assert_nonnull (strstr (out, "fix"));
+      g_assert_true (g_subprocess_get_successful (listers[i]));
+      g_object_unref (listers[i]);
+    }
+  reply = test_client_read_reply (serve, id);
+  g_assert_null (json_object_get (reply, "error"));
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (json_object_get (reply, "result"),
+                                                                         "content"), 0), "text"),
+                   ==, "Echo: again");
+  end_client (serve);
+  g_assert_cmpint (daemon_pid (fixture->connection), !=, daemon);
+}
+
+static gboolean
+fixture_runs_two_calls (gpointer fixture)
+{
+  g_autoptr(json_t) result = call_tool (fixture, "stats", "{}");
+
+  /* This one and the other. */
+  return json_integer_value (json_object_get (json_object_get (result, "structuredContent"), "inflight")) >= 2;
+}
+
+/* A call that the daemon had started when it died is not sent again: it
+ * fails, saying so, and no daemon is activated for it. */
+static void
+test_kill_does_not_replay_started_call (Fixture       *fixture,
+                                        gconstpointer  data)
+{
+  GPid daemon = daemon_pid (fixture->connection);
+  g_autoptr(GSubprocess) caller = spawn_mcp_pool (fixture, "call", "--shared", "fix", "hang", NULL);
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+
+  g_assert_true (test_wait_for (fixture_runs_two_calls, fixture, WAIT_MS));
+  g_assert_cmpint (kill (daemon, SIGKILL), ==, 0);
+  communicate (caller, NULL, &out, &err);
+  g_assert_false (g_subprocess_get_successful (caller));
+  g_assert_cmpstr (out, ==, "");
+  g_assert_nonnull (strstr (err, "CallTool"));
+  g_assert_nonnull (strstr (err, "not sent again"));
+  g_assert_false (daemon_is_running (fixture->connection));
+}
+
 /* Root can play another user: a bus that admits everyone, and a client
  * process that drops to nobody. */
 static void
@@ -951,6 +1196,9 @@ test_no_session_bus (void)
     g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
                                G_SUBPROCESS_FLAGS_STDERR_PIPE);
   g_autofree char *empty = g_dir_make_tmp ("mcp-poold-nobus-XXXXXX", NULL);
+  g_autofree char *runtime_bus = g_build_filename (empty, "bus", NULL);
+  g_autofree char *uid = g_strdup_printf ("%u", (guint) geteuid ());
+  g_autofree char *run_user_bus = g_build_filename (empty, uid, "bus", NULL);
   const char *argv[] = { test_mcp_pool_path (), "serve", "--shared", NULL };
   g_auto(GStrv) wrapped = test_wrap_argv (argv);
   g_autoptr(GSubprocess) serve = NULL;
@@ -961,6 +1209,8 @@ test_no_session_bus (void)
   g_subprocess_launcher_unsetenv (launcher, "DBUS_SESSION_BUS_ADDRESS");
   g_subprocess_launcher_unsetenv (launcher, "DISPLAY");
   g_subprocess_launcher_setenv (launcher, "XDG_RUNTIME_DIR", empty, TRUE);
+  /* Not the real /run/user, where this user may have a bus. */
+  g_subprocess_launcher_setenv (launcher, "MCP_POOL_RUN_USER_DIR", empty, TRUE);
   serve = g_subprocess_launcher_spawnv (launcher, (const char * const *) wrapped, &error);
   g_assert_no_error (error);
   communicate (serve, "", &out, &err);
@@ -968,6 +1218,10 @@ test_no_session_bus (void)
   g_assert_cmpstr (out, ==, "");
   g_assert_nonnull (strstr (err, "session bus"));
   g_assert_nonnull (strstr (err, "--shared"));
+  /* It says where it looked. */
+  g_assert_nonnull (strstr (err, "DBUS_SESSION_BUS_ADDRESS"));
+  g_assert_nonnull (strstr (err, runtime_bus));
+  g_assert_nonnull (strstr (err, run_user_bus));
   g_rmdir (empty);
   g_assert_true (reap_and_check_no_children (NULL));
 }
@@ -990,6 +1244,13 @@ main (int    argc,
   g_test_add ("/daemon/replace", Fixture, &plain, fixture_set_up, test_replace, fixture_tear_down);
   g_test_add ("/daemon/sigkill-leaves-no-server", Fixture, &with_grandchild, fixture_set_up,
               test_sigkill_leaves_no_server, fixture_tear_down);
+  g_test_add ("/daemon/bus/runtime-dir", Fixture, &plain, fixture_set_up, test_bus_in_runtime_dir,
+              fixture_tear_down);
+  g_test_add ("/daemon/bus/run-user", Fixture, &plain, fixture_set_up, test_bus_in_run_user, fixture_tear_down);
+  g_test_add ("/daemon/kill/replays-untaken-calls", Fixture, &plain, fixture_set_up,
+              test_kill_replays_untaken_calls, fixture_tear_down);
+  g_test_add ("/daemon/kill/does-not-replay-started-call", Fixture, &plain, fixture_set_up,
+              test_kill_does_not_replay_started_call, fixture_tear_down);
   g_test_add_func ("/daemon/foreign-uid", test_foreign_uid);
   g_test_add_func ("/daemon/no-session-bus", test_no_session_bus);
   return g_test_run ();
