@@ -870,14 +870,16 @@ test_sigkill_leaves_no_server (Fixture       *fixture,
 }
 
 /* The environment an MCP client such as the Inspector gives a server:
- * HOME, PATH, SHELL and TERM (and what the sanitizers of `make check-tsan`
- * read), plus @name=@value. */
+ * HOME, PATH, SHELL and TERM, plus @name=@value, and what `make check`
+ * and its sanitizers set for every program they run (G_DEBUG=gc-friendly
+ * keeps the frames that tsan.supp names). */
 static GStrv
 client_environment (const char *name,
                     const char *value)
 {
   static const char * const passed[] = {
-    "HOME", "PATH", "TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "G_SLICE",
+    "HOME", "PATH", "G_DEBUG", "G_SLICE", "MALLOC_CHECK_",
+    "TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS",
   };
   GStrv envp = g_new0 (char *, 1);
 
