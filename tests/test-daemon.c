@@ -191,6 +191,18 @@ communicate (GSubprocess  *process,
   wait_for_exit (process);
 }
 
+/* Closes @connection, waiting on the default context (see above). */
+static void
+close_connection (GDBusConnection *connection)
+{
+  g_autoptr(GAsyncResult) result = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_dbus_connection_close (connection, NULL, on_async_done, &result);
+  g_dbus_connection_close_finish (connection, wait_for_result (&result), &error);
+  g_assert_no_error (error);
+}
+
 /* The bus ends with this program, however it ends. */
 static void
 die_with_parent (gpointer unused)
@@ -322,11 +334,13 @@ static void
 fixture_tear_down (Fixture       *fixture,
                    gconstpointer  data)
 {
-  g_dbus_connection_close_sync (fixture->connection, NULL, NULL);
-  g_clear_object (&fixture->connection);
   /* The daemon loses its bus, shuts its servers down and exits; being a
-   * child subreaper, this process inherits and reaps what is left. */
+   * child subreaper, this process inherits and reaps what is left.  The
+   * connection ends with the bus: g_dbus_connection_close_sync() would
+   * run a private GMainContext that GDBus's thread may free last, an
+   * order that ThreadSanitizer does not see. */
   stop_bus (fixture->bus);
+  g_clear_object (&fixture->connection);
   g_clear_object (&fixture->bus);
   g_assert_true (test_wait_for (reap_and_check_no_children, NULL, WAIT_MS));
   g_ptr_array_unref (fixture->signals);
@@ -774,7 +788,7 @@ test_idle_exit (Fixture       *fixture,
   g_assert_cmpint (server_pid, >, 0);
   /* This connection is the daemon's one client; once it leaves, the daemon
    * waits its idle second and exits, ending its server. */
-  g_dbus_connection_close_sync (fixture->connection, NULL, NULL);
+  close_connection (fixture->connection);
   g_object_unref (fixture->connection);
   fixture->connection = g_steal_pointer (&watcher);
   g_assert_true (test_wait_for (process_gone,
@@ -1184,7 +1198,7 @@ test_foreign_uid (void)
   reply = call_daemon (own, "ListServers", NULL, "(s)", &error);
   g_assert_no_error (error);
 
-  g_dbus_connection_close_sync (own, NULL, NULL);
+  close_connection (own);
   stop_bus (bus);
   g_assert_true (test_wait_for (reap_and_check_no_children, NULL, WAIT_MS));
   remove_tree (dir);
