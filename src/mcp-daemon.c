@@ -249,13 +249,33 @@ finish_call (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* On a worker: tells the caller that its call starts, and makes sure the
+ * bus has that before the work begins.  The bus passes on what a daemon
+ * wrote before it died, so a client that never got Accepted knows that
+ * the call was not started, and may send it again (see mcp-remote.c).
+ * FALSE when it cannot be told: the call must not start then. */
+static gboolean
+send_accepted (DaemonCall  *call,
+               GError     **error)
+{
+  const char *sender = g_dbus_method_invocation_get_sender (call->invocation);
+
+  if (sender == NULL)
+    return TRUE;
+  return g_dbus_connection_emit_signal (call->daemon->connection, sender, MCP_DAEMON_OBJECT_PATH,
+                                        MCP_DAEMON_INTERFACE, "Accepted", g_variant_new ("(u)", call->serial),
+                                        error) &&
+         g_dbus_connection_flush_sync (call->daemon->connection, NULL, error);
+}
+
 static void
 run_call_job (gpointer data,
               gpointer user_data)
 {
   DaemonCall *call = data;
 
-  call->reply = call->work (call, &call->error);
+  if (send_accepted (call, &call->error))
+    call->reply = call->work (call, &call->error);
   g_main_context_invoke (call->daemon->context, finish_call, call);
 }
 
@@ -831,10 +851,18 @@ mcp_daemon_run (McpDaemon *daemon)
   McpPoolCallbacks callbacks = { on_state_changed, on_tools_changed, daemon };
   /* Many clients never run code: Python is paid for once one has. */
   McpCodeOptions code_options = { .keep_warm = TRUE, .warm_after_first_run = TRUE };
+  g_autofree char *address = NULL;
   g_autoptr(GError) error = NULL;
   int signals[] = { SIGTERM, SIGINT };
 
-  daemon->connection = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
+  /* Started by hand from a bare environment, it finds the bus as its
+   * clients do. */
+  address = mcp_remote_session_bus_address (&error);
+  if (address != NULL)
+    daemon->connection = g_dbus_connection_new_for_address_sync (address,
+                                                                 G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                                 G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                                 NULL, NULL, &error);
   if (daemon->connection == NULL)
     {
       g_printerr (_("mcp-poold: cannot reach the session bus: %s\n"), error->message);

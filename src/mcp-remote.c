@@ -6,10 +6,26 @@
  * belong to.  remote->lock guards the table of calls in flight; it is
  * held while a call is sent and registered, so that a filter that sees
  * early progress waits for the registration.
+ *
+ * Replaying a call (see call_daemon()): a daemon that was killed can still
+ * own its name for a moment, so a call sent at once goes to it and gets
+ * "disconnected without replying" from the bus.  Such a call is sent once
+ * more, which activates a fresh daemon, unless the old one may have
+ * started it: the daemon sends Accepted to the caller, and flushes it to
+ * the bus, before it starts any work, and the bus passes on what a daemon
+ * sent before it notices that the daemon is gone.  So a call that got
+ * neither Accepted nor Progress never started.  Calls that only read, or
+ * that do the same when done twice (ListServers, ListTools, GetStats,
+ * Evict, Reload, and HandleRequest of ping and of the list methods), are
+ * sent again in any case; a tools/call, CallTool or RunPython that was
+ * accepted fails, with a message that says it may have run.
  */
 #include "config.h"
 
 #include "mcp-remote.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <glib/gi18n-lib.h>
 
@@ -31,6 +47,7 @@ typedef struct {
   guint32          serial;
   McpProgressFunc  progress;
   gpointer         progress_data;
+  gboolean         accepted;          /* protected by remote->lock: Accepted or Progress came */
   GDBusMessage    *reply;             /* set on the call's own context */
   GError          *error;
   gboolean         done;
@@ -51,7 +68,8 @@ mcp_remote_register_errors (void)
   g_dbus_error_register_error_domain ("mcp-pool-error-quark", &quark, entries, G_N_ELEMENTS (entries));
 }
 
-/* GDBus's thread: progress for one of our calls.  Everything else passes. */
+/* GDBus's thread: Accepted or progress of one of our calls.  Everything
+ * else passes. */
 static GDBusMessage *
 filter_progress (GDBusConnection *connection,
                  GDBusMessage    *message,
@@ -60,20 +78,31 @@ filter_progress (GDBusConnection *connection,
 {
   McpRemote *remote = user_data;
   g_autoptr(json_t) params = NULL;
-  const char *text;
+  const char *member = g_dbus_message_get_member (message);
+  GVariant *body = g_dbus_message_get_body (message);
+  gboolean progress;
+  const char *text = NULL;
   PendingCall *call;
   guint32 serial;
 
   if (!incoming || g_dbus_message_get_message_type (message) != G_DBUS_MESSAGE_TYPE_SIGNAL ||
-      g_strcmp0 (g_dbus_message_get_interface (message), MCP_DAEMON_INTERFACE) != 0 ||
-      g_strcmp0 (g_dbus_message_get_member (message), "Progress") != 0 ||
-      !g_variant_is_of_type (g_dbus_message_get_body (message), G_VARIANT_TYPE ("(us)")))
+      g_strcmp0 (g_dbus_message_get_interface (message), MCP_DAEMON_INTERFACE) != 0 || body == NULL)
+    return message;
+  progress = g_strcmp0 (member, "Progress") == 0 && g_variant_is_of_type (body, G_VARIANT_TYPE ("(us)"));
+  if (!progress && !(g_strcmp0 (member, "Accepted") == 0 && g_variant_is_of_type (body, G_VARIANT_TYPE ("(u)"))))
     return message;
 
-  g_variant_get (g_dbus_message_get_body (message), "(u&s)", &serial, &text);
-  params = json_loads (text, 0, NULL);
+  if (progress)
+    {
+      g_variant_get (body, "(u&s)", &serial, &text);
+      params = json_loads (text, 0, NULL);
+    }
+  else
+    g_variant_get (body, "(u)", &serial);
   g_mutex_lock (&remote->lock);
   call = g_hash_table_lookup (remote->calls, GUINT_TO_POINTER (serial));
+  if (call != NULL)
+    call->accepted = TRUE;
   if (call != NULL && call->progress != NULL && json_is_object (params))
     call->progress (params, call->progress_data);
   g_mutex_unlock (&remote->lock);
@@ -81,11 +110,63 @@ filter_progress (GDBusConnection *connection,
   return NULL;
 }
 
+/* The session bus, for a client that may have been started with little
+ * more than HOME and PATH (MCP clients often pass no more): the address in
+ * DBUS_SESSION_BUS_ADDRESS, otherwise the socket where the systemd user
+ * bus lives, $XDG_RUNTIME_DIR/bus and then /run/user/UID/bus.  GLib looks
+ * at the first alone, and only under XDG_RUNTIME_DIR, then tries to
+ * autolaunch a bus, which needs X11; that is left as the last resort.
+ * MCP_POOL_RUN_USER_DIR stands for /run/user in the tests. */
+static gboolean
+is_own_socket (const char *path)
+{
+  struct stat info;
+
+  return stat (path, &info) == 0 && S_ISSOCK (info.st_mode) && info.st_uid == geteuid ();
+}
+
+char *
+mcp_remote_session_bus_address (GError **error)
+{
+  const char *address = g_getenv ("DBUS_SESSION_BUS_ADDRESS");
+  const char *runtime_dir = g_getenv ("XDG_RUNTIME_DIR");
+  const char *run_user = g_getenv ("MCP_POOL_RUN_USER_DIR");
+  g_autofree char *uid = g_strdup_printf ("%u", (guint) geteuid ());
+  g_autoptr(GPtrArray) places = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GError) local_error = NULL;
+  g_autoptr(GString) looked_at = g_string_new (NULL);
+  char *found;
+
+  if (address != NULL && address[0] != '\0')
+    return g_strdup (address);
+  if (runtime_dir != NULL && runtime_dir[0] != '\0')
+    g_ptr_array_add (places, g_build_filename (runtime_dir, "bus", NULL));
+  g_ptr_array_add (places, g_build_filename (run_user != NULL && run_user[0] ? run_user : "/run/user",
+                                             uid, "bus", NULL));
+  for (guint i = 0; i < places->len; i++)
+    if (is_own_socket (g_ptr_array_index (places, i)))
+      {
+        g_autofree char *escaped = g_dbus_address_escape_value (g_ptr_array_index (places, i));
+
+        return g_strconcat ("unix:path=", escaped, NULL);
+      }
+
+  if (g_getenv ("DISPLAY") != NULL &&
+      (found = g_dbus_address_get_for_bus_sync (G_BUS_TYPE_SESSION, NULL, &local_error)) != NULL)
+    return found;
+  for (guint i = 0; i < places->len; i++)
+    g_string_append_printf (looked_at, "%s“%s”", i ? ", " : "", (char *) g_ptr_array_index (places, i));
+  g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+               _("DBUS_SESSION_BUS_ADDRESS is not set, and this user has no bus socket at %s"),
+               looked_at->str);
+  return NULL;
+}
+
 McpRemote *
 mcp_remote_new (GError **error)
 {
   g_autoptr(GError) local_error = NULL;
-  g_autofree char *address = g_dbus_address_get_for_bus_sync (G_BUS_TYPE_SESSION, NULL, &local_error);
+  g_autofree char *address = mcp_remote_session_bus_address (&local_error);
   GDBusConnection *connection = NULL;
   McpRemote *remote;
 
@@ -212,26 +293,31 @@ on_cancelled (GCancellable *cancellable,
                           G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, NULL, NULL);
 }
 
-/* Blocking: @method with @parameters (floating, taken); the reply's body,
- * checked against @reply_type. */
-static GVariant *
-call_daemon (McpRemote          *remote,
-             const char         *method,
-             GVariant           *parameters,
-             const GVariantType *reply_type,
-             GCancellable       *cancellable,
-             McpProgressFunc     progress,
-             gpointer            progress_data,
-             GError            **error)
+/* Whether the bus answered for a daemon that was gone, or went away,
+ * before it replied: the call may be sent again if it never started. */
+static gboolean
+daemon_vanished (const GError *error)
+{
+  return g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY) ||
+         g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) ||
+         g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER);
+}
+
+/* Blocking: sends @message and waits for the reply, or fails with
+ * @error; *@accepted says whether the daemon said it started the call. */
+static GDBusMessage *
+send_call (McpRemote        *remote,
+           GDBusMessage     *message,
+           GCancellable     *cancellable,
+           McpProgressFunc   progress,
+           gpointer          progress_data,
+           gboolean         *accepted,
+           GError          **error)
 {
   g_autoptr(GMainContext) context = g_main_context_new ();
-  g_autoptr(GDBusMessage) message =
-    g_dbus_message_new_method_call (MCP_DAEMON_BUS_NAME, MCP_DAEMON_OBJECT_PATH, MCP_DAEMON_INTERFACE, method);
   PendingCall call = { remote, 0, progress, progress_data };
   gulong cancel_handler = 0;
-  GVariant *body;
 
-  g_dbus_message_set_body (message, parameters);
   g_main_context_push_thread_default (context);
   g_mutex_lock (&remote->lock);
   /* The daemon bounds every call itself, so D-Bus must not time it out. */
@@ -248,29 +334,78 @@ call_daemon (McpRemote          *remote,
   g_cancellable_disconnect (cancellable, cancel_handler);
   g_mutex_lock (&remote->lock);
   g_hash_table_remove (remote->calls, GUINT_TO_POINTER (call.serial));
+  *accepted = call.accepted;
   g_mutex_unlock (&remote->lock);
   g_main_context_pop_thread_default (context);
 
-  if (call.reply == NULL || g_dbus_message_to_gerror (call.reply, &call.error))
+  if (call.reply != NULL && g_dbus_message_to_gerror (call.reply, &call.error))
+    g_clear_object (&call.reply);
+  if (call.reply == NULL)
+    g_propagate_error (error, call.error);
+  return call.reply;
+}
+
+/* Blocking: @method with @parameters (floating, taken); the reply's body,
+ * checked against @reply_type.  A call that reached no live daemon is sent
+ * once more, which activates a new one; see the top of the file for which
+ * calls are (@replay_safe: doing it twice does no harm). */
+static GVariant *
+call_daemon (McpRemote          *remote,
+             const char         *method,
+             GVariant           *parameters,
+             const GVariantType *reply_type,
+             gboolean            replay_safe,
+             GCancellable       *cancellable,
+             McpProgressFunc     progress,
+             gpointer            progress_data,
+             GError            **error)
+{
+  g_autoptr(GVariant) body_in = parameters != NULL ? g_variant_ref_sink (parameters) : NULL;
+  g_autoptr(GDBusMessage) reply = NULL;
+  g_autoptr(GError) local_error = NULL;
+  gboolean accepted = FALSE;
+  GVariant *body;
+
+  for (guint attempt = 0; reply == NULL && attempt < 2; attempt++)
     {
-      g_clear_object (&call.reply);
-      g_dbus_error_strip_remote_error (call.error);
-      g_propagate_prefixed_error (error, call.error, _("The shared pool (mcp-poold): "));
+      g_autoptr(GDBusMessage) message =
+        g_dbus_message_new_method_call (MCP_DAEMON_BUS_NAME, MCP_DAEMON_OBJECT_PATH, MCP_DAEMON_INTERFACE, method);
+
+      if (attempt > 0)
+        {
+          if (!daemon_vanished (local_error) || (accepted && !replay_safe) ||
+              g_cancellable_is_cancelled (cancellable))
+            break;
+          g_debug ("mcp-poold went away before it %s %s (%s); sending it again", accepted ? "answered" : "took",
+                   method, local_error->message);
+          g_clear_error (&local_error);
+        }
+      g_dbus_message_set_body (message, body_in);
+      reply = send_call (remote, message, cancellable, progress, progress_data, &accepted, &local_error);
+    }
+
+  if (reply == NULL)
+    {
+      g_dbus_error_strip_remote_error (local_error);
+      if (accepted && !replay_safe && daemon_vanished (local_error))
+        g_set_error (error, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED,
+                     _("The shared pool (mcp-poold) ended while it ran %s, which was not sent again "
+                       "since it may have taken effect; check, and call again if that is safe (%s)"),
+                     method, local_error->message);
+      else
+        g_propagate_prefixed_error (error, g_steal_pointer (&local_error), _("The shared pool (mcp-poold): "));
       return NULL;
     }
-  body = g_dbus_message_get_body (call.reply);
+  body = g_dbus_message_get_body (reply);
   if (body == NULL ? !g_variant_type_equal (reply_type, G_VARIANT_TYPE_UNIT)
                    : !g_variant_is_of_type (body, reply_type))
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
                    _("The shared pool (mcp-poold) answered %s with a reply of the wrong type; "
                      "is an older version running? Restart it with mcp-poold --replace."), method);
-      g_object_unref (call.reply);
       return NULL;
     }
-  body = body != NULL ? g_variant_ref (body) : g_variant_ref_sink (g_variant_new ("()"));
-  g_object_unref (call.reply);
-  return body;
+  return body != NULL ? g_variant_ref (body) : g_variant_ref_sink (g_variant_new ("()"));
 }
 
 /* For methods that answer one JSON string. */
@@ -278,12 +413,13 @@ static json_t *
 call_for_json (McpRemote       *remote,
                const char      *method,
                GVariant        *parameters,
+               gboolean         replay_safe,
                GCancellable    *cancellable,
                McpProgressFunc  progress,
                gpointer         progress_data,
                GError         **error)
 {
-  g_autoptr(GVariant) reply = call_daemon (remote, method, parameters, G_VARIANT_TYPE ("(s)"),
+  g_autoptr(GVariant) reply = call_daemon (remote, method, parameters, G_VARIANT_TYPE ("(s)"), replay_safe,
                                            cancellable, progress, progress_data, error);
   const char *text;
   json_t *value;
@@ -308,7 +444,7 @@ json_t *
 mcp_remote_list_servers (McpRemote  *remote,
                          GError    **error)
 {
-  return call_for_json (remote, "ListServers", NULL, NULL, NULL, NULL, error);
+  return call_for_json (remote, "ListServers", NULL, TRUE, NULL, NULL, NULL, error);
 }
 
 json_t *
@@ -316,7 +452,7 @@ mcp_remote_list_tools (McpRemote   *remote,
                        const char  *server,
                        GError     **error)
 {
-  return call_for_json (remote, "ListTools", g_variant_new ("(s)", server), NULL, NULL, NULL, error);
+  return call_for_json (remote, "ListTools", g_variant_new ("(s)", server), TRUE, NULL, NULL, NULL, error);
 }
 
 json_t *
@@ -332,7 +468,7 @@ mcp_remote_call_tool (McpRemote            *remote,
   return call_for_json (remote, "CallTool",
                         g_variant_new ("(sssu)", server, tool, text,
                                        (guint32) CLAMP (options->timeout_ms, 0, G_MAXUINT32)),
-                        options->cancellable, options->progress, options->progress_data, error);
+                        FALSE, options->cancellable, options->progress, options->progress_data, error);
 }
 
 json_t *
@@ -355,7 +491,7 @@ mcp_remote_run_python (McpRemote     *remote,
                                        json_is_number (timeout)
                                        ? (guint32) CLAMP (json_number_value (timeout) * 1000, 1, G_MAXUINT32)
                                        : 0u),
-                        cancellable, NULL, NULL, error);
+                        FALSE, cancellable, NULL, NULL, error);
 }
 
 gboolean
@@ -364,7 +500,7 @@ mcp_remote_evict (McpRemote   *remote,
                   GError     **error)
 {
   g_autoptr(GVariant) reply = call_daemon (remote, "Evict", g_variant_new ("(s)", server),
-                                           G_VARIANT_TYPE_UNIT, NULL, NULL, NULL, error);
+                                           G_VARIANT_TYPE_UNIT, TRUE, NULL, NULL, NULL, error);
 
   return reply != NULL;
 }
@@ -373,7 +509,7 @@ gboolean
 mcp_remote_reload (McpRemote  *remote,
                    GError    **error)
 {
-  g_autoptr(GVariant) reply = call_daemon (remote, "Reload", NULL, G_VARIANT_TYPE_UNIT,
+  g_autoptr(GVariant) reply = call_daemon (remote, "Reload", NULL, G_VARIANT_TYPE_UNIT, TRUE,
                                            NULL, NULL, NULL, error);
 
   return reply != NULL;
@@ -383,10 +519,19 @@ GVariant *
 mcp_remote_get_stats (McpRemote  *remote,
                       GError    **error)
 {
-  g_autoptr(GVariant) reply = call_daemon (remote, "GetStats", NULL, G_VARIANT_TYPE ("(a{sv})"),
+  g_autoptr(GVariant) reply = call_daemon (remote, "GetStats", NULL, G_VARIANT_TYPE ("(a{sv})"), TRUE,
                                            NULL, NULL, NULL, error);
 
   return reply != NULL ? g_variant_get_child_value (reply, 0) : NULL;
+}
+
+/* MCP requests that only read: ping and the list methods. */
+static gboolean
+request_is_replay_safe (json_t *request)
+{
+  const char *method = mcp_json_get_string (request, "method");
+
+  return method != NULL && (g_str_equal (method, "ping") || g_str_has_suffix (method, "/list"));
 }
 
 json_t *
@@ -406,5 +551,5 @@ mcp_remote_handle_request (McpRemote       *remote,
   g_variant_builder_add (options, "{sv}", "expose", g_variant_new_string (expose_text));
   g_variant_builder_add (options, "{sv}", "timeout-ms", g_variant_new_uint64 (MAX (timeout_ms, 0)));
   return call_for_json (remote, "HandleRequest", g_variant_new ("(a{sv}s)", options, text),
-                        cancellable, progress, progress_data, error);
+                        request_is_replay_safe (request), cancellable, progress, progress_data, error);
 }

@@ -6,7 +6,8 @@
  * daemon's Progress signal, addressed to this connection alone, and is
  * handed over before the call's reply (both come in order on the one
  * connection).  Cancelling a call's GCancellable asks the daemon to cancel
- * it; the call still returns the daemon's answer.
+ * it; the call still returns the daemon's answer.  A call that the daemon
+ * had not taken when it went away is sent once more (see mcp-remote.c).
  *
  * Threads: every call blocks and may run on any thread, several at once;
  * progress functions run on GDBus's own thread and must only queue.
@@ -78,6 +79,10 @@ json_t    *mcp_remote_handle_request   (McpRemote                  *remote,
                                         gpointer                    progress_data,
                                         GError                    **error);
 
+/* Both ends, blocking: the address of the session bus, found as the
+ * systemd user bus lives when DBUS_SESSION_BUS_ADDRESS is unset; an error
+ * that names the places looked at when there is none. */
+char      *mcp_remote_session_bus_address (GError              **error);
 /* Both ends: the D-Bus names of the pool's errors. */
 void       mcp_remote_register_errors  (void);
 

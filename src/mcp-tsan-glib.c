@@ -18,13 +18,19 @@
 
 #include <glib.h>
 
-/* GLib's own function @name, looked up once. */
+/* GLib's own function @name, looked up once.  Two threads may look it up
+ * at once and store the same pointer; every access is atomic, so that the
+ * one that reads it does not race with the other one's store. */
 #define REAL(name)                                                        \
   ({                                                                      \
     static __typeof__ (name) *real_##name;                                \
-    if (g_atomic_pointer_get (&real_##name) == NULL)                      \
-      g_atomic_pointer_set (&real_##name, dlsym (RTLD_NEXT, #name));      \
-    real_##name;                                                          \
+    __typeof__ (name) *real = g_atomic_pointer_get (&real_##name);        \
+    if (real == NULL)                                                     \
+      {                                                                   \
+        real = (__typeof__ (name) *) dlsym (RTLD_NEXT, #name);            \
+        g_atomic_pointer_set (&real_##name, real);                        \
+      }                                                                   \
+    real;                                                                 \
   })
 
 void

@@ -1,11 +1,16 @@
 /* test-daemon.c — mcp-poold on a private bus.
  *
- * Each test runs its own dbus-daemon (GTestDBus) whose service directory
- * holds the activation file made from data/io.github.mcppool.Pool.service.in
- * with Exec= pointing into the build tree, so the daemon is started the
- * way a session bus starts it: by activation, on the first call.  The
- * servers are the fixture's, from a config file named by MCP_POOL_CONFIG,
- * which the activated daemon inherits from the bus.
+ * Each test runs its own dbus-daemon whose service directory holds the
+ * activation file made from data/io.github.mcppool.Pool.service.in with
+ * Exec= pointing into the build tree, so the daemon is started the way a
+ * session bus starts it: by activation, on the first call.  The servers
+ * are the fixture's, from a config file named by MCP_POOL_CONFIG, which
+ * the activated daemon inherits from the bus.
+ *
+ * This program never changes its own environment (setenv() races with
+ * every thread that reads it, and GLib's threads do): the bus and each
+ * child get theirs from a GSubprocessLauncher or an envp.  That is why
+ * the bus is not a GTestDBus, which sets DBUS_SESSION_BUS_ADDRESS.
  */
 #include "config.h"
 
@@ -31,7 +36,10 @@
 
 typedef struct {
   char            *dir;
-  GTestDBus       *bus;
+  char            *runtime_dir; /* dir/user/UID: the bus listens at its "bus", as a user bus does */
+  GSubprocess     *bus;
+  char            *address;
+  GStrv            envp;        /* for children: ours, with the bus and the config */
   GDBusConnection *connection;
   GPtrArray       *signals;     /* "Member server [state]" strings, in arrival order */
 } Fixture;
@@ -83,7 +91,7 @@ connect_to_bus (Fixture *fixture)
 {
   g_autoptr(GError) error = NULL;
   GDBusConnection *connection =
-    g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (fixture->bus),
+    g_dbus_connection_new_for_address_sync (fixture->address,
                                             G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
                                             G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
                                             NULL, NULL, &error);
@@ -134,6 +142,131 @@ group_gone (gpointer pgid)
   return test_process_group_gone (GPOINTER_TO_INT (pgid));
 }
 
+/* Waiting for children.  GSubprocess's blocking waits run a GMainContext
+ * of their own, and GLib's worker thread, which watches the child, may
+ * drop the last reference to it: an order that GLib's atomic counts give
+ * and ThreadSanitizer cannot see.  These wait on the default context
+ * instead, which lives as long as the program. */
+static void
+on_async_done (GObject      *source,
+               GAsyncResult *result,
+               gpointer      user_data)
+{
+  *(GAsyncResult **) user_data = g_object_ref (result);
+}
+
+static GAsyncResult *
+wait_for_result (GAsyncResult **result)
+{
+  while (*result == NULL)
+    g_main_context_iteration (NULL, TRUE);
+  return *result;
+}
+
+static void
+wait_for_exit (GSubprocess *process)
+{
+  g_autoptr(GAsyncResult) result = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_subprocess_wait_async (process, NULL, on_async_done, &result);
+  g_subprocess_wait_finish (process, wait_for_result (&result), &error);
+  g_assert_no_error (error);
+}
+
+/* Feeds @input (or nothing) to @process and collects what it writes,
+ * until it exits. */
+static void
+communicate (GSubprocess  *process,
+             const char   *input,
+             char        **out,
+             char        **err)
+{
+  g_autoptr(GAsyncResult) result = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_subprocess_communicate_utf8_async (process, input, NULL, on_async_done, &result);
+  g_subprocess_communicate_utf8_finish (process, wait_for_result (&result), out, err, &error);
+  g_assert_no_error (error);
+  wait_for_exit (process);
+}
+
+/* Closes @connection, waiting on the default context (see above). */
+static void
+close_connection (GDBusConnection *connection)
+{
+  g_autoptr(GAsyncResult) result = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_dbus_connection_close (connection, NULL, on_async_done, &result);
+  g_dbus_connection_close_finish (connection, wait_for_result (&result), &error);
+  g_assert_no_error (error);
+}
+
+/* The bus ends with this program, however it ends. */
+static void
+die_with_parent (gpointer unused)
+{
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+}
+
+/* A session bus of the test's own, listening at @listen, with @services
+ * for activation, and @envp (NULL: ours) for the daemons it starts.
+ * It admits every uid, for test_foreign_uid(); its address goes to
+ * @address. */
+static GSubprocess *
+start_bus (const char         *dir,
+           const char         *listen,
+           const char         *services,
+           const char * const *envp,
+           char              **address)
+{
+  g_autofree char *config = g_build_filename (dir, "bus.conf", NULL);
+  g_autofree char *config_text =
+    g_strdup_printf ("<busconfig><type>session</type><listen>%s</listen><servicedir>%s</servicedir>"
+                     "<policy context=\"default\"><allow user=\"*\"/>"
+                     "<allow send_destination=\"*\" eavesdrop=\"true\"/>"
+                     "<allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>",
+                     listen, services);
+  g_autofree char *config_arg = g_strconcat ("--config-file=", config, NULL);
+  const char *argv[] = { "dbus-daemon", config_arg, "--nofork", "--print-address=1", NULL };
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+  g_autoptr(GDataInputStream) output = NULL;
+  g_autoptr(GError) error = NULL;
+  GSubprocess *bus;
+
+  g_file_set_contents (config, config_text, -1, &error);
+  g_assert_no_error (error);
+  if (envp != NULL)
+    g_subprocess_launcher_set_environ (launcher, (char **) envp);
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  bus = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  output = g_data_input_stream_new (g_subprocess_get_stdout_pipe (bus));
+  *address = g_data_input_stream_read_line (output, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (*address);
+  return bus;
+}
+
+static void
+stop_bus (GSubprocess *bus)
+{
+  g_subprocess_send_signal (bus, SIGTERM);
+  wait_for_exit (bus);
+}
+
+/* A launcher of children that find the fixture's bus and config. */
+static GSubprocessLauncher *
+fixture_launcher (Fixture            *fixture,
+                  GSubprocessFlags    flags)
+{
+  GSubprocessLauncher *launcher = g_subprocess_launcher_new (flags);
+
+  g_subprocess_launcher_set_environ (launcher, fixture->envp);
+  return launcher;
+}
+
 static void
 fixture_set_up (Fixture       *fixture,
                 gconstpointer  data)
@@ -142,6 +275,10 @@ fixture_set_up (Fixture       *fixture,
   g_autofree char *services = NULL;
   g_autofree char *config = NULL;
   g_autofree char *config_text = NULL;
+  g_autofree char *uid = g_strdup_printf ("%u", (guint) geteuid ());
+  g_autofree char *listen = NULL;
+  g_autofree char *escaped = NULL;
+  g_auto(GStrv) bus_envp = NULL;
   g_autoptr(GError) error = NULL;
 
   fixture->dir = g_dir_make_tmp ("mcp-poold-test-XXXXXX", &error);
@@ -155,48 +292,20 @@ fixture_set_up (Fixture       *fixture,
                                  test_fixture_path (), setup->server_args);
   g_file_set_contents (config, config_text, -1, &error);
   g_assert_no_error (error);
-  /* The bus, and so the daemon it starts, inherits this environment. */
-  g_setenv ("MCP_POOL_CONFIG", config, TRUE);
 
-  fixture->bus = g_test_dbus_new (G_TEST_DBUS_NONE);
-  g_test_dbus_add_service_dir (fixture->bus, services);
-  g_test_dbus_up (fixture->bus);
+  fixture->runtime_dir = g_build_filename (fixture->dir, "user", uid, NULL);
+  g_assert_cmpint (g_mkdir_with_parents (fixture->runtime_dir, 0700), ==, 0);
+  escaped = g_dbus_address_escape_value (fixture->runtime_dir);
+  listen = g_strdup_printf ("unix:path=%s/bus", escaped);
+  /* The bus, and so the daemon it starts, has this environment. */
+  bus_envp = g_environ_setenv (g_get_environ (), "MCP_POOL_CONFIG", config, TRUE);
+  fixture->bus = start_bus (fixture->dir, listen, services, (const char * const *) bus_envp, &fixture->address);
+  fixture->envp = g_environ_setenv (g_strdupv (bus_envp), "DBUS_SESSION_BUS_ADDRESS", fixture->address, TRUE);
   fixture->connection = connect_to_bus (fixture);
   fixture->signals = g_ptr_array_new_with_free_func (g_free);
 }
 
-/* GTestDBus keeps a watcher process, a fork of this program, for the
- * life of the test program; it is the one child that may stay. */
-static gboolean
-is_bus_watcher (const char *pid)
-{
-  g_autofree char *exe_link = g_build_filename ("/proc", pid, "exe", NULL);
-  g_autofree char *exe = g_file_read_link (exe_link, NULL);
-  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
-  g_autofree char *cmdline_path = NULL;
-  g_autofree char *cmdline = NULL;
-  gsize length = 0;
-
-  if (exe != NULL && g_strcmp0 (exe, self) == 0)
-    return TRUE;
-  if (!test_under_valgrind ())
-    return FALSE;
-  /* Under valgrind its exe is valgrind's tool; this program is one of the
-   * tool's arguments (valgrind answers for /proc/self/exe alone). */
-  cmdline_path = g_build_filename ("/proc", pid, "cmdline", NULL);
-  if (!g_file_get_contents (cmdline_path, &cmdline, &length, NULL))
-    return FALSE;
-  for (gsize i = 0; i < length; i += strlen (cmdline + i) + 1)
-    {
-      g_autofree char *argument = g_canonicalize_filename (cmdline + i, NULL);
-
-      if (g_strcmp0 (argument, self) == 0)
-        return TRUE;
-    }
-  return FALSE;
-}
-
-/* Reaps what has exited; TRUE once no child but the watcher is left. */
+/* Reaps what has exited; TRUE once no child is left. */
 static gboolean
 reap_and_check_no_children (gpointer unused)
 {
@@ -215,7 +324,7 @@ reap_and_check_no_children (gpointer unused)
       if (!g_ascii_isdigit (name[0]) || !g_file_get_contents (stat_path, &stat, NULL, NULL) ||
           (after_name = strrchr (stat, ')')) == NULL || sscanf (after_name, ") %*c %d", &ppid) != 1)
         continue;
-      if (ppid == getpid () && !is_bus_watcher (name))
+      if (ppid == getpid ())
         none = FALSE;
     }
   return none;
@@ -225,16 +334,21 @@ static void
 fixture_tear_down (Fixture       *fixture,
                    gconstpointer  data)
 {
-  g_dbus_connection_close_sync (fixture->connection, NULL, NULL);
-  g_clear_object (&fixture->connection);
   /* The daemon loses its bus, shuts its servers down and exits; being a
-   * child subreaper, this process inherits and reaps what is left. */
-  g_test_dbus_down (fixture->bus);
+   * child subreaper, this process inherits and reaps what is left.  The
+   * connection ends with the bus: g_dbus_connection_close_sync() would
+   * run a private GMainContext that GDBus's thread may free last, an
+   * order that ThreadSanitizer does not see. */
+  stop_bus (fixture->bus);
+  g_clear_object (&fixture->connection);
   g_clear_object (&fixture->bus);
   g_assert_true (test_wait_for (reap_and_check_no_children, NULL, WAIT_MS));
   g_ptr_array_unref (fixture->signals);
   remove_tree (fixture->dir);
   g_free (fixture->dir);
+  g_free (fixture->runtime_dir);
+  g_free (fixture->address);
+  g_strfreev (fixture->envp);
 }
 
 /* Calling the daemon */
@@ -450,22 +564,28 @@ test_config_changes (Fixture       *fixture,
 
   /* After `mcp-pool reload` returns, the change is in place. */
   write_config (fixture, "fix two three");
-  g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status, &error);
+  g_spawn_sync (NULL, (char **) argv, fixture->envp, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status, &error);
   g_assert_no_error (error);
   g_assert_true (g_spawn_check_wait_status (status, NULL));
   g_assert_nonnull (strstr (out, "read the config files again"));
   g_assert_cmpuint (count_servers (fixture), ==, 3);
 }
 
+/* `serve` with @envp, as an MCP client starts it. */
 static TestClient *
-start_client (gboolean    shared,
-              const char *expose)
+start_client_with (const char * const *envp,
+                   gboolean            shared,
+                   const char         *expose)
 {
   g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
   const char *argv[] = { test_mcp_pool_path (), "serve", "--expose", expose, shared ? "--shared" : NULL, NULL };
   g_auto(GStrv) wrapped = test_wrap_argv (argv);
-  TestClient *client = test_client_new (launcher, (const char * const *) wrapped);
-  g_autoptr(json_t) result =
+  TestClient *client = NULL;
+  g_autoptr(json_t) result = NULL;
+
+  g_subprocess_launcher_set_environ (launcher, (char **) envp);
+  client = test_client_new (launcher, (const char * const *) wrapped);
+  result =
     test_client_result (client, "initialize",
                         json_pack ("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", "2025-06-18",
                                    "capabilities", "clientInfo", "name", "test-daemon", "version", "1"));
@@ -473,6 +593,14 @@ start_client (gboolean    shared,
   g_assert_cmpstr (mcp_json_get_string (json_object_get (result, "serverInfo"), "name"), ==, "mcp-pool");
   test_client_notify (client, "notifications/initialized", NULL);
   return client;
+}
+
+static TestClient *
+start_client (Fixture    *fixture,
+              gboolean    shared,
+              const char *expose)
+{
+  return start_client_with ((const char * const *) fixture->envp, shared, expose);
 }
 
 static json_int_t
@@ -498,8 +626,8 @@ static void
 test_two_clients_one_server (Fixture       *fixture,
                              gconstpointer  data)
 {
-  TestClient *first = start_client (TRUE, "proxy");
-  TestClient *second = start_client (TRUE, "proxy");
+  TestClient *first = start_client (fixture, TRUE, "proxy");
+  TestClient *second = start_client (fixture, TRUE, "proxy");
   g_autoptr(json_t) server = NULL;
   json_int_t pid_first, pid_second;
 
@@ -536,8 +664,8 @@ test_same_answers (Fixture       *fixture,
     "{\"method\": \"resources/read\", \"params\": {\"uri\": \"mcp-pool://nothing\"}}",
     "{\"method\": \"no/such/method\"}",
   };
-  TestClient *local = start_client (FALSE, "code,gateway,proxy");
-  TestClient *shared = start_client (TRUE, "code,gateway,proxy");
+  TestClient *local = start_client (fixture, FALSE, "code,gateway,proxy");
+  TestClient *shared = start_client (fixture, TRUE, "code,gateway,proxy");
 
   for (guint i = 0; i < G_N_ELEMENTS (requests); i++)
     {
@@ -616,7 +744,7 @@ test_signals (Fixture       *fixture,
     const char *argv[] = { test_mcp_pool_path (), "evict", "fix", NULL };
     g_auto(GStrv) wrapped = test_wrap_argv (argv);
 
-    g_spawn_sync (NULL, wrapped, NULL, G_SPAWN_DEFAULT, NULL, NULL, &stdout_text, NULL, &status, &error);
+    g_spawn_sync (NULL, wrapped, fixture->envp, G_SPAWN_DEFAULT, NULL, NULL, &stdout_text, NULL, &status, &error);
     g_assert_no_error (error);
     g_assert_true (g_spawn_check_wait_status (status, NULL));
     g_assert_nonnull (strstr (stdout_text, "Evicted"));
@@ -660,7 +788,7 @@ test_idle_exit (Fixture       *fixture,
   g_assert_cmpint (server_pid, >, 0);
   /* This connection is the daemon's one client; once it leaves, the daemon
    * waits its idle second and exits, ending its server. */
-  g_dbus_connection_close_sync (fixture->connection, NULL, NULL);
+  close_connection (fixture->connection);
   g_object_unref (fixture->connection);
   fixture->connection = g_steal_pointer (&watcher);
   g_assert_true (test_wait_for (process_gone,
@@ -674,8 +802,11 @@ test_idle_exit (Fixture       *fixture,
 }
 
 static GSubprocess *
-spawn_daemon (const char *first_arg, ...)
+spawn_daemon (Fixture    *fixture,
+              const char *first_arg,
+              ...)
 {
+  g_autoptr(GSubprocessLauncher) launcher = fixture_launcher (fixture, G_SUBPROCESS_FLAGS_STDERR_PIPE);
   g_autoptr(GPtrArray) argv = g_ptr_array_new ();
   g_autoptr(GError) error = NULL;
   GSubprocess *process;
@@ -687,7 +818,7 @@ spawn_daemon (const char *first_arg, ...)
     g_ptr_array_add (argv, (char *) arg);
   va_end (args);
   g_ptr_array_add (argv, NULL);
-  process = g_subprocess_newv ((const char * const *) argv->pdata, G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
+  process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, &error);
   g_assert_no_error (error);
   return process;
 }
@@ -710,28 +841,26 @@ test_replace (Fixture       *fixture,
               gconstpointer  data)
 {
   GPid activated = daemon_pid (fixture->connection);
-  g_autoptr(GSubprocess) refused = spawn_daemon ("--no-idle-exit", NULL);
+  g_autoptr(GSubprocess) refused = spawn_daemon (fixture, "--no-idle-exit", NULL);
   g_autoptr(GSubprocess) replacement = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree char *refusal = NULL;
   OwnerWait wait = { fixture->connection, 0 };
 
   /* Without --replace a second daemon leaves the first alone. */
-  g_subprocess_communicate_utf8 (refused, NULL, NULL, NULL, &refusal, &error);
-  g_assert_no_error (error);
+  communicate (refused, NULL, NULL, &refusal);
   g_assert_cmpint (g_subprocess_get_exit_status (refused), ==, 1);
   g_assert_nonnull (strstr (refusal, "--replace"));
   g_assert_cmpint (daemon_pid (fixture->connection), ==, activated);
 
-  replacement = spawn_daemon ("--replace", "--no-idle-exit", NULL);
+  replacement = spawn_daemon (fixture, "--replace", "--no-idle-exit", NULL);
   wait.pid = (GPid) g_ascii_strtoll (g_subprocess_get_identifier (replacement), NULL, 10);
   g_assert_true (test_wait_for (daemon_has_pid, &wait, WAIT_MS));
   g_assert_true (test_wait_for (process_gone,
                                 GINT_TO_POINTER (activated), WAIT_MS));
 
   g_subprocess_send_signal (replacement, SIGTERM);
-  g_subprocess_wait (replacement, NULL, &error);
-  g_assert_no_error (error);
+  wait_for_exit (replacement);
   g_assert_true (g_subprocess_get_if_exited (replacement));
   g_assert_cmpint (g_subprocess_get_exit_status (replacement), ==, 0);
 }
@@ -754,6 +883,253 @@ test_sigkill_leaves_no_server (Fixture       *fixture,
   g_assert_true (test_process_gone (grandchild));
 }
 
+/* The environment an MCP client such as the Inspector gives a server:
+ * HOME, PATH, SHELL and TERM, plus @name=@value, and what `make check`
+ * and its sanitizers set for every program they run (G_DEBUG=gc-friendly
+ * keeps the frames that tsan.supp names). */
+static GStrv
+client_environment (const char *name,
+                    const char *value)
+{
+  static const char * const passed[] = {
+    "HOME", "PATH", "G_DEBUG", "G_SLICE", "MALLOC_CHECK_",
+    "TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS",
+  };
+  GStrv envp = g_new0 (char *, 1);
+
+  for (guint i = 0; i < G_N_ELEMENTS (passed); i++)
+    if (g_getenv (passed[i]) != NULL)
+      envp = g_environ_setenv (envp, passed[i], g_getenv (passed[i]), TRUE);
+  envp = g_environ_setenv (envp, "SHELL", "/bin/sh", TRUE);
+  envp = g_environ_setenv (envp, "TERM", "xterm-256color", TRUE);
+  return g_environ_setenv (envp, name, value, TRUE);
+}
+
+/* serve --shared in @envp reaches the fixture's daemon and its server. */
+static void
+assert_serve_shared_works (const char * const *envp)
+{
+  TestClient *client = start_client_with (envp, TRUE, "proxy");
+  g_autoptr(json_t) result =
+    test_client_result (client, "tools/call",
+                        json_pack ("{s:s, s:{s:s}}", "name", "fix__echo", "arguments", "message", "bare"));
+
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text"),
+                   ==, "Echo: bare");
+  end_client (client);
+}
+
+/* With DBUS_SESSION_BUS_ADDRESS unset, the bus is found where the systemd
+ * user bus lives: $XDG_RUNTIME_DIR/bus ... */
+static void
+test_bus_in_runtime_dir (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  g_auto(GStrv) envp = client_environment ("XDG_RUNTIME_DIR", fixture->runtime_dir);
+
+  assert_serve_shared_works ((const char * const *) envp);
+}
+
+/* ... or, without XDG_RUNTIME_DIR, /run/user/UID/bus (here the fixture's
+ * stand-in for /run/user). */
+static void
+test_bus_in_run_user (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_autofree char *run_user = g_path_get_dirname (fixture->runtime_dir);
+  g_auto(GStrv) envp = client_environment ("MCP_POOL_RUN_USER_DIR", run_user);
+
+  assert_serve_shared_works ((const char * const *) envp);
+}
+
+/* Killing the daemon */
+
+/* Counts the calls of the pool's interface that pass the bus. */
+static GDBusMessage *
+count_pool_calls (GDBusConnection *connection,
+                  GDBusMessage    *message,
+                  gboolean         incoming,
+                  gpointer         user_data)
+{
+  GDBusMessageType type = g_dbus_message_get_message_type (message);
+
+  if (!incoming || type == G_DBUS_MESSAGE_TYPE_METHOD_RETURN || type == G_DBUS_MESSAGE_TYPE_ERROR)
+    return message;
+  if (type == G_DBUS_MESSAGE_TYPE_METHOD_CALL &&
+      g_strcmp0 (g_dbus_message_get_interface (message), MCP_DAEMON_INTERFACE) == 0)
+    g_atomic_int_inc ((gint *) user_data);
+  /* A monitor must not answer what it sees. */
+  g_object_unref (message);
+  return NULL;
+}
+
+/* A connection that sees every call of the pool's interface on the bus
+ * from now on, counting them in @count. */
+static GDBusConnection *
+monitor_pool_calls (Fixture *fixture,
+                    gint    *count)
+{
+  GDBusConnection *monitor = connect_to_bus (fixture);
+  const char *rules[] = { "type='method_call',interface='" MCP_DAEMON_INTERFACE "'", NULL };
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_dbus_connection_add_filter (monitor, count_pool_calls, count, NULL);
+  reply = g_dbus_connection_call_sync (monitor, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
+                                       g_variant_new ("(^asu)", rules, 0), NULL, G_DBUS_CALL_FLAGS_NONE,
+                                       (int) test_timeout_ms (WAIT_MS), NULL, &error);
+  g_assert_no_error (error);
+  return monitor;
+}
+
+typedef struct {
+  gint  *count;
+  guint  expected;
+} CountWait;
+
+static gboolean
+count_reached (gpointer data)
+{
+  CountWait *wait = data;
+
+  return (guint) g_atomic_int_get (wait->count) >= wait->expected;
+}
+
+static gboolean
+process_stopped (gpointer pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", GPOINTER_TO_INT (pid));
+  g_autofree char *stat = NULL;
+  const char *after_name;
+
+  return g_file_get_contents (path, &stat, NULL, NULL) && (after_name = strrchr (stat, ')')) != NULL &&
+         after_name[1] == ' ' && after_name[2] == 'T';
+}
+
+static GSubprocess *
+spawn_mcp_pool (Fixture    *fixture,
+                const char *first_arg,
+                ...)
+{
+  g_autoptr(GSubprocessLauncher) launcher =
+    fixture_launcher (fixture, G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_auto(GStrv) wrapped = NULL;
+  g_autoptr(GError) error = NULL;
+  GSubprocess *process;
+  va_list args;
+
+  g_ptr_array_add (argv, (char *) test_mcp_pool_path ());
+  va_start (args, first_arg);
+  for (const char *arg = first_arg; arg != NULL; arg = va_arg (args, const char *))
+    g_ptr_array_add (argv, (char *) arg);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+  wrapped = test_wrap_argv ((const char * const *) argv->pdata);
+  process = g_subprocess_launcher_spawnv (launcher, (const char * const *) wrapped, &error);
+  g_assert_no_error (error);
+  return process;
+}
+
+#define CALLERS 3
+
+/* Calls sent to a daemon that dies before it takes them are sent again,
+ * and a fresh daemon answers them.  The daemon is stopped first and
+ * killed once the bus has passed it every call, so that each one meets
+ * the dead daemon, which a kill alone leaves to chance. */
+static void
+test_kill_replays_untaken_calls (Fixture       *fixture,
+                                 gconstpointer  data)
+{
+  TestClient *serve = start_client (fixture, TRUE, "proxy");
+  GPid daemon = daemon_pid (fixture->connection);
+  GSubprocess *callers[CALLERS], *listers[2];
+  g_autoptr(GDBusConnection) monitor = NULL;
+  g_autoptr(json_t) reply = NULL;
+  gint count = 0;
+  CountWait wait = { &count, G_N_ELEMENTS (callers) + G_N_ELEMENTS (listers) + 1 };
+  json_int_t id;
+
+  g_assert_cmpint (kill (daemon, SIGSTOP), ==, 0);
+  g_assert_true (test_wait_for (process_stopped, GINT_TO_POINTER (daemon), WAIT_MS));
+  monitor = monitor_pool_calls (fixture, &count);
+
+  for (guint i = 0; i < G_N_ELEMENTS (callers); i++)
+    {
+      g_autofree char *message = g_strdup_printf ("message=again-%u", i);
+
+      callers[i] = spawn_mcp_pool (fixture, "call", "--shared", "fix", "echo", message, NULL);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (listers); i++)
+    listers[i] = spawn_mcp_pool (fixture, "servers", "--shared", NULL);
+  id = test_client_request (serve, "tools/call",
+                            json_pack ("{s:s, s:{s:s}}", "name", "fix__echo", "arguments", "message", "again"));
+  g_assert_true (test_wait_for (count_reached, &wait, WAIT_MS));
+  g_assert_cmpint (kill (daemon, SIGKILL), ==, 0);
+
+  for (guint i = 0; i < G_N_ELEMENTS (callers); i++)
+    {
+      g_autofree char *expected = g_strdup_printf ("Echo: again-%u\n", i);
+      g_autofree char *out = NULL;
+      g_autofree char *err = NULL;
+
+      communicate (callers[i], NULL, &out, &err);
+      g_assert_cmpstr (err, ==, "");
+      g_assert_cmpstr (out, ==, expected);
+      g_assert_true (g_subprocess_get_successful (callers[i]));
+      g_object_unref (callers[i]);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (listers); i++)
+    {
+      g_autofree char *out = NULL;
+      g_autofree char *err = NULL;
+
+      communicate (listers[i], NULL, &out, &err);
+      g_assert_cmpstr (err, ==, "");
+      g_assert_nonnull (strstr (out, "fix"));
+      g_assert_true (g_subprocess_get_successful (listers[i]));
+      g_object_unref (listers[i]);
+    }
+  reply = test_client_read_reply (serve, id);
+  g_assert_null (json_object_get (reply, "error"));
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (json_object_get (reply, "result"),
+                                                                         "content"), 0), "text"),
+                   ==, "Echo: again");
+  end_client (serve);
+  g_assert_cmpint (daemon_pid (fixture->connection), !=, daemon);
+}
+
+static gboolean
+fixture_runs_two_calls (gpointer fixture)
+{
+  g_autoptr(json_t) result = call_tool (fixture, "stats", "{}");
+
+  /* This one and the other. */
+  return json_integer_value (json_object_get (json_object_get (result, "structuredContent"), "inflight")) >= 2;
+}
+
+/* A call that the daemon had started when it died is not sent again: it
+ * fails, saying so, and no daemon is activated for it. */
+static void
+test_kill_does_not_replay_started_call (Fixture       *fixture,
+                                        gconstpointer  data)
+{
+  GPid daemon = daemon_pid (fixture->connection);
+  g_autoptr(GSubprocess) caller = spawn_mcp_pool (fixture, "call", "--shared", "fix", "hang", NULL);
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+
+  g_assert_true (test_wait_for (fixture_runs_two_calls, fixture, WAIT_MS));
+  g_assert_cmpint (kill (daemon, SIGKILL), ==, 0);
+  communicate (caller, NULL, &out, &err);
+  g_assert_false (g_subprocess_get_successful (caller));
+  g_assert_cmpstr (out, ==, "");
+  g_assert_nonnull (strstr (err, "CallTool"));
+  g_assert_nonnull (strstr (err, "not sent again"));
+  g_assert_false (daemon_is_running (fixture->connection));
+}
+
 /* Root can play another user: a bus that admits everyone, and a client
  * process that drops to nobody. */
 static void
@@ -768,12 +1144,10 @@ test_foreign_uid (void)
 {
   g_autofree char *dir = NULL;
   g_autofree char *services = NULL;
-  g_autofree char *config = NULL;
-  g_autofree char *config_text = NULL;
+  g_autofree char *listen = NULL;
   g_autofree char *address = NULL;
   g_autofree char *foreign_err = NULL;
   g_autoptr(GSubprocess) bus = NULL;
-  g_autoptr(GDataInputStream) bus_output = NULL;
   g_autoptr(GSubprocessLauncher) launcher = NULL;
   g_autoptr(GSubprocess) foreign = NULL;
   g_autoptr(GDBusConnection) own = NULL;
@@ -798,27 +1172,8 @@ test_foreign_uid (void)
   services = g_build_filename (dir, "services", NULL);
   g_assert_cmpint (g_mkdir (services, 0755), ==, 0);
   write_service_file (services, setup);
-  config = g_build_filename (dir, "bus.conf", NULL);
-  config_text = g_strdup_printf ("<busconfig><type>session</type><listen>unix:dir=%s</listen>"
-                                 "<servicedir>%s</servicedir>"
-                                 "<policy context=\"default\"><allow user=\"*\"/>"
-                                 "<allow send_destination=\"*\" eavesdrop=\"true\"/>"
-                                 "<allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>",
-                                 dir, services);
-  g_file_set_contents (config, config_text, -1, &error);
-  g_assert_no_error (error);
-
-  {
-    g_autofree char *config_arg = g_strconcat ("--config-file=", config, NULL);
-    const char *argv[] = { "dbus-daemon", config_arg, "--nofork", "--print-address=1", NULL };
-
-    bus = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
-    g_assert_no_error (error);
-  }
-  bus_output = g_data_input_stream_new (g_subprocess_get_stdout_pipe (bus));
-  address = g_data_input_stream_read_line (bus_output, NULL, NULL, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (address);
+  listen = g_strconcat ("unix:dir=", dir, NULL);
+  bus = start_bus (dir, listen, services, NULL, &address);
 
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
   g_subprocess_launcher_setenv (launcher, "DBUS_SESSION_BUS_ADDRESS", address, TRUE);
@@ -831,8 +1186,7 @@ test_foreign_uid (void)
     foreign = g_subprocess_launcher_spawnv (launcher, argv, &error);
     g_assert_no_error (error);
   }
-  g_subprocess_communicate_utf8 (foreign, NULL, NULL, NULL, &foreign_err, &error);
-  g_assert_no_error (error);
+  communicate (foreign, NULL, NULL, &foreign_err);
   g_assert_false (g_subprocess_get_successful (foreign));
   g_assert_nonnull (strstr (foreign_err, "AccessDenied"));
 
@@ -844,9 +1198,8 @@ test_foreign_uid (void)
   reply = call_daemon (own, "ListServers", NULL, "(s)", &error);
   g_assert_no_error (error);
 
-  g_dbus_connection_close_sync (own, NULL, NULL);
-  g_subprocess_send_signal (bus, SIGTERM);
-  g_subprocess_wait (bus, NULL, NULL);
+  close_connection (own);
+  stop_bus (bus);
   g_assert_true (test_wait_for (reap_and_check_no_children, NULL, WAIT_MS));
   remove_tree (dir);
 }
@@ -859,6 +1212,9 @@ test_no_session_bus (void)
     g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
                                G_SUBPROCESS_FLAGS_STDERR_PIPE);
   g_autofree char *empty = g_dir_make_tmp ("mcp-poold-nobus-XXXXXX", NULL);
+  g_autofree char *runtime_bus = g_build_filename (empty, "bus", NULL);
+  g_autofree char *uid = g_strdup_printf ("%u", (guint) geteuid ());
+  g_autofree char *run_user_bus = g_build_filename (empty, uid, "bus", NULL);
   const char *argv[] = { test_mcp_pool_path (), "serve", "--shared", NULL };
   g_auto(GStrv) wrapped = test_wrap_argv (argv);
   g_autoptr(GSubprocess) serve = NULL;
@@ -869,14 +1225,19 @@ test_no_session_bus (void)
   g_subprocess_launcher_unsetenv (launcher, "DBUS_SESSION_BUS_ADDRESS");
   g_subprocess_launcher_unsetenv (launcher, "DISPLAY");
   g_subprocess_launcher_setenv (launcher, "XDG_RUNTIME_DIR", empty, TRUE);
+  /* Not the real /run/user, where this user may have a bus. */
+  g_subprocess_launcher_setenv (launcher, "MCP_POOL_RUN_USER_DIR", empty, TRUE);
   serve = g_subprocess_launcher_spawnv (launcher, (const char * const *) wrapped, &error);
   g_assert_no_error (error);
-  g_subprocess_communicate_utf8 (serve, "", NULL, &out, &err, &error);
-  g_assert_no_error (error);
+  communicate (serve, "", &out, &err);
   g_assert_cmpint (g_subprocess_get_exit_status (serve), ==, 1);
   g_assert_cmpstr (out, ==, "");
   g_assert_nonnull (strstr (err, "session bus"));
   g_assert_nonnull (strstr (err, "--shared"));
+  /* It says where it looked. */
+  g_assert_nonnull (strstr (err, "DBUS_SESSION_BUS_ADDRESS"));
+  g_assert_nonnull (strstr (err, runtime_bus));
+  g_assert_nonnull (strstr (err, run_user_bus));
   g_rmdir (empty);
   g_assert_true (reap_and_check_no_children (NULL));
 }
@@ -899,6 +1260,13 @@ main (int    argc,
   g_test_add ("/daemon/replace", Fixture, &plain, fixture_set_up, test_replace, fixture_tear_down);
   g_test_add ("/daemon/sigkill-leaves-no-server", Fixture, &with_grandchild, fixture_set_up,
               test_sigkill_leaves_no_server, fixture_tear_down);
+  g_test_add ("/daemon/bus/runtime-dir", Fixture, &plain, fixture_set_up, test_bus_in_runtime_dir,
+              fixture_tear_down);
+  g_test_add ("/daemon/bus/run-user", Fixture, &plain, fixture_set_up, test_bus_in_run_user, fixture_tear_down);
+  g_test_add ("/daemon/kill/replays-untaken-calls", Fixture, &plain, fixture_set_up,
+              test_kill_replays_untaken_calls, fixture_tear_down);
+  g_test_add ("/daemon/kill/does-not-replay-started-call", Fixture, &plain, fixture_set_up,
+              test_kill_does_not_replay_started_call, fixture_tear_down);
   g_test_add_func ("/daemon/foreign-uid", test_foreign_uid);
   g_test_add_func ("/daemon/no-session-bus", test_no_session_bus);
   return g_test_run ();
