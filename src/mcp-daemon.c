@@ -424,7 +424,7 @@ refuse_bad_json (GDBusMethodInvocation *invocation,
 {
   json_error_t json_error;
 
-  *value = json_loads (text, JSON_DECODE_ANY, &json_error);
+  *value = json_loads (text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &json_error);
   if (*value != NULL && (!object_only || json_is_object (*value)))
     return FALSE;
   g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,

@@ -95,7 +95,7 @@ filter_progress (GDBusConnection *connection,
   if (progress)
     {
       g_variant_get (body, "(u&s)", &serial, &text);
-      params = json_loads (text, 0, NULL);
+      params = json_loads (text, JSON_ALLOW_NUL, NULL);
     }
   else
     g_variant_get (body, "(u)", &serial);
@@ -427,7 +427,7 @@ call_for_json (McpRemote       *remote,
   if (reply == NULL)
     return NULL;
   g_variant_get (reply, "(&s)", &text);
-  value = json_loads (text, JSON_DECODE_ANY, NULL);
+  value = json_loads (text, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
   if (value == NULL)
     g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
                  _("The shared pool (mcp-poold) answered %s with something that is not JSON"), method);

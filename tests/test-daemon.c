@@ -653,6 +653,7 @@ test_same_answers (Fixture       *fixture,
   static const char * const requests[] = {
     "{\"method\": \"tools/list\"}",
     "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__echo\", \"arguments\": {\"message\": \"a\"}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__echo\", \"arguments\": {\"message\": \"a\\u0000b\"}}}",
     "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__tool_error\", \"arguments\": {}}}",
     "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__fail\", \"arguments\": {}}}",
     "{\"method\": \"tools/call\", \"params\": {\"name\": \"no_such_tool\", \"arguments\": {}}}",
@@ -674,7 +675,7 @@ test_same_answers (Fixture       *fixture,
 
       for (guint c = 0; c < 2; c++)
         {
-          json_t *request = json_loads (requests[i], 0, NULL);
+          json_t *request = json_loads (requests[i], JSON_ALLOW_NUL, NULL);
           json_int_t id;
 
           g_assert_nonnull (request);
@@ -690,6 +691,14 @@ test_same_answers (Fixture       *fixture,
           g_autofree char *other = json_dumps (answers[1], JSON_COMPACT);
 
           g_error ("%s\nserve:          %s\nserve --shared: %s", requests[i], one, other);
+        }
+      if (strstr (requests[i], "\\u0000") != NULL)
+        {
+          /* A NUL crosses the bus inside the JSON text, and comes back. */
+          json_t *text = json_object_get (json_array_get (json_object_get (json_object_get (answers[1], "result"),
+                                                                           "content"), 0), "text");
+
+          g_assert_cmpmem (json_string_value (text), json_string_length (text), "Echo: a\0b", 9);
         }
       json_decref (answers[0]);
       json_decref (answers[1]);
