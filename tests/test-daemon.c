@@ -160,7 +160,8 @@ group_gone (gpointer pgid)
 
 /* Children */
 
-/* Which of a child's standard streams are pipes to the test. */
+/* A child's stdout and stderr: pipes to the test, /dev/null, or (without
+ * a flag) the test's own. */
 typedef enum {
   CHILD_OUT_PIPE = 1 << 0,
   CHILD_ERR_PIPE = 1 << 1,
