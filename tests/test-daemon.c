@@ -9,13 +9,20 @@
  *
  * This program never changes its own environment (setenv() races with
  * every thread that reads it, and GLib's threads do): the bus and each
- * child get theirs from a GSubprocessLauncher or an envp.  That is why
- * the bus is not a GTestDBus, which sets DBUS_SESSION_BUS_ADDRESS.
+ * child get theirs from an envp.  That is why the bus is not a GTestDBus,
+ * which sets DBUS_SESSION_BUS_ADDRESS.
+ *
+ * Its own children are no GSubprocesses (the MCP clients of test-util
+ * aside): GLib's worker thread reaps those and completes their waits by
+ * attaching sources to the default context while this thread iterates
+ * it, under a lock that ThreadSanitizer cannot see.  A Child is spawned,
+ * read and reaped on this thread alone.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <grp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <signal.h>
@@ -34,10 +41,19 @@
 /* The uid a test plays a foreign user with. */
 #define NOBODY  65534
 
+/* A child process of the test, never reaped by GLib. */
+typedef struct {
+  GPid     pid;
+  int      out_fd;              /* its stdout, or -1 */
+  int      err_fd;              /* its stderr, or -1 */
+  int      wait_status;         /* once reaped */
+  gboolean reaped;
+} Child;
+
 typedef struct {
   char            *dir;
   char            *runtime_dir; /* dir/user/UID: the bus listens at its "bus", as a user bus does */
-  GSubprocess     *bus;
+  Child           *bus;
   char            *address;
   GStrv            envp;        /* for children: ours, with the bus and the config */
   GDBusConnection *connection;
@@ -142,11 +158,152 @@ group_gone (gpointer pgid)
   return test_process_group_gone (GPOINTER_TO_INT (pgid));
 }
 
-/* Waiting for children.  GSubprocess's blocking waits run a GMainContext
- * of their own, and GLib's worker thread, which watches the child, may
- * drop the last reference to it: an order that GLib's atomic counts give
- * and ThreadSanitizer cannot see.  These wait on the default context
- * instead, which lives as long as the program. */
+/* Children */
+
+/* A child's stdout and stderr: pipes to the test, /dev/null, or (without
+ * a flag) the test's own. */
+typedef enum {
+  CHILD_OUT_PIPE = 1 << 0,
+  CHILD_ERR_PIPE = 1 << 1,
+  CHILD_OUT_NULL = 1 << 2,
+} ChildFlags;
+
+/* Spawns @argv (looked up in PATH) with @envp, stdin from /dev/null and
+ * @setup run in the child before exec. */
+static Child *
+child_spawn (const char * const   *argv,
+             const char * const   *envp,
+             ChildFlags            flags,
+             GSpawnChildSetupFunc  setup)
+{
+  Child *child = g_new0 (Child, 1);
+  GSpawnFlags spawn_flags = G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH | G_SPAWN_STDIN_FROM_DEV_NULL;
+  g_autoptr(GError) error = NULL;
+
+  if (flags & CHILD_OUT_NULL)
+    spawn_flags |= G_SPAWN_STDOUT_TO_DEV_NULL;
+  child->out_fd = child->err_fd = -1;
+  g_spawn_async_with_pipes_and_fds (NULL, argv, envp, spawn_flags, setup, NULL, -1, -1, -1, NULL, NULL, 0,
+                                    &child->pid, NULL, (flags & CHILD_OUT_PIPE) ? &child->out_fd : NULL,
+                                    (flags & CHILD_ERR_PIPE) ? &child->err_fd : NULL, &error);
+  g_assert_no_error (error);
+  return child;
+}
+
+static gboolean
+child_reap (gpointer data)
+{
+  Child *child = data;
+  pid_t pid;
+
+  if (child->reaped)
+    return TRUE;
+  pid = waitpid (child->pid, &child->wait_status, WNOHANG);
+  /* Nothing else reaps it: reap_exited() runs only once the children
+   * that a test still waits for cannot have exited. */
+  g_assert_cmpint (pid, !=, -1);
+  child->reaped = pid == child->pid;
+  return child->reaped;
+}
+
+/* Waits (bounded) for @child to exit and reaps it. */
+static void
+child_wait (Child *child)
+{
+  g_assert_true (test_wait_for (child_reap, child, WAIT_MS));
+}
+
+/* Reads what @fd has now into @buffer; FALSE at end of file. */
+static gboolean
+read_available (int      fd,
+                GString *buffer)
+{
+  char chunk[4096];
+  ssize_t n;
+
+  do
+    n = read (fd, chunk, sizeof chunk);
+  while (n < 0 && errno == EINTR);
+  g_assert_cmpint (n, >=, 0);
+  g_string_append_len (buffer, chunk, n);
+  return n > 0;
+}
+
+/* Reads @child's pipes (bounded) until the condition: end of both, or,
+ * with @until_newline, a line on stdout. */
+static void
+child_read (Child   *child,
+            GString *out,
+            GString *err,
+            gboolean until_newline)
+{
+  gint64 deadline = g_get_monotonic_time () + test_timeout_ms (WAIT_MS) * G_TIME_SPAN_MILLISECOND;
+  struct pollfd fds[2] = { { child->out_fd, POLLIN, 0 }, { child->err_fd, POLLIN, 0 } };
+  GString *buffers[2] = { out, err };
+
+  while ((fds[0].fd >= 0 || fds[1].fd >= 0) && !(until_newline && strchr (out->str, '\n') != NULL))
+    {
+      gint64 left = deadline - g_get_monotonic_time ();
+      int ready;
+
+      g_assert_cmpint (left, >, 0);
+      ready = poll (fds, G_N_ELEMENTS (fds), (int) (left / G_TIME_SPAN_MILLISECOND) + 1);
+      g_assert_cmpint (ready, >=, 0);
+      for (guint i = 0; i < G_N_ELEMENTS (fds); i++)
+        if (fds[i].fd >= 0 && fds[i].revents != 0 && !read_available (fds[i].fd, buffers[i]))
+          fds[i].fd = -1;
+    }
+}
+
+static void
+child_close_pipes (Child *child)
+{
+  if (child->out_fd >= 0)
+    g_close (child->out_fd, NULL);
+  if (child->err_fd >= 0)
+    g_close (child->err_fd, NULL);
+  child->out_fd = child->err_fd = -1;
+}
+
+/* Collects what @child writes to its pipes until it exits; @out and @err
+ * may be NULL. */
+static void
+child_communicate (Child  *child,
+                   char  **out,
+                   char  **err)
+{
+  g_autoptr(GString) out_text = g_string_new (NULL);
+  g_autoptr(GString) err_text = g_string_new (NULL);
+
+  child_read (child, out_text, err_text, FALSE);
+  child_close_pipes (child);
+  child_wait (child);
+  if (out != NULL)
+    *out = g_string_free (g_steal_pointer (&out_text), FALSE);
+  if (err != NULL)
+    *err = g_string_free (g_steal_pointer (&err_text), FALSE);
+}
+
+static gboolean
+child_exited_with (Child *child,
+                   int    code)
+{
+  g_assert_true (child->reaped);
+  return WIFEXITED (child->wait_status) && WEXITSTATUS (child->wait_status) == code;
+}
+
+/* Frees @child, which has been reaped. */
+static void
+child_free (Child *child)
+{
+  g_assert_true (child->reaped);
+  child_close_pipes (child);
+  g_free (child);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Child, child_free)
+
+/* Waiting on the default context, for GDBus. */
 static void
 on_async_done (GObject      *source,
                GAsyncResult *result,
@@ -161,34 +318,6 @@ wait_for_result (GAsyncResult **result)
   while (*result == NULL)
     g_main_context_iteration (NULL, TRUE);
   return *result;
-}
-
-static void
-wait_for_exit (GSubprocess *process)
-{
-  g_autoptr(GAsyncResult) result = NULL;
-  g_autoptr(GError) error = NULL;
-
-  g_subprocess_wait_async (process, NULL, on_async_done, &result);
-  g_subprocess_wait_finish (process, wait_for_result (&result), &error);
-  g_assert_no_error (error);
-}
-
-/* Feeds @input (or nothing) to @process and collects what it writes,
- * until it exits. */
-static void
-communicate (GSubprocess  *process,
-             const char   *input,
-             char        **out,
-             char        **err)
-{
-  g_autoptr(GAsyncResult) result = NULL;
-  g_autoptr(GError) error = NULL;
-
-  g_subprocess_communicate_utf8_async (process, input, NULL, on_async_done, &result);
-  g_subprocess_communicate_utf8_finish (process, wait_for_result (&result), out, err, &error);
-  g_assert_no_error (error);
-  wait_for_exit (process);
 }
 
 /* Closes @connection, waiting on the default context (see above). */
@@ -214,7 +343,7 @@ die_with_parent (gpointer unused)
  * for activation, and @envp (NULL: ours) for the daemons it starts.
  * It admits every uid, for test_foreign_uid(); its address goes to
  * @address. */
-static GSubprocess *
+static Child *
 start_bus (const char         *dir,
            const char         *listen,
            const char         *services,
@@ -230,41 +359,30 @@ start_bus (const char         *dir,
                      listen, services);
   g_autofree char *config_arg = g_strconcat ("--config-file=", config, NULL);
   const char *argv[] = { "dbus-daemon", config_arg, "--nofork", "--print-address=1", NULL };
-  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
-  g_autoptr(GDataInputStream) output = NULL;
+  g_auto(GStrv) own_envp = g_get_environ ();
+  g_autoptr(GString) out = g_string_new (NULL);
+  g_autoptr(GString) err = g_string_new (NULL);
   g_autoptr(GError) error = NULL;
-  GSubprocess *bus;
+  Child *bus;
 
   g_file_set_contents (config, config_text, -1, &error);
   g_assert_no_error (error);
-  if (envp != NULL)
-    g_subprocess_launcher_set_environ (launcher, (char **) envp);
-  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
-  bus = g_subprocess_launcher_spawnv (launcher, argv, &error);
-  g_assert_no_error (error);
-  output = g_data_input_stream_new (g_subprocess_get_stdout_pipe (bus));
-  *address = g_data_input_stream_read_line (output, NULL, NULL, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (*address);
+  bus = child_spawn (argv, envp != NULL ? envp : (const char * const *) own_envp, CHILD_OUT_PIPE,
+                     die_with_parent);
+  child_read (bus, out, err, TRUE);
+  /* It prints nothing more. */
+  child_close_pipes (bus);
+  g_assert_nonnull (strchr (out->str, '\n'));
+  *address = g_strndup (out->str, strchr (out->str, '\n') - out->str);
   return bus;
 }
 
 static void
-stop_bus (GSubprocess *bus)
+stop_bus (Child *bus)
 {
-  g_subprocess_send_signal (bus, SIGTERM);
-  wait_for_exit (bus);
-}
-
-/* A launcher of children that find the fixture's bus and config. */
-static GSubprocessLauncher *
-fixture_launcher (Fixture            *fixture,
-                  GSubprocessFlags    flags)
-{
-  GSubprocessLauncher *launcher = g_subprocess_launcher_new (flags);
-
-  g_subprocess_launcher_set_environ (launcher, fixture->envp);
-  return launcher;
+  g_assert_cmpint (kill (bus->pid, SIGTERM), ==, 0);
+  child_wait (bus);
+  child_free (bus);
 }
 
 static void
@@ -339,9 +457,8 @@ fixture_tear_down (Fixture       *fixture,
    * connection ends with the bus: g_dbus_connection_close_sync() would
    * run a private GMainContext that GDBus's thread may free last, an
    * order that ThreadSanitizer does not see. */
-  stop_bus (fixture->bus);
+  stop_bus (g_steal_pointer (&fixture->bus));
   g_clear_object (&fixture->connection);
-  g_clear_object (&fixture->bus);
   g_assert_true (test_wait_for (reap_and_check_no_children, NULL, WAIT_MS));
   g_ptr_array_unref (fixture->signals);
   remove_tree (fixture->dir);
@@ -810,26 +927,41 @@ test_idle_exit (Fixture       *fixture,
   g_assert_cmpint (daemon_pid (fixture->connection), !=, first);
 }
 
-static GSubprocess *
+/* @program and the arguments after it up to NULL, in the fixture's
+ * environment; behind MCP_POOL_TEST_WRAPPER if @wrap. */
+static Child *
+spawn_in_fixture (Fixture    *fixture,
+                  ChildFlags  flags,
+                  gboolean    wrap,
+                  const char *program,
+                  const char *first_arg,
+                  va_list     args)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_auto(GStrv) wrapped = NULL;
+
+  g_ptr_array_add (argv, (char *) program);
+  for (const char *arg = first_arg; arg != NULL; arg = va_arg (args, const char *))
+    g_ptr_array_add (argv, (char *) arg);
+  g_ptr_array_add (argv, NULL);
+  if (wrap)
+    wrapped = test_wrap_argv ((const char * const *) argv->pdata);
+  return child_spawn (wrap ? (const char * const *) wrapped : (const char * const *) argv->pdata,
+                      (const char * const *) fixture->envp, flags, NULL);
+}
+
+static Child *
 spawn_daemon (Fixture    *fixture,
               const char *first_arg,
               ...)
 {
-  g_autoptr(GSubprocessLauncher) launcher = fixture_launcher (fixture, G_SUBPROCESS_FLAGS_STDERR_PIPE);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  g_autoptr(GError) error = NULL;
-  GSubprocess *process;
+  Child *child;
   va_list args;
 
-  g_ptr_array_add (argv, (char *) poold_path ());
   va_start (args, first_arg);
-  for (const char *arg = first_arg; arg != NULL; arg = va_arg (args, const char *))
-    g_ptr_array_add (argv, (char *) arg);
+  child = spawn_in_fixture (fixture, CHILD_ERR_PIPE, FALSE, poold_path (), first_arg, args);
   va_end (args);
-  g_ptr_array_add (argv, NULL);
-  process = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, &error);
-  g_assert_no_error (error);
-  return process;
+  return child;
 }
 
 typedef struct {
@@ -850,28 +982,27 @@ test_replace (Fixture       *fixture,
               gconstpointer  data)
 {
   GPid activated = daemon_pid (fixture->connection);
-  g_autoptr(GSubprocess) refused = spawn_daemon (fixture, "--no-idle-exit", NULL);
-  g_autoptr(GSubprocess) replacement = NULL;
+  g_autoptr(Child) refused = spawn_daemon (fixture, "--no-idle-exit", NULL);
+  g_autoptr(Child) replacement = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree char *refusal = NULL;
   OwnerWait wait = { fixture->connection, 0 };
 
   /* Without --replace a second daemon leaves the first alone. */
-  communicate (refused, NULL, NULL, &refusal);
-  g_assert_cmpint (g_subprocess_get_exit_status (refused), ==, 1);
+  child_communicate (refused, NULL, &refusal);
+  g_assert_true (child_exited_with (refused, 1));
   g_assert_nonnull (strstr (refusal, "--replace"));
   g_assert_cmpint (daemon_pid (fixture->connection), ==, activated);
 
   replacement = spawn_daemon (fixture, "--replace", "--no-idle-exit", NULL);
-  wait.pid = (GPid) g_ascii_strtoll (g_subprocess_get_identifier (replacement), NULL, 10);
+  wait.pid = replacement->pid;
   g_assert_true (test_wait_for (daemon_has_pid, &wait, WAIT_MS));
   g_assert_true (test_wait_for (process_gone,
                                 GINT_TO_POINTER (activated), WAIT_MS));
 
-  g_subprocess_send_signal (replacement, SIGTERM);
-  wait_for_exit (replacement);
-  g_assert_true (g_subprocess_get_if_exited (replacement));
-  g_assert_cmpint (g_subprocess_get_exit_status (replacement), ==, 0);
+  g_assert_cmpint (kill (replacement->pid, SIGTERM), ==, 0);
+  child_wait (replacement);
+  g_assert_true (child_exited_with (replacement, 0));
 }
 
 static void
@@ -1016,29 +1147,19 @@ process_stopped (gpointer pid)
          after_name[1] == ' ' && after_name[2] == 'T';
 }
 
-static GSubprocess *
+static Child *
 spawn_mcp_pool (Fixture    *fixture,
                 const char *first_arg,
                 ...)
 {
-  g_autoptr(GSubprocessLauncher) launcher =
-    fixture_launcher (fixture, G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  g_auto(GStrv) wrapped = NULL;
-  g_autoptr(GError) error = NULL;
-  GSubprocess *process;
+  Child *child;
   va_list args;
 
-  g_ptr_array_add (argv, (char *) test_mcp_pool_path ());
   va_start (args, first_arg);
-  for (const char *arg = first_arg; arg != NULL; arg = va_arg (args, const char *))
-    g_ptr_array_add (argv, (char *) arg);
+  child = spawn_in_fixture (fixture, CHILD_OUT_PIPE | CHILD_ERR_PIPE, TRUE,
+                            test_mcp_pool_path (), first_arg, args);
   va_end (args);
-  g_ptr_array_add (argv, NULL);
-  wrapped = test_wrap_argv ((const char * const *) argv->pdata);
-  process = g_subprocess_launcher_spawnv (launcher, (const char * const *) wrapped, &error);
-  g_assert_no_error (error);
-  return process;
+  return child;
 }
 
 #define CALLERS 3
@@ -1053,7 +1174,7 @@ test_kill_replays_untaken_calls (Fixture       *fixture,
 {
   TestClient *serve = start_client (fixture, TRUE, "proxy");
   GPid daemon = daemon_pid (fixture->connection);
-  GSubprocess *callers[CALLERS], *listers[2];
+  Child *callers[CALLERS], *listers[2];
   g_autoptr(GDBusConnection) monitor = NULL;
   g_autoptr(json_t) reply = NULL;
   gint count = 0;
@@ -1083,22 +1204,22 @@ test_kill_replays_untaken_calls (Fixture       *fixture,
       g_autofree char *out = NULL;
       g_autofree char *err = NULL;
 
-      communicate (callers[i], NULL, &out, &err);
+      child_communicate (callers[i], &out, &err);
       g_assert_cmpstr (err, ==, "");
       g_assert_cmpstr (out, ==, expected);
-      g_assert_true (g_subprocess_get_successful (callers[i]));
-      g_object_unref (callers[i]);
+      g_assert_true (child_exited_with (callers[i], 0));
+      child_free (callers[i]);
     }
   for (guint i = 0; i < G_N_ELEMENTS (listers); i++)
     {
       g_autofree char *out = NULL;
       g_autofree char *err = NULL;
 
-      communicate (listers[i], NULL, &out, &err);
+      child_communicate (listers[i], &out, &err);
       g_assert_cmpstr (err, ==, "");
       g_assert_nonnull (strstr (out, "fix"));
-      g_assert_true (g_subprocess_get_successful (listers[i]));
-      g_object_unref (listers[i]);
+      g_assert_true (child_exited_with (listers[i], 0));
+      child_free (listers[i]);
     }
   reply = test_client_read_reply (serve, id);
   g_assert_null (json_object_get (reply, "error"));
@@ -1125,14 +1246,14 @@ test_kill_does_not_replay_started_call (Fixture       *fixture,
                                         gconstpointer  data)
 {
   GPid daemon = daemon_pid (fixture->connection);
-  g_autoptr(GSubprocess) caller = spawn_mcp_pool (fixture, "call", "--shared", "fix", "hang", NULL);
+  g_autoptr(Child) caller = spawn_mcp_pool (fixture, "call", "--shared", "fix", "hang", NULL);
   g_autofree char *out = NULL;
   g_autofree char *err = NULL;
 
   g_assert_true (test_wait_for (fixture_runs_two_calls, fixture, WAIT_MS));
   g_assert_cmpint (kill (daemon, SIGKILL), ==, 0);
-  communicate (caller, NULL, &out, &err);
-  g_assert_false (g_subprocess_get_successful (caller));
+  child_communicate (caller, &out, &err);
+  g_assert_false (child_exited_with (caller, 0));
   g_assert_cmpstr (out, ==, "");
   g_assert_nonnull (strstr (err, "CallTool"));
   g_assert_nonnull (strstr (err, "not sent again"));
@@ -1156,9 +1277,9 @@ test_foreign_uid (void)
   g_autofree char *listen = NULL;
   g_autofree char *address = NULL;
   g_autofree char *foreign_err = NULL;
-  g_autoptr(GSubprocess) bus = NULL;
-  g_autoptr(GSubprocessLauncher) launcher = NULL;
-  g_autoptr(GSubprocess) foreign = NULL;
+  Child *bus = NULL;
+  g_auto(GStrv) foreign_envp = NULL;
+  g_autoptr(Child) foreign = NULL;
   g_autoptr(GDBusConnection) own = NULL;
   g_autoptr(GVariant) reply = NULL;
   g_autoptr(GError) error = NULL;
@@ -1184,19 +1305,17 @@ test_foreign_uid (void)
   listen = g_strconcat ("unix:dir=", dir, NULL);
   bus = start_bus (dir, listen, services, NULL, &address);
 
-  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
-  g_subprocess_launcher_setenv (launcher, "DBUS_SESSION_BUS_ADDRESS", address, TRUE);
-  g_subprocess_launcher_set_child_setup (launcher, drop_to_nobody, NULL, NULL);
+  foreign_envp = g_environ_setenv (g_get_environ (), "DBUS_SESSION_BUS_ADDRESS", address, TRUE);
   {
     const char *argv[] = { "/usr/bin/gdbus", "call", "--session", "--dest", MCP_DAEMON_BUS_NAME,
                            "--object-path", MCP_DAEMON_OBJECT_PATH,
                            "--method", MCP_DAEMON_INTERFACE ".ListServers", NULL };
 
-    foreign = g_subprocess_launcher_spawnv (launcher, argv, &error);
-    g_assert_no_error (error);
+    foreign = child_spawn (argv, (const char * const *) foreign_envp, CHILD_OUT_NULL | CHILD_ERR_PIPE,
+                           drop_to_nobody);
   }
-  communicate (foreign, NULL, NULL, &foreign_err);
-  g_assert_false (g_subprocess_get_successful (foreign));
+  child_communicate (foreign, NULL, &foreign_err);
+  g_assert_false (child_exited_with (foreign, 0));
   g_assert_nonnull (strstr (foreign_err, "AccessDenied"));
 
   /* The daemon's own user is served on the same bus. */
@@ -1217,29 +1336,27 @@ test_foreign_uid (void)
 static void
 test_no_session_bus (void)
 {
-  g_autoptr(GSubprocessLauncher) launcher =
-    g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
-                               G_SUBPROCESS_FLAGS_STDERR_PIPE);
   g_autofree char *empty = g_dir_make_tmp ("mcp-poold-nobus-XXXXXX", NULL);
   g_autofree char *runtime_bus = g_build_filename (empty, "bus", NULL);
   g_autofree char *uid = g_strdup_printf ("%u", (guint) geteuid ());
   g_autofree char *run_user_bus = g_build_filename (empty, uid, "bus", NULL);
   const char *argv[] = { test_mcp_pool_path (), "serve", "--shared", NULL };
   g_auto(GStrv) wrapped = test_wrap_argv (argv);
-  g_autoptr(GSubprocess) serve = NULL;
-  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) envp = g_get_environ ();
+  g_autoptr(Child) serve = NULL;
   g_autofree char *out = NULL;
   g_autofree char *err = NULL;
 
-  g_subprocess_launcher_unsetenv (launcher, "DBUS_SESSION_BUS_ADDRESS");
-  g_subprocess_launcher_unsetenv (launcher, "DISPLAY");
-  g_subprocess_launcher_setenv (launcher, "XDG_RUNTIME_DIR", empty, TRUE);
+  envp = g_environ_unsetenv (envp, "DBUS_SESSION_BUS_ADDRESS");
+  envp = g_environ_unsetenv (envp, "DISPLAY");
+  envp = g_environ_setenv (envp, "XDG_RUNTIME_DIR", empty, TRUE);
   /* Not the real /run/user, where this user may have a bus. */
-  g_subprocess_launcher_setenv (launcher, "MCP_POOL_RUN_USER_DIR", empty, TRUE);
-  serve = g_subprocess_launcher_spawnv (launcher, (const char * const *) wrapped, &error);
-  g_assert_no_error (error);
-  communicate (serve, "", &out, &err);
-  g_assert_cmpint (g_subprocess_get_exit_status (serve), ==, 1);
+  envp = g_environ_setenv (envp, "MCP_POOL_RUN_USER_DIR", empty, TRUE);
+  /* Its stdin is at end of file at once. */
+  serve = child_spawn ((const char * const *) wrapped, (const char * const *) envp,
+                       CHILD_OUT_PIPE | CHILD_ERR_PIPE, NULL);
+  child_communicate (serve, &out, &err);
+  g_assert_true (child_exited_with (serve, 1));
   g_assert_cmpstr (out, ==, "");
   g_assert_nonnull (strstr (err, "session bus"));
   g_assert_nonnull (strstr (err, "--shared"));
