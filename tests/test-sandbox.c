@@ -394,6 +394,124 @@ assert_ids_not_root (const char *status, const char *field)
 }
 
 /* As the host sees it, the sandbox's interpreter runs under no id of root. */
+/* The uid, other than ours and root's, with the most processes, if it has
+ * at least *(guint *) data of them; its number goes back in *data. */
+static gboolean
+find_crowded_uid (gpointer data)
+{
+  guint *wanted = data;
+  g_autoptr(GHashTable) counts = g_hash_table_new (NULL, NULL);
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  GHashTableIter iter;
+  gpointer uid, count;
+  const char *name;
+
+  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
+    {
+      g_autofree char *path = g_build_filename ("/proc", name, NULL);
+      GStatBuf info;
+
+      if (g_ascii_isdigit (name[0]) && g_stat (path, &info) == 0 &&
+          info.st_uid != 0 && info.st_uid != getuid ())
+        g_hash_table_insert (counts, GUINT_TO_POINTER (info.st_uid),
+                             GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (counts,
+                                                                                      GUINT_TO_POINTER (info.st_uid))) + 1));
+    }
+  g_hash_table_iter_init (&iter, counts);
+  while (g_hash_table_iter_next (&iter, &uid, &count))
+    if (GPOINTER_TO_UINT (count) >= *wanted)
+      {
+        *wanted = GPOINTER_TO_UINT (uid);
+        return TRUE;
+      }
+  return FALSE;
+}
+
+static void
+kill_processes_of (uid_t uid)
+{
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+
+  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
+    {
+      g_autofree char *path = g_build_filename ("/proc", name, NULL);
+      GStatBuf info;
+
+      if (g_ascii_isdigit (name[0]) && g_stat (path, &info) == 0 && info.st_uid == uid)
+        kill ((pid_t) g_ascii_strtoll (name, NULL, 10), SIGKILL);
+    }
+}
+
+static gpointer
+run_filling_process_table (gpointer data)
+{
+  BackgroundRun *background = data;
+
+  background->result = run (background->fixture,
+                            "import os, signal\n"
+                            "try:\n"
+                            "    for _ in range(1000):\n"
+                            "        if os.fork() == 0:\n"
+                            "            signal.pause()\n"
+                            "except BlockingIOError:\n"
+                            "    pass\n"
+                            "signal.pause()\n",
+                            NULL, 0);
+  return NULL;
+}
+
+/* As root, each run has host ids of its own, so the process limit is one
+ * per run: a run that holds every process it may have leaves a run started
+ * before it able to fork.  With one uid for all, the second run's limit
+ * (what that uid ran when it started, plus the margin) is used up by the
+ * first run's processes. */
+static void
+test_process_limit_per_run (Fixture *fixture, gconstpointer data)
+{
+  McpSandboxLimits limits = { 0 };
+  McpRunResult result = { 0 };
+  BackgroundRun filler = { fixture, NULL };
+  g_autoptr(GThread) thread = NULL;
+  g_autoptr(GError) error = NULL;
+  McpSandbox *earlier;
+  guint crowded = 120;
+
+  if (!require_sandbox ())
+    return;
+  if (geteuid () != 0)
+    {
+      g_test_skip ("Only a root pool gives each run ids of its own; a user's runs share the user's processes");
+      return;
+    }
+  earlier = mcp_sandbox_start (&limits, test_io_thread_get_context (fixture->io), &error);
+  g_assert_no_error (error);
+  thread = g_thread_new ("filler", run_filling_process_table, &filler);
+  g_assert_true (test_wait_for (find_crowded_uid, &crowded, 20000));
+
+  g_assert_true (mcp_sandbox_run (earlier,
+                                  "import os\n"
+                                  "for _ in range(20):\n"
+                                  "    pid = os.fork()\n"
+                                  "    if pid == 0:\n"
+                                  "        os._exit(0)\n"
+                                  "    os.waitpid(pid, 0)\n"
+                                  "print('forked 20')\n",
+                                  NULL, test_timeout_ms (20000), NULL, NULL, NULL, &result, &error));
+  g_assert_no_error (error);
+  if (result.status != MCP_RUN_SUCCESS)
+    g_error ("The earlier run could not fork: %s", result.stderr_text);
+  g_assert_cmpstr (result.stdout_text, ==, "forked 20\n");
+
+  kill_processes_of ((uid_t) crowded);
+  g_thread_join (g_steal_pointer (&thread));
+  g_assert_cmpstr (mcp_json_get_string (structured (filler.result), "status"), ==, "error");
+  json_decref (filler.result);
+  mcp_sandbox_free (earlier);
+  mcp_run_result_clear (&result);
+  assert_pool_serves (fixture);
+}
+
 static void
 test_host_ids (Fixture *fixture, gconstpointer data)
 {
@@ -1003,6 +1121,7 @@ main (int argc, char **argv)
   ADD ("/sandbox/fork-bomb", NULL, test_fork_bomb);
   ADD ("/sandbox/not-host-root", NULL, test_not_host_root);
   ADD ("/sandbox/host-ids", NULL, test_host_ids);
+  ADD ("/sandbox/process-limit-per-run", NULL, test_process_limit_per_run);
   ADD ("/sandbox/process-limit", NULL, test_process_limit);
   ADD ("/sandbox/memory-bypass", NULL, test_memory_bypass);
   ADD ("/sandbox/fd-limit", NULL, test_fd_limit);

@@ -54,11 +54,18 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 /* Open files of each process: this bounds what pipes, socket buffers and
  * fds in flight on sockets can hold. */
 #define OPEN_FILES          256
-/* The host ids of the sandbox when the pool runs as root (nobody and
- * nogroup): root's would let its code past every check the kernel makes
- * against host ids (sysctls, RLIMIT_NPROC). */
-#define SANDBOX_HOST_UID    65534
-#define SANDBOX_HOST_GID    65534
+/* The host ids of a root pool's sandboxes: root's would let the code past
+ * every check the kernel makes against host ids (sysctls, RLIMIT_NPROC).
+ * Each sandbox gets a uid and gid of its own, so that runs can neither
+ * signal nor ptrace each other or any service, and RLIMIT_NPROC, which
+ * counts a uid's processes, is a limit per run: one run's fork bomb does
+ * not take another's processes.  They come from a range far above every
+ * account, DynamicUser and subordinate-id range in use: a block of
+ * SANDBOX_UIDS_PER_POOL per pool, chosen by its pid so that two pools on
+ * one host do not share them, and reused in turn within the block. */
+#define SANDBOX_UID_BASE       2000000000u
+#define SANDBOX_UIDS_PER_POOL  256u
+#define SANDBOX_POOL_BLOCKS    (4u * 1024 * 1024)   /* the kernel's largest pid_max */
 #define START_TIMEOUT_US    (10 * G_USEC_PER_SEC)
 #define DRAIN_TIMEOUT_US    (2 * G_USEC_PER_SEC)
 /* How long the sandbox's init may take to follow bwrap before it is killed. */
@@ -440,15 +447,22 @@ open_runtime (const char  *folder,
   return -1;
 }
 
-/* Who bwrap and the sandbox run as on the host: the pool's user, or
- * nobody for a root pool.  bwrap then always creates its namespaces as an
- * unprivileged user, so no process in the sandbox is host root. */
-static const McpCredentials *
-sandbox_credentials (void)
+/* Who bwrap and the sandbox run as on the host: the pool's user, or, for
+ * a root pool, ids of the sandbox's own (see SANDBOX_UID_BASE).  bwrap
+ * then always creates its namespaces as an unprivileged user, so no
+ * process in the sandbox is host root.  FALSE: the pool's own ids. */
+static gboolean
+sandbox_credentials (McpCredentials *credentials)
 {
-  static const McpCredentials nobody = { SANDBOX_HOST_UID, SANDBOX_HOST_GID };
+  static guint next_slot;     /* atomic */
+  guint block = (guint) getpid () % SANDBOX_POOL_BLOCKS;
+  guint slot = (guint) g_atomic_int_add (&next_slot, 1) % SANDBOX_UIDS_PER_POOL;
 
-  return geteuid () == 0 ? &nobody : NULL;
+  if (geteuid () != 0)
+    return FALSE;
+  credentials->uid = SANDBOX_UID_BASE + block * SANDBOX_UIDS_PER_POOL + slot;
+  credentials->gid = credentials->uid;
+  return TRUE;
 }
 
 /* RLIMIT_NPROC counts every process of the real user, inside and outside
@@ -503,8 +517,8 @@ build_argv (const McpSandboxLimits *limits)
   g_strv_builder_add_many (argv, "--size", scratch, "--tmpfs", "/dev/shm",
                            "--size", scratch, "--tmpfs", "/tmp",
                            "--size", scratch, "--tmpfs", "/work", "--chdir", "/work",
-                           /* A copy of what the host read: the sandbox may run as
-                            * nobody, who need not be able to reach the host's file. */
+                           /* A copy of what the host read: a root pool's sandbox
+                            * runs as a uid that need not reach the host's file. */
                            "--perms", "0444", "--ro-bind-data", runtime_fd, runtime, NULL);
   g_strv_builder_addv (argv, (const char **) read_only);
   g_strv_builder_add_many (argv, "--clearenv", "--setenv", "PATH", "/usr/bin",
@@ -567,7 +581,8 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   g_auto(GStrv) argv = NULL;
   int sockets[2] = { -1, -1 }, info[2] = { -1, -1 };
   int seccomp_fd, runtime_fd, stdin_fd, stdout_fd, stderr_fd;
-  const McpCredentials *credentials = sandbox_credentials ();
+  McpCredentials own_ids;
+  const McpCredentials *credentials = sandbox_credentials (&own_ids) ? &own_ids : NULL;
   McpRlimit rlimits[7];
   int source_fds[4], target_fds[4] = {
     SANDBOX_RPC_FD, SANDBOX_SECCOMP_FD, SANDBOX_INFO_FD, SANDBOX_RUNTIME_FD,

@@ -3,9 +3,9 @@
  * A sandbox is started ahead of its run ("warm"): bwrap with every
  * namespace unshared, a read-only /usr, private read-only /proc and /dev,
  * small tmpfs /tmp, /work and /dev/shm, a cleared environment, no
- * capabilities, uid 65534 (on the host too when the pool is root), a
- * seccomp filter and rlimits, running python3 on the in-sandbox runtime,
- * which waits for its code on the RPC socket.  mcp_sandbox_run() sends the
+ * capabilities, uid 65534 (on the host, a uid of its own when the pool is
+ * root), a seccomp filter and rlimits, running python3 on the in-sandbox
+ * runtime, which waits for its code on the RPC socket.  mcp_sandbox_run() sends the
  * code and waits for the end, the wall-clock timeout or the memory of all
  * the run's processes passing its limit (either kills the whole sandbox),
  * or the caller's cancellation.  Each sandbox serves one run.
