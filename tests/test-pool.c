@@ -60,7 +60,7 @@ teardown (Fixture *fixture, gconstpointer data)
   g_clear_pointer (&fixture->pool, mcp_pool_free);
   test_assert_no_children ();
   g_clear_pointer (&fixture->io, test_io_thread_free);
-  g_assert_cmpuint (test_count_open_fds (), ==, fixture->fds_before);
+  test_assert_open_fds (fixture->fds_before);
   g_async_queue_unref (fixture->tools_changed);
   g_async_queue_unref (fixture->states);
   g_rmdir (fixture->scratch);

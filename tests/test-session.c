@@ -95,7 +95,7 @@ teardown (Fixture       *fixture,
   test_assert_no_children ();
 
   g_clear_pointer (&fixture->io, test_io_thread_free);
-  g_assert_cmpuint (test_count_open_fds (), ==, fixture->fds_before);
+  test_assert_open_fds (fixture->fds_before);
   g_async_queue_unref (fixture->notifications);
   g_async_queue_unref (fixture->closed);
 }

@@ -290,6 +290,19 @@ test_count_open_fds (void)
   return count;
 }
 
+static gboolean
+open_fds_are (gpointer count)
+{
+  return test_count_open_fds () == GPOINTER_TO_UINT (count);
+}
+
+void
+test_assert_open_fds (guint count)
+{
+  if (!test_wait_for (open_fds_are, GUINT_TO_POINTER (count), 5000))
+    g_assert_cmpuint (test_count_open_fds (), ==, count);
+}
+
 guint
 test_timeout_ms (guint timeout_ms)
 {

@@ -40,6 +40,11 @@ gboolean         test_process_gone           (GPid          pid);
  * most) and reaped. */
 void             test_assert_no_children     (void);
 guint            test_count_open_fds         (void);
+/* Asserts that the process has @count open fds again, waiting for that
+ * with the usual bound: a session's fds go with its last reference, which
+ * a worker may hold a moment after the test's call returned (the thread
+ * that wrote a reply to the server's request). */
+void             test_assert_open_fds        (guint         count);
 
 /* @timeout_ms times MCP_POOL_TEST_SLOWDOWN (a whole number, default 1):
  * `make check-valgrind` sets it, since everything runs tens of times
