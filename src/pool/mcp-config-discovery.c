@@ -513,6 +513,15 @@ self_launch_reason (Discoverer            *d,
 /* An mcp-pool that runs as a server of another one (the marker in its
  * environment) starts no servers: whatever wrapped the entry that started
  * it, the chain ends here.  The reason to show, or NULL when not nested. */
+gboolean
+mcp_config_is_nested (const char * const *envp)
+{
+  const char *parent = envp != NULL ? g_environ_getenv ((char **) envp, MCP_POOL_PARENT_ENV)
+                                    : g_getenv (MCP_POOL_PARENT_ENV);
+
+  return parent != NULL && parent[0] != '\0';
+}
+
 static char *
 nested_reason (const char * const *envp)
 {
@@ -521,7 +530,7 @@ nested_reason (const char * const *envp)
   const char *server = envp != NULL ? g_environ_getenv ((char **) envp, MCP_POOL_PARENT_SERVER_ENV)
                                     : g_getenv (MCP_POOL_PARENT_SERVER_ENV);
 
-  if (parent == NULL || parent[0] == '\0')
+  if (!mcp_config_is_nested (envp))
     return NULL;
   return g_strdup_printf (_("not started: this mcp-pool runs as server “%s” of the mcp-pool with pid %s "
                             "(%s is set), and a nested mcp-pool starts no servers, so that an entry "
