@@ -8,6 +8,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "mcp-cli.h"
+#include "mcp-config-discovery.h"
 #include "mcp-serve.h"
 #include "mcp-spawner.h"
 
@@ -103,7 +104,7 @@ mcp_cli_serve (int    argc,
   g_log_set_writer_func (log_to_stderr, NULL, NULL);
   /* A serve --shared started as a server of the daemon would call the
    * daemon, which would call it: nested, it serves its own empty pool. */
-  if (common.shared && g_strcmp0 (g_getenv (MCP_POOL_PARENT_ENV), "") > 0)
+  if (common.shared && mcp_config_is_nested (NULL))
     {
       g_message (_("--shared is ignored: this mcp-pool runs as a server of another mcp-pool "
                    "(%s is set), and serves no servers"), MCP_POOL_PARENT_ENV);

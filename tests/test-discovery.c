@@ -572,12 +572,21 @@ test_self_wrapped (Fixture       *fixture,
                    gconstpointer  data)
 {
   g_autofree char *real = write_json (fixture->home, "bin/real-pool", "");
+  g_autofree char *folder = g_build_filename (fixture->home, "src", "mcp-pool", NULL);
   g_autofree char *json = NULL;
   g_autofree char *path = NULL;
   g_autoptr(McpDiscovery) discovery = NULL;
-  const char *selves[] = { "env", "env-options", "env-self-path", "sh", "bash", "launcher" };
-  const char *bridges[] = { "uvx-bridge", "py-bridge" };
+  const char *selves[] = {
+    "env", "env-options", "env-self-path", "sh", "bash", "launcher", "nohup", "exec", "timeout",
+    "npx", "sh-word", "sh-segment", "sh-substitution", "sh-newline"
+  };
+  const char *bridges[] = { "uvx-bridge", "py-bridge", "py-module" };
+  const char *fines[] = {
+    "fine-env", "fine-sh", "folder", "repo", "named", "sh-folder", "env-folder", "npx-folder"
+  };
 
+  /* A folder or repository of that name is only an argument, not mcp-pool. */
+  g_assert_cmpint (g_mkdir_with_parents (folder, 0700), ==, 0);
   json = g_strdup_printf ("{'mcpServers': {"
                           " 'env': {'command': 'env', 'args': ['MCP_POOL_EXPOSE=proxy', '/usr/local/bin/mcp-pool', 'serve']},"
                           " 'env-options': {'command': '/usr/bin/env', 'args': ['-u', 'HOME', '-i', 'A=1', 'mcp-poold']},"
@@ -585,17 +594,32 @@ test_self_wrapped (Fixture       *fixture,
                           " 'sh': {'command': 'sh', 'args': ['-c', 'exec mcp-pool serve']},"
                           " 'bash': {'command': 'bash', 'args': ['-lc', 'cd /tmp && MCP_POOL_EXPOSE=proxy %s serve;exit']},"
                           " 'launcher': {'command': 'npx', 'args': ['-y', 'supergateway', '--stdio', '/opt/bin/mcp-pool serve']},"
+                          " 'nohup': {'command': 'nohup', 'args': ['nice', '-n', '5', 'mcp-pool', 'serve']},"
+                          " 'exec': {'command': 'sh', 'args': ['-c', 'exec -a pool /opt/mcp-poold']},"
+                          " 'timeout': {'command': 'timeout', 'args': ['-s', 'KILL', '1h', 'mcp-pool', 'serve']},"
+                          " 'npx': {'command': 'npx', 'args': ['-y', '--package', 'x', 'mcp-pool', 'serve']},"
+                          " 'sh-word': {'command': 'bash', 'args': ['-c', 'mcp-pool']},"
+                          " 'sh-segment': {'command': 'sh', 'args': ['-c', 'test -d /tmp || true; env A=1 mcp-pool serve']},"
+                          " 'sh-substitution': {'command': 'sh', 'args': ['-c', 'echo $(mcp-pool serve)']},"
+                          " 'sh-newline': {'command': 'sh', 'args': ['-c', 'cd /tmp\\nmcp-pool serve']},"
                           " 'uvx-bridge': {'command': 'uvx', 'args': ['--from', 'git+https://example.invalid/b', 'mcp-server-code-execution-mode', 'run']},"
                           " 'py-bridge': {'command': 'python3', 'args': ['/srv/mcp_server_code_execution_mode.py']},"
+                          " 'py-module': {'command': 'python3.12', 'args': ['-u', '-m', 'mcp_server_code_execution_mode']},"
                           " 'fine-env': {'command': 'env', 'args': ['A=1', 'prog', 'serve']},"
-                          " 'fine-sh': {'command': 'sh', 'args': ['-c', 'exec prog --name pool']}}}",
-                          real, real);
+                          " 'fine-sh': {'command': 'sh', 'args': ['-c', 'exec prog --name pool']},"
+                          " 'folder': {'command': 'npx', 'args': ['@modelcontextprotocol/server-filesystem', '%s']},"
+                          " 'repo': {'command': 'github-server', 'args': ['--repo', 'acme/mcp-pool']},"
+                          " 'named': {'command': 'prog', 'args': ['--name', 'mcp-poold', 'mcp-server-code-execution-mode']},"
+                          " 'sh-folder': {'command': 'sh', 'args': ['-c', 'cd %s && exec prog /home/u/src/mcp-pool']},"
+                          " 'env-folder': {'command': 'env', 'args': ['-C', '%s', 'prog', 'mcp-pool']},"
+                          " 'npx-folder': {'command': 'npx', 'args': ['-y', 'server', '--stdio', 'git -C /src/mcp-pool log']}}}",
+                          real, real, folder, folder, folder);
   path = write_json (fixture->cwd, ".mcp.json", json);
   discovery = discover (fixture);
 
-  g_assert_cmpuint (discovery->servers->len, ==, 2);
-  g_assert_nonnull (find_server (discovery, "fine-env"));
-  g_assert_nonnull (find_server (discovery, "fine-sh"));
+  for (gsize i = 0; i < G_N_ELEMENTS (fines); i++)
+    g_assert_nonnull (find_server (discovery, fines[i]));
+  g_assert_cmpuint (discovery->servers->len, ==, G_N_ELEMENTS (fines));
   for (gsize i = 0; i < G_N_ELEMENTS (selves); i++)
     assert_skipped (discovery, selves[i], path, "launches mcp-pool itself");
   for (gsize i = 0; i < G_N_ELEMENTS (bridges); i++)

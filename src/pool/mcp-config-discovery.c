@@ -208,11 +208,14 @@ first_visit (Discoverer *d,
 }
 
 /* Entries that launch mcp-pool itself.  mcp-pool would read the same
- * configs and start itself again, without end.  The check looks at every
- * word of the command line, so that it sees through wrappers (env VAR=…,
- * nice, a launcher's command string), and into the script of a shell's
- * -c: `sh -c "exec mcp-pool serve"`.  What it cannot see (a script file)
- * the MCP_POOL_PARENT marker catches at run time (see nested_reason()). */
+ * configs and start itself again, without end.  A word names mcp-pool by
+ * its name only where it is run: the command, the command of a wrapper
+ * (env VAR=…, nohup, npx, a shell's -c script: `sh -c "exec mcp-pool
+ * serve"`), the first word of each command of a script.  Elsewhere an
+ * argument is mcp-pool only when it is this very file: a folder or
+ * repository called mcp-pool is no reason to skip a server.  What no
+ * static check sees (a script file) the MCP_POOL_PARENT marker catches at
+ * run time (see nested_reason()). */
 
 /* The seed bridge reads the same files and starts the same servers, with
  * an environment that drops the marker. */
@@ -226,22 +229,129 @@ typedef enum {
   LAUNCHES_BRIDGE,
 } LaunchKind;
 
-/* What program @word names: by its name, or, for a path, by the file it
- * resolves to (a symlink or a copy under another name).  @in_path: look a
- * bare name up in PATH too, as for the command itself. */
+/* A program that runs another one: the first of its words that is no
+ * option, no value of an option and no subcommand.  Lists are "|"-framed. */
+typedef struct {
+  const char *name;
+  const char *value_options;  /* options whose value is the next word */
+  const char *subcommands;    /* words before the command: "pipx run" */
+  guint       operands;       /* operands before the command: timeout's duration */
+} Wrapper;
+
+static const Wrapper wrappers[] = {
+  { "env", "|-u|--unset|-C|--chdir|-S|--split-string|", NULL, 0 },
+  { "exec", "|-a|", NULL, 0 },
+  { "command", NULL, NULL, 0 },
+  { "nohup", NULL, NULL, 0 },
+  { "setsid", NULL, NULL, 0 },
+  { "time", "|-f|--format|-o|--output|", NULL, 0 },
+  { "nice", "|-n|--adjustment|", NULL, 0 },
+  { "stdbuf", "|-i|-o|-e|", NULL, 0 },
+  { "timeout", "|-s|--signal|-k|--kill-after|", NULL, 1 },
+  { "sh", "|-o|-O|", NULL, 0 },
+  { "bash", "|-o|-O|--rcfile|--init-file|", NULL, 0 },
+  { "dash", "|-o|", NULL, 0 },
+  { "zsh", "|-o|", NULL, 0 },
+  { "ksh", "|-o|", NULL, 0 },
+  { "npx", "|-p|--package|-c|--call|-w|--workspace|", NULL, 0 },
+  { "npm", "|-p|--package|-c|--call|-w|--workspace|", "|exec|x|", 0 },
+  { "pnpm", "|-p|--package|-C|--dir|", "|dlx|exec|", 0 },
+  { "yarn", "|-p|--package|", "|dlx|exec|", 0 },
+  { "bunx", "|-p|--package|", NULL, 0 },
+  { "bun", NULL, "|x|run|", 0 },
+  { "uvx", "|--from|--with|-w|--python|-p|--index|--index-url|--default-index|--extra-index-url|"
+           "--with-requirements|--with-editable|--constraints|-c|", NULL, 0 },
+  { "uv", "|--from|--with|-w|--python|-p|--index|--index-url|--default-index|--extra-index-url|"
+          "--with-requirements|--with-editable|--constraints|-c|--directory|--project|", "|run|tool|", 0 },
+  { "pipx", "|--spec|--python|--index-url|--pip-args|", "|run|", 0 },
+  { "python", "|-W|-X|-c|--check-hash-based-pycs|", NULL, 0 },
+  { "node", "|-r|--require|--import|-e|--eval|-p|--print|--loader|", NULL, 0 },
+  { "deno", NULL, "|run|", 0 },
+};
+
+static gboolean
+in_list (const char *list,
+         const char *word)
+{
+  g_autofree char *framed = g_strconcat ("|", word, "|", NULL);
+
+  return list != NULL && strstr (list, framed) != NULL;
+}
+
+static const Wrapper *
+find_wrapper (const char *command)
+{
+  g_autofree char *base = g_path_get_basename (command);
+
+  /* python3, python3.12 */
+  if (g_str_has_prefix (base, "python") &&
+      strspn (base + strlen ("python"), "0123456789.") == strlen (base + strlen ("python")))
+    base[strlen ("python")] = '\0';
+  for (gsize i = 0; i < G_N_ELEMENTS (wrappers); i++)
+    if (g_str_equal (base, wrappers[i].name))
+      return &wrappers[i];
+  return NULL;
+}
+
+/* NAME=VALUE, as a shell or env takes it before the command. */
+static gboolean
+is_assignment (const char *word)
+{
+  const char *c = word;
+
+  if (!g_ascii_isalpha (*c) && *c != '_')
+    return FALSE;
+  while (g_ascii_isalnum (*c) || *c == '_')
+    c++;
+  return *c == '=';
+}
+
+/* The command that the wrapper @words[0] runs, or NULL. */
+static char **
+wrapped_command (const Wrapper *wrapper,
+                 char         **words)
+{
+  guint operands = wrapper->operands;
+
+  for (char **word = words + 1; *word != NULL; word++)
+    {
+      if (g_str_equal (*word, "--"))
+        return word[1] != NULL ? word + 1 : NULL;
+      if ((*word)[0] == '-' && (*word)[1] != '\0')
+        {
+          if (in_list (wrapper->value_options, *word) && word[1] != NULL)
+            word++;
+          continue;
+        }
+      if (is_assignment (*word) || in_list (wrapper->subcommands, *word))
+        continue;
+      if (operands > 0)
+        {
+          operands--;
+          continue;
+        }
+      return word;
+    }
+  return NULL;
+}
+
+/* What program @word names.  @command: it is run, so its name counts, and
+ * a bare name is looked up in PATH.  Any word counts by the file it
+ * resolves to (a symlink or a copy under another name). */
 static LaunchKind
 classify_word (Discoverer            *d,
                const McpServerConfig *config,
                const char            *word,
-               gboolean               in_path)
+               gboolean               command)
 {
   g_autofree char *base = g_path_get_basename (word);
   g_autofree char *program = NULL;
   g_autofree char *resolved = NULL;
 
-  if (g_str_equal (base, "mcp-pool") || g_str_equal (base, "mcp-poold"))
+  if (command && (g_str_equal (base, "mcp-pool") || g_str_equal (base, "mcp-poold")))
     return LAUNCHES_SELF;
-  if (g_strv_contains (bridge_names, base) || g_str_has_suffix (base, "mcp_server_code_execution_mode.py"))
+  if (command && (g_strv_contains (bridge_names, base) ||
+                  g_str_has_suffix (base, "mcp_server_code_execution_mode.py")))
     return LAUNCHES_BRIDGE;
   if (d->self_path == NULL || word[0] == '\0')
     return LAUNCHES_OTHER;
@@ -253,33 +363,47 @@ classify_word (Discoverer            *d,
 
       program = g_canonicalize_filename (word, dir);
     }
-  else if (in_path)
+  else if (command)
     program = g_find_program_in_path (word);
   resolved = program != NULL ? realpath (program, NULL) : NULL;
   return resolved != NULL && g_str_equal (resolved, d->self_path) ? LAUNCHES_SELF : LAUNCHES_OTHER;
 }
 
-/* The words of @text as a shell would split a simple command line:
- * quotes removed, and operators (; & | ( ) < > `) and $( separating
- * words.  NULL if it is not one (an unclosed quote). */
-static GStrv
-split_command_words (const char *text)
+static gboolean
+is_command_line (const char *word)
 {
-  g_auto(GStrv) words = NULL;
-  g_autoptr(GPtrArray) split = g_ptr_array_new_with_free_func (g_free);
+  return strpbrk (word, " \t\n;&|()`$") != NULL;
+}
 
-  if (!g_shell_parse_argv (text, NULL, &words, NULL))
-    return NULL;
-  for (char **word = words; *word != NULL; word++)
+static LaunchKind classify_script (Discoverer            *d,
+                                   const McpServerConfig *config,
+                                   const char            *text);
+
+/* The program that the simple command @words runs, through its wrappers. */
+static LaunchKind
+classify_command (Discoverer            *d,
+                  const McpServerConfig *config,
+                  char                 **words)
+{
+  const Wrapper *wrapper;
+  LaunchKind kind;
+
+  while (*words != NULL && is_assignment (*words))
+    words++;
+  if (*words == NULL)
+    return LAUNCHES_OTHER;
+  /* A shell's -c script, as the command of the shell; its name alone,
+   * `ls /src/mcp-pool`, says nothing. */
+  if (is_command_line (*words))
     {
-      g_auto(GStrv) parts = g_strsplit_set (*word, ";&|()<>`$", -1);
-
-      for (char **part = parts; *part != NULL; part++)
-        if (**part != '\0')
-          g_ptr_array_add (split, g_strdup (*part));
+      kind = classify_word (d, config, *words, FALSE);
+      return kind != LAUNCHES_OTHER ? kind : classify_script (d, config, *words);
     }
-  g_ptr_array_add (split, NULL);
-  return (GStrv) g_ptr_array_steal (split, NULL);
+  kind = classify_word (d, config, *words, TRUE);
+  if (kind != LAUNCHES_OTHER || (wrapper = find_wrapper (*words)) == NULL)
+    return kind;
+  words = wrapped_command (wrapper, words);
+  return words != NULL ? classify_command (d, config, words) : LAUNCHES_OTHER;
 }
 
 /* An argument with spaces or shell operators may be a command line of its
@@ -290,13 +414,73 @@ classify_argument (Discoverer            *d,
                    const char            *arg)
 {
   LaunchKind kind = classify_word (d, config, arg, FALSE);
+
+  if (kind != LAUNCHES_OTHER || !is_command_line (arg))
+    return kind;
+  return classify_script (d, config, arg);
+}
+
+/* The command line @words: its command, and each argument. */
+static LaunchKind
+classify_command_line (Discoverer            *d,
+                       const McpServerConfig *config,
+                       char                 **words)
+{
+  LaunchKind kind = classify_command (d, config, words);
+
+  for (char **word = words + 1; kind == LAUNCHES_OTHER && *word != NULL; word++)
+    kind = classify_argument (d, config, *word);
+  return kind;
+}
+
+/* Splits @text into the simple commands a shell would run, each as its
+ * words: quotes removed, ; & | ( ) ` $ and newlines ending a command,
+ * < and > only a word.  NULL if it is not a command line (an unclosed
+ * quote). */
+static GPtrArray *
+split_commands (const char *text)
+{
+  g_autofree char *lines = g_strdelimit (g_strdup (text), "\n", ';');
+  g_autoptr(GPtrArray) commands = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
+  g_autoptr(GPtrArray) current = g_ptr_array_new_with_free_func (g_free);
   g_auto(GStrv) words = NULL;
 
-  if (kind != LAUNCHES_OTHER || strpbrk (arg, " \t\n;&|()`") == NULL)
-    return kind;
-  words = split_command_words (arg);
-  for (char **word = words; word != NULL && *word != NULL && kind == LAUNCHES_OTHER; word++)
-    kind = classify_word (d, config, *word, FALSE);
+  if (!g_shell_parse_argv (lines, NULL, &words, NULL))
+    return NULL;
+  for (char **word = words; *word != NULL; word++)
+    for (const char *c = *word; *c != '\0';)
+      {
+        gsize length = strcspn (c, ";&|()`$<>");
+
+        if (length > 0)
+          g_ptr_array_add (current, g_strndup (c, length));
+        c += length;
+        if (*c != '\0' && strchr ("<>", *c) == NULL && current->len > 0)
+          {
+            g_ptr_array_add (current, NULL);
+            g_ptr_array_add (commands, g_ptr_array_steal (current, NULL));
+          }
+        if (*c != '\0')
+          c++;
+      }
+  if (current->len > 0)
+    {
+      g_ptr_array_add (current, NULL);
+      g_ptr_array_add (commands, g_ptr_array_steal (current, NULL));
+    }
+  return g_steal_pointer (&commands);
+}
+
+static LaunchKind
+classify_script (Discoverer            *d,
+                 const McpServerConfig *config,
+                 const char            *text)
+{
+  g_autoptr(GPtrArray) commands = split_commands (text);
+  LaunchKind kind = LAUNCHES_OTHER;
+
+  for (guint i = 0; commands != NULL && i < commands->len && kind == LAUNCHES_OTHER; i++)
+    kind = classify_command_line (d, config, g_ptr_array_index (commands, i));
   return kind;
 }
 
@@ -305,10 +489,14 @@ static const char *
 self_launch_reason (Discoverer            *d,
                     const McpServerConfig *config)
 {
-  LaunchKind kind = classify_word (d, config, config->command, TRUE);
+  g_autoptr(GPtrArray) words = g_ptr_array_new ();
+  LaunchKind kind;
 
-  for (char **arg = config->args; kind == LAUNCHES_OTHER && arg != NULL && *arg != NULL; arg++)
-    kind = classify_argument (d, config, *arg);
+  g_ptr_array_add (words, config->command);
+  for (char **arg = config->args; arg != NULL && *arg != NULL; arg++)
+    g_ptr_array_add (words, *arg);
+  g_ptr_array_add (words, NULL);
+  kind = classify_command_line (d, config, (char **) words->pdata);
   switch (kind)
     {
     case LAUNCHES_SELF:
@@ -325,6 +513,15 @@ self_launch_reason (Discoverer            *d,
 /* An mcp-pool that runs as a server of another one (the marker in its
  * environment) starts no servers: whatever wrapped the entry that started
  * it, the chain ends here.  The reason to show, or NULL when not nested. */
+gboolean
+mcp_config_is_nested (const char * const *envp)
+{
+  const char *parent = envp != NULL ? g_environ_getenv ((char **) envp, MCP_POOL_PARENT_ENV)
+                                    : g_getenv (MCP_POOL_PARENT_ENV);
+
+  return parent != NULL && parent[0] != '\0';
+}
+
 static char *
 nested_reason (const char * const *envp)
 {
@@ -333,7 +530,7 @@ nested_reason (const char * const *envp)
   const char *server = envp != NULL ? g_environ_getenv ((char **) envp, MCP_POOL_PARENT_SERVER_ENV)
                                     : g_getenv (MCP_POOL_PARENT_SERVER_ENV);
 
-  if (parent == NULL || parent[0] == '\0')
+  if (!mcp_config_is_nested (envp))
     return NULL;
   return g_strdup_printf (_("not started: this mcp-pool runs as server “%s” of the mcp-pool with pid %s "
                             "(%s is set), and a nested mcp-pool starts no servers, so that an entry "

@@ -73,6 +73,9 @@ typedef struct {
 
 /* Any thread; blocks on file reads.  @options may be NULL for defaults. */
 McpDiscovery *mcp_config_discover    (const McpDiscoveryOptions *options);
+/* TRUE when MCP_POOL_PARENT is set and not empty in @envp (NULL: the
+ * process's environment): this mcp-pool runs as a server of another. */
+gboolean      mcp_config_is_nested   (const char * const        *envp);
 void          mcp_discovery_free     (McpDiscovery              *discovery);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpDiscovery, mcp_discovery_free)

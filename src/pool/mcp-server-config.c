@@ -214,22 +214,29 @@ static GStrv
 expansion_warnings (const McpServerConfig *config,
                     const Expansion       *expansion)
 {
+  /* Each kind of reference that could not be expanded, and what to say. */
+  const struct {
+    GPtrArray  *names;
+    const char *format;
+  } kinds[] = {
+    { expansion->unset, N_("Server “%s” in %s: %s is not set, so it became an empty "
+                           "string; set it in the environment of mcp-pool, or give a "
+                           "default as ${NAME:-VALUE}") },
+    { expansion->inputs, N_("Server “%s” in %s: %s is a VS Code input, which only VS Code "
+                            "can ask for, so it is passed on as written; put the value "
+                            "in “env”, or use ${NAME} with an environment variable") },
+  };
   g_autoptr(GPtrArray) warnings = g_ptr_array_new ();
 
-  for (guint i = 0; i < expansion->unset->len; i++)
-    g_ptr_array_add (warnings,
-                     g_strdup_printf (_("Server “%s” in %s: %s is not set, so it became an empty "
-                                        "string; set it in the environment of mcp-pool, or give a "
-                                        "default as ${NAME:-VALUE}"),
-                                      config->name, config->source,
-                                      (const char *) g_ptr_array_index (expansion->unset, i)));
-  for (guint i = 0; i < expansion->inputs->len; i++)
-    g_ptr_array_add (warnings,
-                     g_strdup_printf (_("Server “%s” in %s: %s is a VS Code input, which only VS Code "
-                                        "can ask for, so it is passed on as written; put the value "
-                                        "in “env”, or use ${NAME} with an environment variable"),
-                                      config->name, config->source,
-                                      (const char *) g_ptr_array_index (expansion->inputs, i)));
+  /* The formats are the literals above, each with three %s. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+  for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
+    for (guint i = 0; i < kinds[k].names->len; i++)
+      g_ptr_array_add (warnings,
+                       g_strdup_printf (_(kinds[k].format), config->name, config->source,
+                                        (const char *) g_ptr_array_index (kinds[k].names, i)));
+#pragma GCC diagnostic pop
   g_ptr_array_add (warnings, NULL);
   return (GStrv) g_ptr_array_steal (warnings, NULL);
 }
