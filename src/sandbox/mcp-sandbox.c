@@ -30,6 +30,7 @@
 
 #include "mcp-framing.h"
 #include "mcp-jsonrpc.h"
+#include "mcp-memory-watch.h"
 #include "mcp-seccomp.h"
 #include "mcp-spawner.h"
 
@@ -66,10 +67,6 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 #define INNER_EXIT_TIMEOUT_US (20 * G_USEC_PER_SEC)
 #define RPC_WRITE_TIMEOUT   (10 * G_USEC_PER_SEC)
 #define RPC_THREADS         16
-/* How often the host measures the memory of a run (see "Memory"): every
- * 20 ms, or less often where a sample takes more than 1/20 of that. */
-#define MEMORY_SAMPLE_US    (20 * G_TIME_SPAN_MILLISECOND)
-#define MEMORY_SAMPLE_SHARE 20
 /* The longest RPC request line; the runtime is told, and refuses longer
  * ones itself. */
 #define RPC_LINE_MAX        MCP_LINE_MAX_DEFAULT
@@ -683,203 +680,6 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   return g_steal_pointer (&sandbox);
 }
 
-/* Memory
- *
- * RLIMIT_AS bounds each process, so a run that forks could hold its
- * process limit times the memory limit.  Only a memory cgroup bounds a
- * group of processes in the kernel, and none is usable where mcp-pool
- * runs (cgroup v1, or a cgroup2 tree without delegated controllers, as on
- * CI), so the thread that waits for the run measures it instead: every
- * MEMORY_SAMPLE_US it finds the sandbox's processes, its init and every
- * descendant (orphans reparent to that init, so none escapes), in one
- * pass over /proc, and sums what they hold.  Over the run's memory limit,
- * the sandbox is killed as on a timeout.
- *
- * What counts is what the host cannot take back by dropping caches:
- * anonymous memory (heap, stacks, private copies), shared memory (shared
- * anonymous mappings, mapped tmpfs files) and both when swapped out.
- * /proc/PID/status has it cheaply (RssAnon, RssShmem, VmSwap), but counts
- * a page that forks share copy-on-write in every one of them; so a sum
- * over the limit is checked against smaps_rollup, whose proportional
- * figures split a shared page among its sharers, and which costs a walk
- * of the page tables.
- *
- * A sample reads the stat file of every host process, some 10 us each:
- * 1 ms on a host of a hundred processes.  So that it takes at most 1/20
- * of a core on a busy host too, the next one waits 20 times as long as
- * the last took, and at least MEMORY_SAMPLE_US.
- *
- * Polling can overshoot: between two samples the code touches memory at
- * the speed of the host's cores (a few GiB/s each), so a run may pass its
- * limit by up to cores x speed x interval (some 100-200 MiB on two cores
- * at 20 ms) plus the time of a sample and of the kill, and never by more
- * than its process limit times RLIMIT_AS.
- */
-
-typedef struct {
-  pid_t     pid;
-  pid_t     parent;
-  gboolean  member;   /* of the sandbox */
-} ProcessLink;
-
-/* Kept from one sample to the next, so that sampling allocates nothing
- * once the arrays have grown.  The thread that waits for the run only. */
-typedef struct {
-  GArray *links;      /* ProcessLink: every process of the host */
-  GArray *members;    /* pid_t: the sandbox's processes */
-} MemoryWatch;
-
-static void
-memory_watch_clear (MemoryWatch *watch)
-{
-  g_clear_pointer (&watch->links, g_array_unref);
-  g_clear_pointer (&watch->members, g_array_unref);
-}
-
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (MemoryWatch, memory_watch_clear)
-
-/* /proc/@pid/@name into @buffer, NUL-terminated; FALSE with errno set.
- * One read: /proc makes the whole of these small files at once. */
-static gboolean
-read_proc_file (pid_t       pid,
-                const char *name,
-                char       *buffer,
-                gsize       size)
-{
-  char path[64];
-  ssize_t length;
-  int fd, saved_errno;
-
-  g_snprintf (path, sizeof path, "/proc/%d/%s", (int) pid, name);
-  if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
-    return FALSE;
-  length = read (fd, buffer, size - 1);
-  saved_errno = errno;
-  close (fd);
-  errno = saved_errno;
-  if (length < 0)
-    return FALSE;
-  buffer[length] = '\0';
-  return TRUE;
-}
-
-static gboolean
-is_member (GArray *members,
-           pid_t   pid)
-{
-  for (guint i = 0; i < members->len; i++)
-    if (g_array_index (members, pid_t, i) == pid)
-      return TRUE;
-  return FALSE;
-}
-
-/* Fills @watch->members with @init and its descendants. */
-static void
-find_members (MemoryWatch *watch,
-              pid_t        init)
-{
-  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
-  const char *name;
-  gboolean grew = TRUE;
-
-  g_array_set_size (watch->links, 0);
-  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
-    {
-      /* "pid (comm) state ppid ...": comm is short, so the start will do. */
-      char stat[128];
-      const char *end;
-      ProcessLink link = { 0 };
-
-      if (!g_ascii_isdigit (name[0]))
-        continue;
-      link.pid = (pid_t) g_ascii_strtoll (name, NULL, 10);
-      if (!read_proc_file (link.pid, "stat", stat, sizeof stat) || (end = strrchr (stat, ')')) == NULL)
-        continue;
-      link.parent = (pid_t) g_ascii_strtoll (end + 4, NULL, 10);
-      g_array_append_val (watch->links, link);
-    }
-
-  g_array_set_size (watch->members, 0);
-  g_array_append_val (watch->members, init);
-  /* Parents mostly come before their children in /proc, so this is
-   * usually one pass and one that finds nothing new. */
-  while (grew)
-    {
-      grew = FALSE;
-      for (guint i = 0; i < watch->links->len; i++)
-        {
-          ProcessLink *link = &g_array_index (watch->links, ProcessLink, i);
-
-          if (!link->member && link->pid != init && is_member (watch->members, link->parent))
-            {
-              link->member = grew = TRUE;
-              g_array_append_val (watch->members, link->pid);
-            }
-        }
-    }
-}
-
-/* The figure of "@field:   N kB" in @text, in kB; 0 if absent. */
-static guint64
-field_kib (const char *text,
-           const char *field)
-{
-  gsize length = strlen (field);
-
-  for (const char *line = text; line != NULL; line = strchr (line, '\n'))
-    {
-      if (*line == '\n')
-        line++;
-      if (strncmp (line, field, length) == 0 && line[length] == ':')
-        return g_ascii_strtoull (line + length + 1, NULL, 10);
-    }
-  return 0;
-}
-
-/* The sum of @fields of /proc/PID/@file over the sandbox's processes, in
- * bytes; FALSE if a file could not be read for another reason than its
- * process having ended. */
-static gboolean
-sum_members (MemoryWatch        *watch,
-             const char         *file,
-             const char * const *fields,
-             guint64            *bytes)
-{
-  char text[4096];
-
-  *bytes = 0;
-  for (guint i = 0; i < watch->members->len; i++)
-    {
-      if (!read_proc_file (g_array_index (watch->members, pid_t, i), file, text, sizeof text))
-        {
-          if (errno == ENOENT || errno == ESRCH)
-            continue;
-          return FALSE;
-        }
-      for (const char * const *field = fields; *field != NULL; field++)
-        *bytes += field_kib (text, *field) * 1024;
-    }
-  return TRUE;
-}
-
-/* Whether the processes of the sandbox whose init is @init hold more
- * than @limit bytes. */
-static gboolean
-memory_over_limit (MemoryWatch *watch,
-                   pid_t        init,
-                   guint64      limit)
-{
-  static const char * const resident[] = { "RssAnon", "RssShmem", "VmSwap", NULL };
-  static const char * const proportional[] = { "Pss_Anon", "Pss_Shmem", "SwapPss", NULL };
-  guint64 bytes;
-
-  find_members (watch, init);
-  if (!sum_members (watch, "status", resident, &bytes) || bytes <= limit)
-    return FALSE;
-  /* Unreadable, the cheap figure stands. */
-  return !sum_members (watch, "smaps_rollup", proportional, &bytes) || bytes > limit;
-}
-
 /* Running */
 
 typedef enum {
@@ -897,25 +697,19 @@ watch_run (McpSandbox    *sandbox,
            gint64         deadline,
            GCancellable  *cancellable)
 {
-  g_auto(MemoryWatch) watch = {
-    g_array_new (FALSE, FALSE, sizeof (ProcessLink)), g_array_new (FALSE, FALSE, sizeof (pid_t)),
-  };
-  gint64 next_sample = g_get_monotonic_time () + MEMORY_SAMPLE_US;
+  g_autoptr(McpMemoryWatch) watch = mcp_memory_watch_new (sandbox->inner_pid, sandbox->limits.memory_bytes);
 
   while (!g_cancellable_is_cancelled (cancellable))
     {
       gint64 now = g_get_monotonic_time ();
+      gint64 next_sample = mcp_memory_watch_next (watch);
 
       if (now >= deadline)
         return RUN_TIMED_OUT;
       if (now >= next_sample)
         {
-          gint64 took;
-
-          if (memory_over_limit (&watch, sandbox->inner_pid, sandbox->limits.memory_bytes))
+          if (mcp_memory_watch_sample (watch))
             return RUN_OVER_MEMORY;
-          took = g_get_monotonic_time () - now;
-          next_sample = now + took + MAX (MEMORY_SAMPLE_US, MEMORY_SAMPLE_SHARE * took);
           continue;
         }
       if (poll (fds, 2, (int) ((MIN (deadline, next_sample) - now) / 1000 + 1)) > 0 && fds[0].revents != 0)
