@@ -13,6 +13,7 @@
 
 #include "mcp-code.h"
 #include "mcp-jsonrpc.h"
+#include "mcp-memory-watch.h"
 #include "mcp-spawner.h"
 #include "test-util.h"
 
@@ -933,6 +934,17 @@ test_rpc_too_long_raw (Fixture *fixture, gconstpointer data)
   g_assert_nonnull (strstr (stdout_of (result), "Echo: after"));
 }
 
+/* Code that makes the memory samples slow (a hundred forks sharing
+ * pages, so that each sample walks all their page tables) does not
+ * stretch the time between two samples past 100 ms. */
+static void
+test_memory_interval (void)
+{
+  g_assert_cmpint (mcp_memory_watch_interval (0), ==, 20 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpint (mcp_memory_watch_interval (2 * G_TIME_SPAN_MILLISECOND), ==, 40 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpint (mcp_memory_watch_interval (G_USEC_PER_SEC), ==, 100 * G_TIME_SPAN_MILLISECOND);
+}
+
 static void
 test_tool_entry (void)
 {
@@ -1017,6 +1029,7 @@ main (int argc, char **argv)
   ADD ("/sandbox/rpc/flood", NULL, test_rpc_flood);
   ADD ("/sandbox/rpc/too-long", NULL, test_rpc_too_long);
   ADD ("/sandbox/rpc/too-long-raw", NULL, test_rpc_too_long_raw);
+  g_test_add_func ("/sandbox/memory-interval", test_memory_interval);
   g_test_add_func ("/sandbox/tool-entry", test_tool_entry);
   g_test_add_func ("/sandbox/unavailable", test_unavailable);
   return g_test_run ();

@@ -22,12 +22,16 @@
  * A sample reads the stat file of every host process, some 10 us each:
  * 1 ms on a host of a hundred processes.  So that it takes at most 1/20
  * of a core on a busy host too, the next one waits 20 times as long as
- * the last took, and at least MEMORY_SAMPLE_US.
+ * the last took, and at least MEMORY_SAMPLE_US.  The code can make
+ * samples slow itself (a hundred forks sharing their pages copy-on-write
+ * are over the cheap sum all the time, and each sample then walks their
+ * page tables), so the wait never passes MEMORY_SAMPLE_MAX_US, and the
+ * walk stops at the first process that takes the sum over the limit.
  *
  * Polling can overshoot: between two samples the code touches memory at
  * the speed of the host's cores (a few GiB/s each), so a run may pass its
  * limit by up to cores x speed x interval (some 100-200 MiB on two cores
- * at 20 ms) plus the time of a sample and of the kill, and never by more
+ * at 20 ms, more while samples are slow) plus the time of a sample and of the kill, and never by more
  * than its process limit times RLIMIT_AS.
  *
  * Threads: a watch is used by the one thread that waits for its run;
@@ -43,9 +47,11 @@
 #include <unistd.h>
 
 /* How often the host measures the memory of a run: every 20 ms, or less
- * often where a sample takes more than 1/20 of that. */
-#define MEMORY_SAMPLE_US    (20 * G_TIME_SPAN_MILLISECOND)
-#define MEMORY_SAMPLE_SHARE 20
+ * often where a sample takes more than 1/20 of that, but at least every
+ * 100 ms, whatever the code does to make samples slow. */
+#define MEMORY_SAMPLE_US     (20 * G_TIME_SPAN_MILLISECOND)
+#define MEMORY_SAMPLE_MAX_US (100 * G_TIME_SPAN_MILLISECOND)
+#define MEMORY_SAMPLE_SHARE  20
 
 
 typedef struct {
@@ -193,8 +199,9 @@ field_kib (const char *text,
 }
 
 /* The sum of @fields of /proc/PID/@file over the sandbox's processes, in
- * bytes; FALSE if a file could not be read for another reason than its
- * process having ended. */
+ * bytes, up to the first process that takes it over the limit (the rest
+ * cannot bring it back); FALSE if a file could not be read for another
+ * reason than its process having ended. */
 static gboolean
 sum_members (McpMemoryWatch     *watch,
              const char         *file,
@@ -204,7 +211,7 @@ sum_members (McpMemoryWatch     *watch,
   char text[4096];
 
   *bytes = 0;
-  for (guint i = 0; i < watch->members->len; i++)
+  for (guint i = 0; i < watch->members->len && *bytes <= watch->limit; i++)
     {
       if (!read_proc_file (g_array_index (watch->members, pid_t, i), file, text, sizeof text))
         {
@@ -221,7 +228,7 @@ sum_members (McpMemoryWatch     *watch,
 gint64
 mcp_memory_watch_interval (gint64 took)
 {
-  return MAX (MEMORY_SAMPLE_US, MEMORY_SAMPLE_SHARE * took);
+  return CLAMP (MEMORY_SAMPLE_SHARE * took, MEMORY_SAMPLE_US, MEMORY_SAMPLE_MAX_US);
 }
 
 /* Whether the sandbox's processes hold more than the limit. */
