@@ -333,12 +333,19 @@ typedef struct {
   json_t  *result;
 } BackgroundRun;
 
+/* The name the code gives its interpreter once it runs: the host sees it
+ * in /proc/PID/comm, so the test knows that the code itself was taken. */
+#define RUNNING_MARKER "mcp-code-runs"
+
 static gpointer
 run_until_killed (gpointer data)
 {
   BackgroundRun *background = data;
 
-  background->result = run (background->fixture, "import time\ntime.sleep(600)\n", NULL, 0);
+  background->result = run (background->fixture,
+                            "import ctypes, time\n"
+                            "ctypes.CDLL(None).prctl(15, b'" RUNNING_MARKER "', 0, 0, 0)\n"
+                            "time.sleep(600)\n", NULL, 0);
   return NULL;
 }
 
@@ -356,8 +363,9 @@ parent_of (GPid pid)
   return (GPid) g_ascii_strtoll (end + 4, NULL, 10);
 }
 
-/* The interpreter of one of this test's sandboxes: a descendant of ours
- * (other programs may run sandboxes at the same time). */
+/* The interpreter of one of this test's sandboxes, once it runs the code
+ * (named RUNNING_MARKER): a descendant of ours (other programs may run
+ * sandboxes at the same time). */
 static gboolean
 find_own_interpreter (gpointer data)
 {
@@ -367,18 +375,12 @@ find_own_interpreter (gpointer data)
 
   while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
     {
-      g_autofree char *path = g_strdup_printf ("/proc/%s/cmdline", name);
-      g_autofree char *cmdline = NULL;
-      gsize length;
+      g_autofree char *path = g_strdup_printf ("/proc/%s/comm", name);
+      g_autofree char *comm = NULL;
       GPid pid;
 
-      if (!g_ascii_isdigit (name[0]) || !g_file_get_contents (path, &cmdline, &length, NULL))
-        continue;
-      /* The interpreter's arguments, not bwrap's that name it too. */
-      for (gsize i = 0; i + 1 < length; i++)
-        if (cmdline[i] == '\0')
-          cmdline[i] = ' ';
-      if (strstr (cmdline, "mcp_runtime.py") == NULL || strstr (cmdline, "bwrap") != NULL)
+      if (!g_ascii_isdigit (name[0]) || !g_file_get_contents (path, &comm, NULL, NULL) ||
+          !g_str_equal (g_strchomp (comm), RUNNING_MARKER))
         continue;
       for (pid = (GPid) g_ascii_strtoll (name, NULL, 10); pid > 1; pid = parent_of (pid))
         if (pid == getpid ())
@@ -421,7 +423,7 @@ test_host_ids (Fixture *fixture, gconstpointer data)
   if (!require_sandbox ())
     return;
   thread = g_thread_new ("run", run_until_killed, &background);
-  g_assert_true (test_wait_for (find_own_interpreter, &python, 10000));
+  g_assert_true (test_wait_for (find_own_interpreter, &python, 30 * 1000));
   path = g_strdup_printf ("/proc/%d/status", python);
   g_assert_true (g_file_get_contents (path, &status, NULL, NULL));
   assert_ids_not_root (status, "Uid");
