@@ -847,11 +847,12 @@ hold_request (const char  *method,
   return json_object ();
 }
 
-/* Code that writes requests on the RPC socket without end while none is
- * answered: the host stops reading at the bound instead of queueing them
- * all, and the run's timeout still ends it. */
+/* Runs @source, which writes requests on the RPC socket without end
+ * while none is answered, until its timeout of @timeout_ms (long enough
+ * for the flood to reach a bound on a slow host) ends it; the host's
+ * peaks of requests and of request bytes in flight are returned. */
 static void
-test_rpc_flood (Fixture *fixture, gconstpointer data)
+run_flood (Fixture *fixture, const char *source, guint timeout_ms, guint *peak, gsize *bytes_peak)
 {
   McpSandboxLimits limits = { 0 };
   HeldRequests held = { 0 };
@@ -859,24 +860,17 @@ test_rpc_flood (Fixture *fixture, gconstpointer data)
   g_autoptr(GError) error = NULL;
   McpSandbox *sandbox;
 
-  if (!require_sandbox ())
-    return;
   g_mutex_init (&held.lock);
   g_cond_init (&held.released_cond);
   sandbox = mcp_sandbox_start (&limits, test_io_thread_get_context (fixture->io), &error);
   g_assert_no_error (error);
-  g_assert_true (mcp_sandbox_run (sandbox,
-                                  "import os, socket\n"
-                                  "raw = socket.socket(fileno=os.dup(int(os.environ['MCP_POOL_RPC_FD'])))\n"
-                                  "line = b'{\"id\":0,\"method\":\"list_servers\",\"params\":{}}\\n'\n"
-                                  "print('flooding', flush=True)\n"
-                                  "while True:\n"
-                                  "    raw.sendall(line * 1000)\n",
-                                  NULL, test_timeout_ms (3000), hold_request, &held, NULL, &result, &error));
+  g_assert_true (mcp_sandbox_run (sandbox, source, NULL, test_timeout_ms (timeout_ms), hold_request, &held,
+                                  NULL, &result, &error));
   g_assert_no_error (error);
   g_assert_cmpint (result.status, ==, MCP_RUN_TIMEOUT);
   g_assert_nonnull (strstr (result.stdout_text, "flooding"));
-  g_assert_cmpuint (mcp_sandbox_get_rpc_peak (sandbox), ==, MCP_SANDBOX_RPC_IN_FLIGHT_MAX);
+  *peak = mcp_sandbox_get_rpc_peak (sandbox);
+  *bytes_peak = mcp_sandbox_get_rpc_bytes_peak (sandbox);
 
   g_mutex_lock (&held.lock);
   held.released = TRUE;
@@ -886,6 +880,57 @@ test_rpc_flood (Fixture *fixture, gconstpointer data)
   mcp_run_result_clear (&result);
   g_cond_clear (&held.released_cond);
   g_mutex_clear (&held.lock);
+}
+
+#define FLOOD_SOCKET \
+  "import os, socket\n" \
+  "raw = socket.socket(fileno=os.dup(int(os.environ['MCP_POOL_RPC_FD'])))\n"
+
+/* Code that floods small requests: the host stops reading at the bound
+ * of requests in flight instead of queueing them all, and the run's
+ * timeout still ends it. */
+static void
+test_rpc_flood (Fixture *fixture, gconstpointer data)
+{
+  guint peak;
+  gsize bytes_peak;
+
+  if (!require_sandbox ())
+    return;
+  run_flood (fixture,
+             FLOOD_SOCKET
+             "line = b'{\"id\":0,\"method\":\"list_servers\",\"params\":{}}\\n'\n"
+             "print('flooding', flush=True)\n"
+             "while True:\n"
+             "    raw.sendall(line * 1000)\n",
+             3000, &peak, &bytes_peak);
+  g_assert_cmpuint (peak, ==, MCP_SANDBOX_RPC_IN_FLIGHT_MAX);
+}
+
+/* Code that floods requests of 8 MiB each: well under the bound of
+ * requests, the host stops reading at its bound of request bytes, past
+ * which it holds at most the line it was reading. */
+static void
+test_rpc_flood_bytes (Fixture *fixture, gconstpointer data)
+{
+  const gsize line = (8 << 20) + 64;
+  guint peak;
+  gsize bytes_peak;
+
+  if (!require_sandbox ())
+    return;
+  run_flood (fixture,
+             FLOOD_SOCKET
+             "line = b'{\"id\":0,\"method\":\"list_servers\",\"params\":{\"pad\":\"'\n"
+             "line += b'x' * (8 << 20) + b'\"}}\\n'\n"
+             "print('flooding', flush=True)\n"
+             "while True:\n"
+             "    raw.sendall(line)\n",
+             10000, &peak, &bytes_peak);
+  g_test_message ("peak: %u requests, %zu bytes", peak, bytes_peak);
+  g_assert_cmpuint (bytes_peak, >=, MCP_SANDBOX_RPC_BYTES_IN_FLIGHT_MAX);
+  g_assert_cmpuint (bytes_peak, <=, MCP_SANDBOX_RPC_BYTES_IN_FLIGHT_MAX + line);
+  g_assert_cmpuint (peak, <, MCP_SANDBOX_RPC_IN_FLIGHT_MAX);
 }
 
 /* A call whose request is over the RPC line limit fails at once, with
@@ -1028,6 +1073,7 @@ main (int argc, char **argv)
   ADD ("/sandbox/warm", "warm", test_warm);
   ADD ("/sandbox/warm-concurrent", "warm", test_warm_concurrent);
   ADD ("/sandbox/rpc/flood", NULL, test_rpc_flood);
+  ADD ("/sandbox/rpc/flood-bytes", NULL, test_rpc_flood_bytes);
   ADD ("/sandbox/rpc/too-long", NULL, test_rpc_too_long);
   ADD ("/sandbox/rpc/too-long-raw", NULL, test_rpc_too_long_raw);
   g_test_add_func ("/sandbox/memory-interval", test_memory_interval);

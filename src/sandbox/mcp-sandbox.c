@@ -6,9 +6,10 @@
  * the sandbox.
  *
  * At most MCP_SANDBOX_RPC_IN_FLIGHT_MAX requests are handed to the workers
- * at once: past that the RPC socket is not read until replies went out, so
- * code that floods requests is pushed back through the socket instead of
- * queueing without bound in the host.
+ * at once: past that, or past MCP_SANDBOX_RPC_BYTES_IN_FLIGHT_MAX bytes of
+ * requests read and not answered, the RPC socket is not read until replies
+ * went out, so code that floods requests is pushed back through the socket
+ * instead of queueing without bound in the host.
  */
 #include "config.h"
 
@@ -96,6 +97,8 @@ struct _McpSandbox {
   gpointer           handler_data;   /* protected by lock */
   guint              rpc_in_flight;  /* protected by lock: handed to the workers, not answered */
   guint              rpc_peak;       /* protected by lock: the most in flight at once */
+  gsize              rpc_bytes;      /* protected by lock: of the requests read, not answered */
+  gsize              rpc_bytes_peak; /* protected by lock: the most rpc_bytes at once */
   GQueue             rpc_backlog;    /* protected by lock: read past the bound, not handed over */
   gboolean           rpc_paused;     /* protected by lock: rpc_source does not read */
   GSource           *rpc_resume;     /* protected by lock: the idle that resumes it */
@@ -152,6 +155,7 @@ typedef struct {
   McpSandbox *sandbox;
   json_t     *request;
   json_t     *reply;      /* NULL: the handler's reply to @request */
+  gsize       bytes;      /* of @request, as it came */
 } RpcJob;
 
 static void
@@ -193,6 +197,23 @@ rpc_queued_locked (McpSandbox *sandbox)
   return sandbox->rpc_in_flight + sandbox->rpc_backlog.length;
 }
 
+/* Whether the reader is to pause: either bound is reached. */
+static gboolean
+rpc_full_locked (McpSandbox *sandbox)
+{
+  return rpc_queued_locked (sandbox) >= MCP_SANDBOX_RPC_IN_FLIGHT_MAX ||
+         sandbox->rpc_bytes >= MCP_SANDBOX_RPC_BYTES_IN_FLIGHT_MAX;
+}
+
+/* Whether a paused reader may resume: both are down to half their bound,
+ * so that it does not wake for every reply. */
+static gboolean
+rpc_has_room_locked (McpSandbox *sandbox)
+{
+  return rpc_queued_locked (sandbox) <= MCP_SANDBOX_RPC_IN_FLIGHT_MAX / 2 &&
+         sandbox->rpc_bytes <= MCP_SANDBOX_RPC_BYTES_IN_FLIGHT_MAX / 2;
+}
+
 static void
 rpc_job_free (RpcJob *job)
 {
@@ -227,18 +248,20 @@ resume_rpc_reader (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* A reply went out: the next request of the backlog goes to the workers,
- * and the reader resumes on its context once half the bound is free, not
- * after every reply. */
+/* A reply to a request of @bytes went out: the next request of the
+ * backlog goes to the workers, and the reader resumes on its context once
+ * there is room. */
 static void
-rpc_job_done (McpSandbox *sandbox)
+rpc_job_done (McpSandbox *sandbox,
+              gsize       bytes)
 {
   g_mutex_lock (&sandbox->lock);
   sandbox->rpc_in_flight--;
+  sandbox->rpc_bytes -= bytes;
   if (sandbox->rpc_workers != NULL && !g_queue_is_empty (&sandbox->rpc_backlog))
     push_rpc_job_locked (sandbox, g_queue_pop_head (&sandbox->rpc_backlog));
   if (sandbox->rpc_paused && sandbox->rpc_resume == NULL && sandbox->rpc_source != NULL &&
-      rpc_queued_locked (sandbox) <= MCP_SANDBOX_RPC_IN_FLIGHT_MAX / 2)
+      rpc_has_room_locked (sandbox))
     {
       sandbox->rpc_resume = g_idle_source_new ();
       g_source_set_callback (sandbox->rpc_resume, resume_rpc_reader, sandbox_ref (sandbox),
@@ -267,18 +290,20 @@ run_rpc_job (gpointer data,
       reply = mcp_sandbox_rpc_reply (job->request, handler, handler_data);
     }
   send_rpc_reply (sandbox, reply);
-  rpc_job_done (sandbox);
+  rpc_job_done (sandbox, job->bytes);
   rpc_job_free (job);
 }
 
-/* On the context, for every request read (@request taken) and every line
- * refused (@reply taken, sent as it is): to the workers while fewer than
- * the bound are in flight, else to the backlog; at the bound the reader
- * pauses.  The lines of the chunk being read still come after that, so the
- * backlog holds at most one chunk's worth. */
+/* On the context, for every request read (@request taken, @bytes long)
+ * and every line refused (@reply taken, sent as it is): to the workers
+ * while fewer than the bound are in flight, else to the backlog; at
+ * either bound the reader pauses.  The lines of the chunk being read
+ * still come after that, so the backlog holds at most one chunk's worth,
+ * and the bytes pass their bound by at most one line. */
 static void
 queue_rpc_job (McpSandbox *sandbox,
                json_t     *request,
+               gsize       bytes,
                json_t     *reply)
 {
   RpcJob *job = g_new0 (RpcJob, 1);
@@ -286,15 +311,17 @@ queue_rpc_job (McpSandbox *sandbox,
   job->sandbox = sandbox_ref (sandbox);
   job->request = request;
   job->reply = reply;
+  job->bytes = bytes;
   g_mutex_lock (&sandbox->lock);
   if (sandbox->rpc_workers != NULL)
     {
+      sandbox->rpc_bytes += bytes;
+      sandbox->rpc_bytes_peak = MAX (sandbox->rpc_bytes_peak, sandbox->rpc_bytes);
       if (sandbox->rpc_in_flight < MCP_SANDBOX_RPC_IN_FLIGHT_MAX)
         push_rpc_job_locked (sandbox, g_steal_pointer (&job));
       else
         g_queue_push_tail (&sandbox->rpc_backlog, g_steal_pointer (&job));
-      if (!sandbox->rpc_paused && sandbox->rpc_source != NULL &&
-          rpc_queued_locked (sandbox) >= MCP_SANDBOX_RPC_IN_FLIGHT_MAX)
+      if (!sandbox->rpc_paused && sandbox->rpc_source != NULL && rpc_full_locked (sandbox))
         {
           sandbox->rpc_paused = TRUE;
           mcp_line_reader_set_paused (sandbox->rpc_source, TRUE);
@@ -317,7 +344,8 @@ on_rpc_message (json_t   *message,
       g_debug ("The sandbox sent something that is not an RPC request; ignored");
       return;
     }
-  queue_rpc_job (sandbox, json_incref (message), NULL);
+  /* What the request holds in the host is about what its line had. */
+  queue_rpc_job (sandbox, json_incref (message), json_dumpb (message, NULL, 0, JSON_COMPACT), NULL);
 }
 
 /* The id of a refused line is gone with it: the error goes to id null,
@@ -334,7 +362,7 @@ on_rpc_too_long (GError *error, gpointer user_data)
                                               (size_t) RPC_LINE_MAX);
 
   g_debug ("Sandbox RPC: %s", error->message);
-  queue_rpc_job (sandbox, NULL, json_pack ("{s:n, s:{s:s}}", "id", "error", "message", message));
+  queue_rpc_job (sandbox, NULL, 0, json_pack ("{s:n, s:{s:s}}", "id", "error", "message", message));
 }
 
 static void
@@ -918,6 +946,17 @@ mcp_sandbox_get_rpc_peak (McpSandbox *sandbox)
 
   g_mutex_lock (&sandbox->lock);
   peak = sandbox->rpc_peak;
+  g_mutex_unlock (&sandbox->lock);
+  return peak;
+}
+
+gsize
+mcp_sandbox_get_rpc_bytes_peak (McpSandbox *sandbox)
+{
+  gsize peak;
+
+  g_mutex_lock (&sandbox->lock);
+  peak = sandbox->rpc_bytes_peak;
   g_mutex_unlock (&sandbox->lock);
   return peak;
 }
