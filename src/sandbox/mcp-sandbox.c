@@ -580,18 +580,19 @@ attach (McpSandbox *sandbox,
   return source;
 }
 
-McpSandbox *
-mcp_sandbox_start (const McpSandboxLimits  *limits,
-                   GMainContext            *context,
-                   GError                 **error)
+/* Spawns bwrap for @sandbox with its fds and rlimits in place; sets
+ * sandbox->child and rpc_fd and returns bwrap's stdout and stderr and the
+ * read end of its info pipe, or FALSE with @error. */
+static gboolean
+spawn_bwrap (McpSandbox  *sandbox,
+             int         *stdout_fd,
+             int         *stderr_fd,
+             int         *info_fd,
+             GError     **error)
 {
-  static const McpLineReaderFuncs rpc_funcs = {
-    .on_message = on_rpc_message, .on_too_long = on_rpc_too_long, .on_closed = on_rpc_closed,
-  };
-  g_autoptr(McpSandbox) sandbox = g_new0 (McpSandbox, 1);
   g_auto(GStrv) argv = NULL;
   int sockets[2] = { -1, -1 }, info[2] = { -1, -1 };
-  int seccomp_fd, runtime_fd, stdin_fd, stdout_fd, stderr_fd;
+  int seccomp_fd, runtime_fd, stdin_fd;
   const McpCredentials *credentials = sandbox_credentials ();
   McpRlimit rlimits[7];
   int source_fds[4], target_fds[4] = {
@@ -599,29 +600,14 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   };
   McpSpawnRequest request = { 0 };
 
-  g_atomic_ref_count_init (&sandbox->ref_count);
-  sandbox->limits = *limits;
-  if (sandbox->limits.memory_bytes == 0) sandbox->limits.memory_bytes = MEMORY_DEFAULT;
-  if (sandbox->limits.file_bytes == 0) sandbox->limits.file_bytes = FILE_DEFAULT;
-  if (sandbox->limits.scratch_bytes == 0) sandbox->limits.scratch_bytes = SCRATCH_DEFAULT;
-  if (sandbox->limits.cpu_seconds == 0) sandbox->limits.cpu_seconds = CPU_DEFAULT;
-  if (sandbox->limits.output_cap == 0) sandbox->limits.output_cap = OUTPUT_CAP_DEFAULT;
-  sandbox->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
-  sandbox->rpc_fd = -1;
-  g_mutex_init (&sandbox->lock);
-  g_mutex_init (&sandbox->write_lock);
-  g_cond_init (&sandbox->cond);
-  sandbox->out = g_string_new (NULL);
-  sandbox->err = g_string_new (NULL);
-
   runtime_fd = open_runtime (runtime_dir (&sandbox->limits), error);
   if (runtime_fd < 0)
-    return NULL;
+    return FALSE;
   seccomp_fd = mcp_seccomp_filter_fd (error);
   if (seccomp_fd < 0)
     {
       close (runtime_fd);
-      return NULL;
+      return FALSE;
     }
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0 ||
       !g_unix_open_pipe (info, FD_CLOEXEC, NULL))
@@ -630,7 +616,7 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
                    _("Could not create the sandbox's channels: %s"), g_strerror (errno));
       close (seccomp_fd);
       close (runtime_fd);
-      return NULL;
+      return FALSE;
     }
 
   argv = build_argv (&sandbox->limits);
@@ -652,7 +638,7 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
     .source_fds = source_fds, .target_fds = target_fds, .n_fds = G_N_ELEMENTS (source_fds),
     .rlimits = rlimits, .n_rlimits = G_N_ELEMENTS (rlimits), .credentials = credentials,
   };
-  sandbox->child = mcp_spawner_spawn (&request, &stdin_fd, &stdout_fd, &stderr_fd, error);
+  sandbox->child = mcp_spawner_spawn (&request, &stdin_fd, stdout_fd, stderr_fd, error);
   close (sockets[1]);
   close (seccomp_fd);
   close (info[1]);
@@ -661,11 +647,70 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
     {
       close (sockets[0]);
       close (info[0]);
-      return NULL;
+      return FALSE;
     }
   close (stdin_fd);
   sandbox->rpc_fd = sockets[0];
   g_unix_set_fd_nonblocking (sandbox->rpc_fd, TRUE, NULL);
+  *info_fd = info[0];
+  return TRUE;
+}
+
+/* bwrap ended before the sandbox's init existed: ends it, and sets
+ * @error from what it said on stderr. */
+static void
+diagnose_failed_start (McpSandbox  *sandbox,
+                       GError     **error)
+{
+  g_autofree char *why = NULL;
+
+  mcp_child_terminate (g_steal_pointer (&sandbox->child), G_USEC_PER_SEC, G_USEC_PER_SEC / 2);
+  g_mutex_lock (&sandbox->lock);
+  while (sandbox->open_streams > 0 &&
+         g_cond_wait_until (&sandbox->cond, &sandbox->lock, g_get_monotonic_time () + DRAIN_TIMEOUT_US))
+    ;
+  why = g_strstrip (g_strdup (sandbox->err->str));
+  g_mutex_unlock (&sandbox->lock);
+  /* Only a namespace failure gets the namespace advice. */
+  if (why[0] == '\0' || strstr (why, "namespace") != NULL || strstr (why, "Operation not permitted") != NULL)
+    g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
+                 _("The sandbox could not be created: %s. bubblewrap needs unprivileged user "
+                   "namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
+                   "user.max_user_namespaces > 0)"),
+                 why[0] ? why : _("bwrap said nothing"));
+  else
+    g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
+                 _("The sandbox could not be created: %s"), why);
+}
+
+McpSandbox *
+mcp_sandbox_start (const McpSandboxLimits  *limits,
+                   GMainContext            *context,
+                   GError                 **error)
+{
+  static const McpLineReaderFuncs rpc_funcs = {
+    .on_message = on_rpc_message, .on_too_long = on_rpc_too_long, .on_closed = on_rpc_closed,
+  };
+  g_autoptr(McpSandbox) sandbox = g_new0 (McpSandbox, 1);
+  int stdout_fd, stderr_fd, info_fd;
+
+  g_atomic_ref_count_init (&sandbox->ref_count);
+  sandbox->limits = *limits;
+  if (sandbox->limits.memory_bytes == 0) sandbox->limits.memory_bytes = MEMORY_DEFAULT;
+  if (sandbox->limits.file_bytes == 0) sandbox->limits.file_bytes = FILE_DEFAULT;
+  if (sandbox->limits.scratch_bytes == 0) sandbox->limits.scratch_bytes = SCRATCH_DEFAULT;
+  if (sandbox->limits.cpu_seconds == 0) sandbox->limits.cpu_seconds = CPU_DEFAULT;
+  if (sandbox->limits.output_cap == 0) sandbox->limits.output_cap = OUTPUT_CAP_DEFAULT;
+  sandbox->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
+  sandbox->rpc_fd = -1;
+  g_mutex_init (&sandbox->lock);
+  g_mutex_init (&sandbox->write_lock);
+  g_cond_init (&sandbox->cond);
+  sandbox->out = g_string_new (NULL);
+  sandbox->err = g_string_new (NULL);
+
+  if (!spawn_bwrap (sandbox, &stdout_fd, &stderr_fd, &info_fd, error))
+    return NULL;
 
   sandbox->open_streams = 2;
   sandbox->rpc_workers = g_thread_pool_new (run_rpc_job, NULL, RPC_THREADS, FALSE, NULL);
@@ -680,29 +725,11 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
                                              sandbox_ref (sandbox), (GDestroyNotify) sandbox_unref);
   attach (sandbox, sandbox->rpc_source);
 
-  sandbox->inner_pid = read_inner_pid (info[0]);
-  close (info[0]);
+  sandbox->inner_pid = read_inner_pid (info_fd);
+  close (info_fd);
   if (sandbox->inner_pid <= 0)
     {
-      g_autofree char *why = NULL;
-
-      mcp_child_terminate (g_steal_pointer (&sandbox->child), G_USEC_PER_SEC, G_USEC_PER_SEC / 2);
-      g_mutex_lock (&sandbox->lock);
-      while (sandbox->open_streams > 0 &&
-             g_cond_wait_until (&sandbox->cond, &sandbox->lock, g_get_monotonic_time () + DRAIN_TIMEOUT_US))
-        ;
-      why = g_strstrip (g_strdup (sandbox->err->str));
-      g_mutex_unlock (&sandbox->lock);
-      /* Only a namespace failure gets the namespace advice. */
-      if (why[0] == '\0' || strstr (why, "namespace") != NULL || strstr (why, "Operation not permitted") != NULL)
-        g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
-                     _("The sandbox could not be created: %s. bubblewrap needs unprivileged user "
-                       "namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
-                       "user.max_user_namespaces > 0)"),
-                     why[0] ? why : _("bwrap said nothing"));
-      else
-        g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
-                     _("The sandbox could not be created: %s"), why);
+      diagnose_failed_start (sandbox, error);
       return NULL;
     }
   return g_steal_pointer (&sandbox);
