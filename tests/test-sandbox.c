@@ -13,6 +13,7 @@
 
 #include "mcp-code.h"
 #include "mcp-jsonrpc.h"
+#include "mcp-memory-watch.h"
 #include "mcp-spawner.h"
 #include "test-util.h"
 
@@ -74,7 +75,8 @@ require_sandbox (void)
   return FALSE;
 }
 
-/* Runs @source with the given servers (comma-separated) and timeout. */
+/* Runs @source with the given servers (comma-separated) and timeout
+ * (0: the default). */
 static json_t *
 run (Fixture *fixture, const char *source, const char *servers, double timeout_s)
 {
@@ -84,8 +86,10 @@ run (Fixture *fixture, const char *source, const char *servers, double timeout_s
   for (char **name = names; *name != NULL; name++)
     if ((*name)[0] != '\0')
       json_array_append_new (json_object_get (arguments, "servers"), json_string (*name));
+  /* Scaled like every bound of the tests: a run that must end by itself
+   * does not meet its timeout on a slow host. */
   if (timeout_s > 0)
-    json_object_set_new (arguments, "timeout", json_real (timeout_s));
+    json_object_set_new (arguments, "timeout", json_real (timeout_s * test_timeout_ms (1000) / 1000.0));
   return mcp_code_run_python (fixture->code, arguments, NULL);
 }
 
@@ -110,6 +114,29 @@ assert_success (json_t *result)
   g_assert_false (json_is_true (json_object_get (result, "isError")));
 }
 
+/* Runs @source, asserts that it succeeded and returns its stdout, which
+ * the test log shows. */
+static char *
+run_ok (Fixture *fixture, const char *source, const char *servers, double timeout_s)
+{
+  g_autoptr(json_t) result = run (fixture, source, servers, timeout_s);
+
+  assert_success (result);
+  g_test_message ("%s", stdout_of (result));
+  return g_strdup (stdout_of (result));
+}
+
+/* The number that follows @label in @out, which must hold it. */
+static gint64
+count_after (const char *out, const char *label)
+{
+  const char *found = strstr (out, label);
+
+  if (found == NULL)
+    g_error ("No \"%s\" in the output: %s", label, out);
+  return g_ascii_strtoll (found + strlen (label), NULL, 10);
+}
+
 /* After each attack: the pool still answers, through a sandbox too. */
 static void
 assert_pool_serves (Fixture *fixture)
@@ -127,7 +154,8 @@ assert_pool_serves (Fixture *fixture)
 static void
 test_isolation (Fixture *fixture, gconstpointer data)
 {
-  g_autofree char *host_file = g_build_filename (g_get_tmp_dir (), "mcp-pool-host-file", NULL);
+  g_autofree char *host_dir = NULL;
+  g_autofree char *host_file = NULL;
   g_autofree char *canary = NULL;
   g_autofree char *source = NULL;
   g_autoptr(json_t) result = NULL;
@@ -139,6 +167,9 @@ test_isolation (Fixture *fixture, gconstpointer data)
 
   if (!require_sandbox ())
     return;
+  /* A folder of this run's own: test-sandbox-as-user.sh may run beside. */
+  host_dir = g_dir_make_tmp ("mcp-pool-host-XXXXXX", NULL);
+  host_file = g_build_filename (host_dir, "mcp-pool-host-file", NULL);
   g_assert_true (g_file_set_contents (host_file, "host secret", -1, NULL));
   canary = g_build_filename (g_get_home_dir (), ".mcp-pool-test-canary", NULL);
   g_assert_true (g_file_set_contents (canary, "canary", -1, NULL));
@@ -179,9 +210,7 @@ test_isolation (Fixture *fixture, gconstpointer data)
     "print('scratch', open('/work/scratch').read())\n",
     host_file, canary, g_get_home_dir (), port);
 
-  result = run (fixture, source, "secretive", 0);
-  assert_success (result);
-  out = stdout_of (result);
+  out = run_ok (fixture, source, "secretive", 0);
   g_assert_null (strstr (out, "wrote"));
   g_assert_null (strstr (out, "canary True"));
   /* Nothing reached the test's port. */
@@ -197,6 +226,7 @@ test_isolation (Fixture *fixture, gconstpointer data)
   /* The sandbox's own init and python, nothing of the host. */
   g_assert_nonnull (strstr (out, "pids 2"));
   g_unlink (host_file);
+  g_rmdir (host_dir);
   g_unlink (canary);
   assert_pool_serves (fixture);
 }
@@ -205,20 +235,17 @@ test_isolation (Fixture *fixture, gconstpointer data)
 static void
 test_seccomp (Fixture *fixture, gconstpointer data)
 {
-  g_autoptr(json_t) result = NULL;
-  const char *out;
+  g_autofree char *out = NULL;
 
   if (!require_sandbox ())
     return;
-  result = run (fixture,
+  out = run_ok (fixture,
                 "import ctypes, os\n"
                 "libc = ctypes.CDLL(None, use_errno=True)\n"
                 "for name, call in [('unshare', lambda: libc.unshare(0x10000000)),\n"
                 "                   ('mount', lambda: libc.mount(b'none', b'/tmp', b'tmpfs', 0, None)),\n"
                 "                   ('ptrace', lambda: libc.ptrace(16, 1, None, None))]:\n"
                 "    print(name, call(), ctypes.get_errno())\n", NULL, 0);
-  assert_success (result);
-  out = stdout_of (result);
   g_assert_nonnull (strstr (out, "unshare -1 1"));
   g_assert_nonnull (strstr (out, "mount -1 1"));
   g_assert_nonnull (strstr (out, "ptrace -1 1"));
@@ -291,12 +318,11 @@ test_fork_bomb (Fixture *fixture, gconstpointer data)
 static void
 test_not_host_root (Fixture *fixture, gconstpointer data)
 {
-  g_autoptr(json_t) result = NULL;
-  const char *out;
+  g_autofree char *out = NULL;
 
   if (!require_sandbox ())
     return;
-  result = run (fixture,
+  out = run_ok (fixture,
                 "import os\n"
                 "for name in ['vm/swappiness', 'kernel/core_pattern', 'vm/drop_caches', 'kernel/pid_max']:\n"
                 "    try:\n"
@@ -305,9 +331,6 @@ test_not_host_root (Fixture *fixture, gconstpointer data)
                 "    except OSError as e:\n"
                 "        print('sysctl refused', name, e.errno)\n",
                 NULL, 0);
-  assert_success (result);
-  out = stdout_of (result);
-  g_test_message ("%s", out);
   g_assert_null (strstr (out, "sysctl writable"));
   g_assert_nonnull (strstr (out, "sysctl refused kernel/pid_max"));
   assert_pool_serves (fixture);
@@ -318,12 +341,19 @@ typedef struct {
   json_t  *result;
 } BackgroundRun;
 
+/* The name the code gives its interpreter once it runs: the host sees it
+ * in /proc/PID/comm, so the test knows that the code itself was taken. */
+#define RUNNING_MARKER "mcp-code-runs"
+
 static gpointer
 run_until_killed (gpointer data)
 {
   BackgroundRun *background = data;
 
-  background->result = run (background->fixture, "import time\ntime.sleep(600)\n", NULL, 0);
+  background->result = run (background->fixture,
+                            "import ctypes, time\n"
+                            "ctypes.CDLL(None).prctl(15, b'" RUNNING_MARKER "', 0, 0, 0)\n"
+                            "time.sleep(600)\n", NULL, 0);
   return NULL;
 }
 
@@ -341,8 +371,9 @@ parent_of (GPid pid)
   return (GPid) g_ascii_strtoll (end + 4, NULL, 10);
 }
 
-/* The interpreter of one of this test's sandboxes: a descendant of ours
- * (other programs may run sandboxes at the same time). */
+/* The interpreter of one of this test's sandboxes, once it runs the code
+ * (named RUNNING_MARKER): a descendant of ours (other programs may run
+ * sandboxes at the same time). */
 static gboolean
 find_own_interpreter (gpointer data)
 {
@@ -352,18 +383,12 @@ find_own_interpreter (gpointer data)
 
   while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
     {
-      g_autofree char *path = g_strdup_printf ("/proc/%s/cmdline", name);
-      g_autofree char *cmdline = NULL;
-      gsize length;
+      g_autofree char *path = g_strdup_printf ("/proc/%s/comm", name);
+      g_autofree char *comm = NULL;
       GPid pid;
 
-      if (!g_ascii_isdigit (name[0]) || !g_file_get_contents (path, &cmdline, &length, NULL))
-        continue;
-      /* The interpreter's arguments, not bwrap's that name it too. */
-      for (gsize i = 0; i + 1 < length; i++)
-        if (cmdline[i] == '\0')
-          cmdline[i] = ' ';
-      if (strstr (cmdline, "mcp_runtime.py") == NULL || strstr (cmdline, "bwrap") != NULL)
+      if (!g_ascii_isdigit (name[0]) || !g_file_get_contents (path, &comm, NULL, NULL) ||
+          !g_str_equal (g_strchomp (comm), RUNNING_MARKER))
         continue;
       for (pid = (GPid) g_ascii_strtoll (name, NULL, 10); pid > 1; pid = parent_of (pid))
         if (pid == getpid ())
@@ -524,7 +549,7 @@ test_host_ids (Fixture *fixture, gconstpointer data)
   if (!require_sandbox ())
     return;
   thread = g_thread_new ("run", run_until_killed, &background);
-  g_assert_true (test_wait_for (find_own_interpreter, &python, 10000));
+  g_assert_true (test_wait_for (find_own_interpreter, &python, 30 * 1000));
   path = g_strdup_printf ("/proc/%d/status", python);
   g_assert_true (g_file_get_contents (path, &status, NULL, NULL));
   assert_ids_not_root (status, "Uid");
@@ -538,20 +563,25 @@ test_host_ids (Fixture *fixture, gconstpointer data)
 }
 
 /* Forks stop at the process limit, as root too (the kernel exempts root
- * from RLIMIT_NPROC). */
+ * from RLIMIT_NPROC).  The limit counts every process of the sandbox's
+ * host user, which other programs (a parallel test run, the same tests
+ * as nobody) start and end meanwhile: so the forks are checked against
+ * the limit in force inside, not against a number of forks. */
 static void
 test_process_limit (Fixture *fixture, gconstpointer data)
 {
-  g_autoptr(json_t) result = NULL;
-  const char *out, *forks;
+  g_autofree char *out = NULL;
+  gint64 limit;
 
   if (!require_sandbox ())
     return;
-  result = run (fixture,
-                "import os\n"
+  out = run_ok (fixture,
+                "import os, resource\n"
+                "soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]\n"
+                "print('limit', -1 if soft == resource.RLIM_INFINITY else soft)\n"
                 "r, w = os.pipe()\n"
                 "forks = 0\n"
-                "while forks < 1000:\n"
+                "while forks < 100000:\n"
                 "    try:\n"
                 "        pid = os.fork()\n"
                 "    except OSError as e:\n"
@@ -567,13 +597,10 @@ test_process_limit (Fixture *fixture, gconstpointer data)
                 "    os.wait()\n"
                 "print('forks', forks)\n",
                 NULL, 60);
-  assert_success (result);
-  out = stdout_of (result);
-  g_test_message ("%s", out);
   g_assert_nonnull (strstr (out, "fork refused 11"));
-  forks = strstr (out, "forks ");
-  g_assert_nonnull (forks);
-  g_assert_cmpint (g_ascii_strtoll (forks + strlen ("forks "), NULL, 10), <=, 128);
+  limit = count_after (out, "limit ");
+  g_assert_cmpint (limit, >, 0);
+  g_assert_cmpint (count_after (out, "forks "), <=, limit);
   assert_pool_serves (fixture);
 }
 
@@ -583,12 +610,11 @@ test_process_limit (Fixture *fixture, gconstpointer data)
 static void
 test_memory_bypass (Fixture *fixture, gconstpointer data)
 {
-  g_autoptr(json_t) result = NULL;
-  const char *out;
+  g_autofree char *out = NULL;
 
   if (!require_sandbox ())
     return;
-  result = run (fixture,
+  out = run_ok (fixture,
                 "import ctypes, os\n"
                 "libc = ctypes.CDLL(None, use_errno=True)\n"
                 "MiB = 1 << 20\n"
@@ -627,18 +653,13 @@ test_memory_bypass (Fixture *fixture, gconstpointer data)
                 "libc.mq_open.restype = ctypes.c_int\n"
                 "print('mq_open', libc.mq_open(b'/hold', os.O_CREAT | os.O_RDWR, 0o600, None) >= 0)\n",
                 NULL, 60);
-  assert_success (result);
-  out = stdout_of (result);
-  g_test_message ("%s", out);
   g_assert_nonnull (strstr (out, "memfd held 0\n"));
   g_assert_nonnull (strstr (out, "/dev held 0\n"));
   for (const char * const *folder = (const char * const[]) { "/dev/shm", "/tmp", "/work", NULL }; *folder; folder++)
     {
       g_autofree char *label = g_strdup_printf ("\n%s held ", *folder);
-      const char *held = strstr (out, label);
 
-      g_assert_nonnull (held);
-      g_assert_cmpint (g_ascii_strtoll (held + strlen (label), NULL, 10), <=, 64);
+      g_assert_cmpint (count_after (out, label), <=, 64);
     }
   g_assert_nonnull (strstr (out, "shmget False"));
   g_assert_nonnull (strstr (out, "msgget False"));
@@ -651,12 +672,11 @@ test_memory_bypass (Fixture *fixture, gconstpointer data)
 static void
 test_fd_limit (Fixture *fixture, gconstpointer data)
 {
-  g_autoptr(json_t) result = NULL;
-  const char *out, *count;
+  g_autofree char *out = NULL;
 
   if (!require_sandbox ())
     return;
-  result = run (fixture,
+  out = run_ok (fixture,
                 "import os\n"
                 "opened = []\n"
                 "try:\n"
@@ -668,13 +688,8 @@ test_fd_limit (Fixture *fixture, gconstpointer data)
                 "    os.close(fd)\n"
                 "print('opened', len(opened))\n",
                 NULL, 0);
-  assert_success (result);
-  out = stdout_of (result);
-  g_test_message ("%s", out);
   g_assert_nonnull (strstr (out, "open refused 24"));
-  count = strstr (out, "opened ");
-  g_assert_nonnull (count);
-  g_assert_cmpint (g_ascii_strtoll (count + strlen ("opened "), NULL, 10), <, 256);
+  g_assert_cmpint (count_after (out, "opened "), <, 256);
   assert_pool_serves (fixture);
 }
 
@@ -817,12 +832,11 @@ test_runtime_private (Fixture *fixture, gconstpointer data)
 static void
 test_tools (Fixture *fixture, gconstpointer data)
 {
-  g_autoptr(json_t) result = NULL;
-  const char *out;
+  g_autofree char *out = NULL;
 
   if (!require_sandbox ())
     return;
-  result = run (fixture,
+  out = run_ok (fixture,
                 "import asyncio\n"
                 "print(await mcp_fx.echo(message='through the sandbox'))\n"
                 "print(await mcp_servers['fx'].echo(message='by name'))\n"
@@ -836,8 +850,6 @@ test_tools (Fixture *fixture, gconstpointer data)
                 "except TypeError as e:\n"
                 "    print('TypeError', e)\n",
                 "fx", 0);
-  assert_success (result);
-  out = stdout_of (result);
   g_assert_nonnull (strstr (out, "Echo: through the sandbox"));
   g_assert_nonnull (strstr (out, "Echo: by name"));
   g_assert_nonnull (strstr (out, "Echo: imported"));
@@ -857,7 +869,7 @@ test_allow_list (Fixture *fixture, gconstpointer data)
 
   if (!require_sandbox ())
     return;
-  result = run (fixture,
+  out = run_ok (fixture,
                 "servers = await discovered_servers()\n"
                 "print('servers', sorted(s['name'] if isinstance(s, dict) else s for s in servers))\n"
                 "try:\n"
@@ -865,8 +877,6 @@ test_allow_list (Fixture *fixture, gconstpointer data)
                 "except Exception as e:\n"
                 "    print('refused', e)\n",
                 "fx", 0);
-  assert_success (result);
-  out = stdout_of (result);
   g_assert_nonnull (strstr (out, "'fx', 'other', 'secretive'"));
   g_assert_nonnull (strstr (out, "refused"));
   g_assert_nonnull (strstr (out, "servers"));
@@ -963,11 +973,12 @@ hold_request (const char  *method,
   return json_object ();
 }
 
-/* Code that writes requests on the RPC socket without end while none is
- * answered: the host stops reading at the bound instead of queueing them
- * all, and the run's timeout still ends it. */
+/* Runs @source, which writes requests on the RPC socket without end
+ * while none is answered, until its timeout of @timeout_ms (long enough
+ * for the flood to reach a bound on a slow host) ends it; the host's
+ * peaks of requests and of request bytes in flight are returned. */
 static void
-test_rpc_flood (Fixture *fixture, gconstpointer data)
+run_flood (Fixture *fixture, const char *source, guint timeout_ms, guint *peak, gsize *bytes_peak)
 {
   McpSandboxLimits limits = { 0 };
   HeldRequests held = { 0 };
@@ -975,24 +986,17 @@ test_rpc_flood (Fixture *fixture, gconstpointer data)
   g_autoptr(GError) error = NULL;
   McpSandbox *sandbox;
 
-  if (!require_sandbox ())
-    return;
   g_mutex_init (&held.lock);
   g_cond_init (&held.released_cond);
   sandbox = mcp_sandbox_start (&limits, test_io_thread_get_context (fixture->io), &error);
   g_assert_no_error (error);
-  g_assert_true (mcp_sandbox_run (sandbox,
-                                  "import os, socket\n"
-                                  "raw = socket.socket(fileno=os.dup(int(os.environ['MCP_POOL_RPC_FD'])))\n"
-                                  "line = b'{\"id\":0,\"method\":\"list_servers\",\"params\":{}}\\n'\n"
-                                  "print('flooding', flush=True)\n"
-                                  "while True:\n"
-                                  "    raw.sendall(line * 1000)\n",
-                                  NULL, test_timeout_ms (3000), hold_request, &held, NULL, &result, &error));
+  g_assert_true (mcp_sandbox_run (sandbox, source, NULL, test_timeout_ms (timeout_ms), hold_request, &held,
+                                  NULL, &result, &error));
   g_assert_no_error (error);
   g_assert_cmpint (result.status, ==, MCP_RUN_TIMEOUT);
   g_assert_nonnull (strstr (result.stdout_text, "flooding"));
-  g_assert_cmpuint (mcp_sandbox_get_rpc_peak (sandbox), ==, MCP_SANDBOX_RPC_IN_FLIGHT_MAX);
+  *peak = mcp_sandbox_get_rpc_peak (sandbox);
+  *bytes_peak = mcp_sandbox_get_rpc_bytes_peak (sandbox);
 
   g_mutex_lock (&held.lock);
   held.released = TRUE;
@@ -1002,6 +1006,57 @@ test_rpc_flood (Fixture *fixture, gconstpointer data)
   mcp_run_result_clear (&result);
   g_cond_clear (&held.released_cond);
   g_mutex_clear (&held.lock);
+}
+
+#define FLOOD_SOCKET \
+  "import os, socket\n" \
+  "raw = socket.socket(fileno=os.dup(int(os.environ['MCP_POOL_RPC_FD'])))\n"
+
+/* Code that floods small requests: the host stops reading at the bound
+ * of requests in flight instead of queueing them all, and the run's
+ * timeout still ends it. */
+static void
+test_rpc_flood (Fixture *fixture, gconstpointer data)
+{
+  guint peak;
+  gsize bytes_peak;
+
+  if (!require_sandbox ())
+    return;
+  run_flood (fixture,
+             FLOOD_SOCKET
+             "line = b'{\"id\":0,\"method\":\"list_servers\",\"params\":{}}\\n'\n"
+             "print('flooding', flush=True)\n"
+             "while True:\n"
+             "    raw.sendall(line * 1000)\n",
+             3000, &peak, &bytes_peak);
+  g_assert_cmpuint (peak, ==, MCP_SANDBOX_RPC_IN_FLIGHT_MAX);
+}
+
+/* Code that floods requests of 8 MiB each: well under the bound of
+ * requests, the host stops reading at its bound of request bytes, past
+ * which it holds at most the line it was reading. */
+static void
+test_rpc_flood_bytes (Fixture *fixture, gconstpointer data)
+{
+  const gsize line = (8 << 20) + 64;
+  guint peak;
+  gsize bytes_peak;
+
+  if (!require_sandbox ())
+    return;
+  run_flood (fixture,
+             FLOOD_SOCKET
+             "line = b'{\"id\":0,\"method\":\"list_servers\",\"params\":{\"pad\":\"'\n"
+             "line += b'x' * (8 << 20) + b'\"}}\\n'\n"
+             "print('flooding', flush=True)\n"
+             "while True:\n"
+             "    raw.sendall(line)\n",
+             10000, &peak, &bytes_peak);
+  g_test_message ("peak: %u requests, %zu bytes", peak, bytes_peak);
+  g_assert_cmpuint (bytes_peak, >=, MCP_SANDBOX_RPC_BYTES_IN_FLIGHT_MAX);
+  g_assert_cmpuint (bytes_peak, <=, MCP_SANDBOX_RPC_BYTES_IN_FLIGHT_MAX + line);
+  g_assert_cmpuint (peak, <, MCP_SANDBOX_RPC_IN_FLIGHT_MAX);
 }
 
 /* A call whose request is over the RPC line limit fails at once, with
@@ -1049,6 +1104,17 @@ test_rpc_too_long_raw (Fixture *fixture, gconstpointer data)
   g_assert_nonnull (strstr (stdout_of (result), "refused: An RPC request of the code is longer than "
                                                 "the limit of 33554432 bytes"));
   g_assert_nonnull (strstr (stdout_of (result), "Echo: after"));
+}
+
+/* Code that makes the memory samples slow (a hundred forks sharing
+ * pages, so that each sample walks all their page tables) does not
+ * stretch the time between two samples past 100 ms. */
+static void
+test_memory_interval (void)
+{
+  g_assert_cmpint (mcp_memory_watch_interval (0), ==, 20 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpint (mcp_memory_watch_interval (2 * G_TIME_SPAN_MILLISECOND), ==, 40 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpint (mcp_memory_watch_interval (G_USEC_PER_SEC), ==, 100 * G_TIME_SPAN_MILLISECOND);
 }
 
 static void
@@ -1134,8 +1200,10 @@ main (int argc, char **argv)
   ADD ("/sandbox/warm", "warm", test_warm);
   ADD ("/sandbox/warm-concurrent", "warm", test_warm_concurrent);
   ADD ("/sandbox/rpc/flood", NULL, test_rpc_flood);
+  ADD ("/sandbox/rpc/flood-bytes", NULL, test_rpc_flood_bytes);
   ADD ("/sandbox/rpc/too-long", NULL, test_rpc_too_long);
   ADD ("/sandbox/rpc/too-long-raw", NULL, test_rpc_too_long_raw);
+  g_test_add_func ("/sandbox/memory-interval", test_memory_interval);
   g_test_add_func ("/sandbox/tool-entry", test_tool_entry);
   g_test_add_func ("/sandbox/unavailable", test_unavailable);
   return g_test_run ();

@@ -6,9 +6,10 @@
  * the sandbox.
  *
  * At most MCP_SANDBOX_RPC_IN_FLIGHT_MAX requests are handed to the workers
- * at once: past that the RPC socket is not read until replies went out, so
- * code that floods requests is pushed back through the socket instead of
- * queueing without bound in the host.
+ * at once: past that, or past MCP_SANDBOX_RPC_BYTES_IN_FLIGHT_MAX bytes of
+ * requests read and not answered, the RPC socket is not read until replies
+ * went out, so code that floods requests is pushed back through the socket
+ * instead of queueing without bound in the host.
  */
 #include "config.h"
 
@@ -30,6 +31,7 @@
 
 #include "mcp-framing.h"
 #include "mcp-jsonrpc.h"
+#include "mcp-memory-watch.h"
 #include "mcp-seccomp.h"
 #include "mcp-spawner.h"
 
@@ -73,10 +75,6 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 #define INNER_EXIT_TIMEOUT_US (20 * G_USEC_PER_SEC)
 #define RPC_WRITE_TIMEOUT   (10 * G_USEC_PER_SEC)
 #define RPC_THREADS         16
-/* How often the host measures the memory of a run (see "Memory"): every
- * 20 ms, or less often where a sample takes more than 1/20 of that. */
-#define MEMORY_SAMPLE_US    (20 * G_TIME_SPAN_MILLISECOND)
-#define MEMORY_SAMPLE_SHARE 20
 /* The longest RPC request line; the runtime is told, and refuses longer
  * ones itself. */
 #define RPC_LINE_MAX        MCP_LINE_MAX_DEFAULT
@@ -106,6 +104,8 @@ struct _McpSandbox {
   gpointer           handler_data;   /* protected by lock */
   guint              rpc_in_flight;  /* protected by lock: handed to the workers, not answered */
   guint              rpc_peak;       /* protected by lock: the most in flight at once */
+  gsize              rpc_bytes;      /* protected by lock: of the requests read, not answered */
+  gsize              rpc_bytes_peak; /* protected by lock: the most rpc_bytes at once */
   GQueue             rpc_backlog;    /* protected by lock: read past the bound, not handed over */
   gboolean           rpc_paused;     /* protected by lock: rpc_source does not read */
   GSource           *rpc_resume;     /* protected by lock: the idle that resumes it */
@@ -162,6 +162,7 @@ typedef struct {
   McpSandbox *sandbox;
   json_t     *request;
   json_t     *reply;      /* NULL: the handler's reply to @request */
+  gsize       bytes;      /* of @request, as it came */
 } RpcJob;
 
 static void
@@ -203,6 +204,23 @@ rpc_queued_locked (McpSandbox *sandbox)
   return sandbox->rpc_in_flight + sandbox->rpc_backlog.length;
 }
 
+/* Whether the reader is to pause: either bound is reached. */
+static gboolean
+rpc_full_locked (McpSandbox *sandbox)
+{
+  return rpc_queued_locked (sandbox) >= MCP_SANDBOX_RPC_IN_FLIGHT_MAX ||
+         sandbox->rpc_bytes >= MCP_SANDBOX_RPC_BYTES_IN_FLIGHT_MAX;
+}
+
+/* Whether a paused reader may resume: both are down to half their bound,
+ * so that it does not wake for every reply. */
+static gboolean
+rpc_has_room_locked (McpSandbox *sandbox)
+{
+  return rpc_queued_locked (sandbox) <= MCP_SANDBOX_RPC_IN_FLIGHT_MAX / 2 &&
+         sandbox->rpc_bytes <= MCP_SANDBOX_RPC_BYTES_IN_FLIGHT_MAX / 2;
+}
+
 static void
 rpc_job_free (RpcJob *job)
 {
@@ -237,18 +255,20 @@ resume_rpc_reader (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* A reply went out: the next request of the backlog goes to the workers,
- * and the reader resumes on its context once half the bound is free, not
- * after every reply. */
+/* A reply to a request of @bytes went out: the next request of the
+ * backlog goes to the workers, and the reader resumes on its context once
+ * there is room. */
 static void
-rpc_job_done (McpSandbox *sandbox)
+rpc_job_done (McpSandbox *sandbox,
+              gsize       bytes)
 {
   g_mutex_lock (&sandbox->lock);
   sandbox->rpc_in_flight--;
+  sandbox->rpc_bytes -= bytes;
   if (sandbox->rpc_workers != NULL && !g_queue_is_empty (&sandbox->rpc_backlog))
     push_rpc_job_locked (sandbox, g_queue_pop_head (&sandbox->rpc_backlog));
   if (sandbox->rpc_paused && sandbox->rpc_resume == NULL && sandbox->rpc_source != NULL &&
-      rpc_queued_locked (sandbox) <= MCP_SANDBOX_RPC_IN_FLIGHT_MAX / 2)
+      rpc_has_room_locked (sandbox))
     {
       sandbox->rpc_resume = g_idle_source_new ();
       g_source_set_callback (sandbox->rpc_resume, resume_rpc_reader, sandbox_ref (sandbox),
@@ -277,18 +297,20 @@ run_rpc_job (gpointer data,
       reply = mcp_sandbox_rpc_reply (job->request, handler, handler_data);
     }
   send_rpc_reply (sandbox, reply);
-  rpc_job_done (sandbox);
+  rpc_job_done (sandbox, job->bytes);
   rpc_job_free (job);
 }
 
-/* On the context, for every request read (@request taken) and every line
- * refused (@reply taken, sent as it is): to the workers while fewer than
- * the bound are in flight, else to the backlog; at the bound the reader
- * pauses.  The lines of the chunk being read still come after that, so the
- * backlog holds at most one chunk's worth. */
+/* On the context, for every request read (@request taken, @bytes long)
+ * and every line refused (@reply taken, sent as it is): to the workers
+ * while fewer than the bound are in flight, else to the backlog; at
+ * either bound the reader pauses.  The lines of the chunk being read
+ * still come after that, so the backlog holds at most one chunk's worth,
+ * and the bytes pass their bound by at most one line. */
 static void
 queue_rpc_job (McpSandbox *sandbox,
                json_t     *request,
+               gsize       bytes,
                json_t     *reply)
 {
   RpcJob *job = g_new0 (RpcJob, 1);
@@ -296,15 +318,17 @@ queue_rpc_job (McpSandbox *sandbox,
   job->sandbox = sandbox_ref (sandbox);
   job->request = request;
   job->reply = reply;
+  job->bytes = bytes;
   g_mutex_lock (&sandbox->lock);
   if (sandbox->rpc_workers != NULL)
     {
+      sandbox->rpc_bytes += bytes;
+      sandbox->rpc_bytes_peak = MAX (sandbox->rpc_bytes_peak, sandbox->rpc_bytes);
       if (sandbox->rpc_in_flight < MCP_SANDBOX_RPC_IN_FLIGHT_MAX)
         push_rpc_job_locked (sandbox, g_steal_pointer (&job));
       else
         g_queue_push_tail (&sandbox->rpc_backlog, g_steal_pointer (&job));
-      if (!sandbox->rpc_paused && sandbox->rpc_source != NULL &&
-          rpc_queued_locked (sandbox) >= MCP_SANDBOX_RPC_IN_FLIGHT_MAX)
+      if (!sandbox->rpc_paused && sandbox->rpc_source != NULL && rpc_full_locked (sandbox))
         {
           sandbox->rpc_paused = TRUE;
           mcp_line_reader_set_paused (sandbox->rpc_source, TRUE);
@@ -327,7 +351,8 @@ on_rpc_message (json_t   *message,
       g_debug ("The sandbox sent something that is not an RPC request; ignored");
       return;
     }
-  queue_rpc_job (sandbox, json_incref (message), NULL);
+  /* What the request holds in the host is about what its line had. */
+  queue_rpc_job (sandbox, json_incref (message), json_dumpb (message, NULL, 0, JSON_COMPACT), NULL);
 }
 
 /* The id of a refused line is gone with it: the error goes to id null,
@@ -344,7 +369,7 @@ on_rpc_too_long (GError *error, gpointer user_data)
                                               (size_t) RPC_LINE_MAX);
 
   g_debug ("Sandbox RPC: %s", error->message);
-  queue_rpc_job (sandbox, NULL, json_pack ("{s:n, s:{s:s}}", "id", "error", "message", message));
+  queue_rpc_job (sandbox, NULL, 0, json_pack ("{s:n, s:{s:s}}", "id", "error", "message", message));
 }
 
 static void
@@ -569,18 +594,19 @@ attach (McpSandbox *sandbox,
   return source;
 }
 
-McpSandbox *
-mcp_sandbox_start (const McpSandboxLimits  *limits,
-                   GMainContext            *context,
-                   GError                 **error)
+/* Spawns bwrap for @sandbox with its fds and rlimits in place; sets
+ * sandbox->child and rpc_fd and returns bwrap's stdout and stderr and the
+ * read end of its info pipe, or FALSE with @error. */
+static gboolean
+spawn_bwrap (McpSandbox  *sandbox,
+             int         *stdout_fd,
+             int         *stderr_fd,
+             int         *info_fd,
+             GError     **error)
 {
-  static const McpLineReaderFuncs rpc_funcs = {
-    .on_message = on_rpc_message, .on_too_long = on_rpc_too_long, .on_closed = on_rpc_closed,
-  };
-  g_autoptr(McpSandbox) sandbox = g_new0 (McpSandbox, 1);
   g_auto(GStrv) argv = NULL;
   int sockets[2] = { -1, -1 }, info[2] = { -1, -1 };
-  int seccomp_fd, runtime_fd, stdin_fd, stdout_fd, stderr_fd;
+  int seccomp_fd, runtime_fd, stdin_fd;
   McpCredentials own_ids;
   const McpCredentials *credentials = sandbox_credentials (&own_ids) ? &own_ids : NULL;
   McpRlimit rlimits[7];
@@ -589,29 +615,14 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   };
   McpSpawnRequest request = { 0 };
 
-  g_atomic_ref_count_init (&sandbox->ref_count);
-  sandbox->limits = *limits;
-  if (sandbox->limits.memory_bytes == 0) sandbox->limits.memory_bytes = MEMORY_DEFAULT;
-  if (sandbox->limits.file_bytes == 0) sandbox->limits.file_bytes = FILE_DEFAULT;
-  if (sandbox->limits.scratch_bytes == 0) sandbox->limits.scratch_bytes = SCRATCH_DEFAULT;
-  if (sandbox->limits.cpu_seconds == 0) sandbox->limits.cpu_seconds = CPU_DEFAULT;
-  if (sandbox->limits.output_cap == 0) sandbox->limits.output_cap = OUTPUT_CAP_DEFAULT;
-  sandbox->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
-  sandbox->rpc_fd = -1;
-  g_mutex_init (&sandbox->lock);
-  g_mutex_init (&sandbox->write_lock);
-  g_cond_init (&sandbox->cond);
-  sandbox->out = g_string_new (NULL);
-  sandbox->err = g_string_new (NULL);
-
   runtime_fd = open_runtime (runtime_dir (&sandbox->limits), error);
   if (runtime_fd < 0)
-    return NULL;
+    return FALSE;
   seccomp_fd = mcp_seccomp_filter_fd (error);
   if (seccomp_fd < 0)
     {
       close (runtime_fd);
-      return NULL;
+      return FALSE;
     }
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0 ||
       !g_unix_open_pipe (info, FD_CLOEXEC, NULL))
@@ -620,7 +631,7 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
                    _("Could not create the sandbox's channels: %s"), g_strerror (errno));
       close (seccomp_fd);
       close (runtime_fd);
-      return NULL;
+      return FALSE;
     }
 
   argv = build_argv (&sandbox->limits);
@@ -642,7 +653,7 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
     .source_fds = source_fds, .target_fds = target_fds, .n_fds = G_N_ELEMENTS (source_fds),
     .rlimits = rlimits, .n_rlimits = G_N_ELEMENTS (rlimits), .credentials = credentials,
   };
-  sandbox->child = mcp_spawner_spawn (&request, &stdin_fd, &stdout_fd, &stderr_fd, error);
+  sandbox->child = mcp_spawner_spawn (&request, &stdin_fd, stdout_fd, stderr_fd, error);
   close (sockets[1]);
   close (seccomp_fd);
   close (info[1]);
@@ -651,11 +662,70 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
     {
       close (sockets[0]);
       close (info[0]);
-      return NULL;
+      return FALSE;
     }
   close (stdin_fd);
   sandbox->rpc_fd = sockets[0];
   g_unix_set_fd_nonblocking (sandbox->rpc_fd, TRUE, NULL);
+  *info_fd = info[0];
+  return TRUE;
+}
+
+/* bwrap ended before the sandbox's init existed: ends it, and sets
+ * @error from what it said on stderr. */
+static void
+diagnose_failed_start (McpSandbox  *sandbox,
+                       GError     **error)
+{
+  g_autofree char *why = NULL;
+
+  mcp_child_terminate (g_steal_pointer (&sandbox->child), G_USEC_PER_SEC, G_USEC_PER_SEC / 2);
+  g_mutex_lock (&sandbox->lock);
+  while (sandbox->open_streams > 0 &&
+         g_cond_wait_until (&sandbox->cond, &sandbox->lock, g_get_monotonic_time () + DRAIN_TIMEOUT_US))
+    ;
+  why = g_strstrip (g_strdup (sandbox->err->str));
+  g_mutex_unlock (&sandbox->lock);
+  /* Only a namespace failure gets the namespace advice. */
+  if (why[0] == '\0' || strstr (why, "namespace") != NULL || strstr (why, "Operation not permitted") != NULL)
+    g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
+                 _("The sandbox could not be created: %s. bubblewrap needs unprivileged user "
+                   "namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
+                   "user.max_user_namespaces > 0)"),
+                 why[0] ? why : _("bwrap said nothing"));
+  else
+    g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
+                 _("The sandbox could not be created: %s"), why);
+}
+
+McpSandbox *
+mcp_sandbox_start (const McpSandboxLimits  *limits,
+                   GMainContext            *context,
+                   GError                 **error)
+{
+  static const McpLineReaderFuncs rpc_funcs = {
+    .on_message = on_rpc_message, .on_too_long = on_rpc_too_long, .on_closed = on_rpc_closed,
+  };
+  g_autoptr(McpSandbox) sandbox = g_new0 (McpSandbox, 1);
+  int stdout_fd, stderr_fd, info_fd;
+
+  g_atomic_ref_count_init (&sandbox->ref_count);
+  sandbox->limits = *limits;
+  if (sandbox->limits.memory_bytes == 0) sandbox->limits.memory_bytes = MEMORY_DEFAULT;
+  if (sandbox->limits.file_bytes == 0) sandbox->limits.file_bytes = FILE_DEFAULT;
+  if (sandbox->limits.scratch_bytes == 0) sandbox->limits.scratch_bytes = SCRATCH_DEFAULT;
+  if (sandbox->limits.cpu_seconds == 0) sandbox->limits.cpu_seconds = CPU_DEFAULT;
+  if (sandbox->limits.output_cap == 0) sandbox->limits.output_cap = OUTPUT_CAP_DEFAULT;
+  sandbox->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
+  sandbox->rpc_fd = -1;
+  g_mutex_init (&sandbox->lock);
+  g_mutex_init (&sandbox->write_lock);
+  g_cond_init (&sandbox->cond);
+  sandbox->out = g_string_new (NULL);
+  sandbox->err = g_string_new (NULL);
+
+  if (!spawn_bwrap (sandbox, &stdout_fd, &stderr_fd, &info_fd, error))
+    return NULL;
 
   sandbox->open_streams = 2;
   sandbox->rpc_workers = g_thread_pool_new (run_rpc_job, NULL, RPC_THREADS, FALSE, NULL);
@@ -670,229 +740,14 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
                                              sandbox_ref (sandbox), (GDestroyNotify) sandbox_unref);
   attach (sandbox, sandbox->rpc_source);
 
-  sandbox->inner_pid = read_inner_pid (info[0]);
-  close (info[0]);
+  sandbox->inner_pid = read_inner_pid (info_fd);
+  close (info_fd);
   if (sandbox->inner_pid <= 0)
     {
-      g_autofree char *why = NULL;
-
-      mcp_child_terminate (g_steal_pointer (&sandbox->child), G_USEC_PER_SEC, G_USEC_PER_SEC / 2);
-      g_mutex_lock (&sandbox->lock);
-      while (sandbox->open_streams > 0 &&
-             g_cond_wait_until (&sandbox->cond, &sandbox->lock, g_get_monotonic_time () + DRAIN_TIMEOUT_US))
-        ;
-      why = g_strstrip (g_strdup (sandbox->err->str));
-      g_mutex_unlock (&sandbox->lock);
-      /* Only a namespace failure gets the namespace advice. */
-      if (why[0] == '\0' || strstr (why, "namespace") != NULL || strstr (why, "Operation not permitted") != NULL)
-        g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
-                     _("The sandbox could not be created: %s. bubblewrap needs unprivileged user "
-                       "namespaces (sysctl kernel.unprivileged_userns_clone=1, or "
-                       "user.max_user_namespaces > 0)"),
-                     why[0] ? why : _("bwrap said nothing"));
-      else
-        g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_UNAVAILABLE,
-                     _("The sandbox could not be created: %s"), why);
+      diagnose_failed_start (sandbox, error);
       return NULL;
     }
   return g_steal_pointer (&sandbox);
-}
-
-/* Memory
- *
- * RLIMIT_AS bounds each process, so a run that forks could hold its
- * process limit times the memory limit.  Only a memory cgroup bounds a
- * group of processes in the kernel, and none is usable where mcp-pool
- * runs (cgroup v1, or a cgroup2 tree without delegated controllers, as on
- * CI), so the thread that waits for the run measures it instead: every
- * MEMORY_SAMPLE_US it finds the sandbox's processes, its init and every
- * descendant (orphans reparent to that init, so none escapes), in one
- * pass over /proc, and sums what they hold.  Over the run's memory limit,
- * the sandbox is killed as on a timeout.
- *
- * What counts is what the host cannot take back by dropping caches:
- * anonymous memory (heap, stacks, private copies), shared memory (shared
- * anonymous mappings, mapped tmpfs files) and both when swapped out.
- * /proc/PID/status has it cheaply (RssAnon, RssShmem, VmSwap), but counts
- * a page that forks share copy-on-write in every one of them; so a sum
- * over the limit is checked against smaps_rollup, whose proportional
- * figures split a shared page among its sharers, and which costs a walk
- * of the page tables.
- *
- * A sample reads the stat file of every host process, some 10 us each:
- * 1 ms on a host of a hundred processes.  So that it takes at most 1/20
- * of a core on a busy host too, the next one waits 20 times as long as
- * the last took, and at least MEMORY_SAMPLE_US.
- *
- * Polling can overshoot: between two samples the code touches memory at
- * the speed of the host's cores (a few GiB/s each), so a run may pass its
- * limit by up to cores x speed x interval (some 100-200 MiB on two cores
- * at 20 ms) plus the time of a sample and of the kill, and never by more
- * than its process limit times RLIMIT_AS.
- */
-
-typedef struct {
-  pid_t     pid;
-  pid_t     parent;
-  gboolean  member;   /* of the sandbox */
-} ProcessLink;
-
-/* Kept from one sample to the next, so that sampling allocates nothing
- * once the arrays have grown.  The thread that waits for the run only. */
-typedef struct {
-  GArray *links;      /* ProcessLink: every process of the host */
-  GArray *members;    /* pid_t: the sandbox's processes */
-} MemoryWatch;
-
-static void
-memory_watch_clear (MemoryWatch *watch)
-{
-  g_clear_pointer (&watch->links, g_array_unref);
-  g_clear_pointer (&watch->members, g_array_unref);
-}
-
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (MemoryWatch, memory_watch_clear)
-
-/* /proc/@pid/@name into @buffer, NUL-terminated; FALSE with errno set.
- * One read: /proc makes the whole of these small files at once. */
-static gboolean
-read_proc_file (pid_t       pid,
-                const char *name,
-                char       *buffer,
-                gsize       size)
-{
-  char path[64];
-  ssize_t length;
-  int fd, saved_errno;
-
-  g_snprintf (path, sizeof path, "/proc/%d/%s", (int) pid, name);
-  if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
-    return FALSE;
-  length = read (fd, buffer, size - 1);
-  saved_errno = errno;
-  close (fd);
-  errno = saved_errno;
-  if (length < 0)
-    return FALSE;
-  buffer[length] = '\0';
-  return TRUE;
-}
-
-static gboolean
-is_member (GArray *members,
-           pid_t   pid)
-{
-  for (guint i = 0; i < members->len; i++)
-    if (g_array_index (members, pid_t, i) == pid)
-      return TRUE;
-  return FALSE;
-}
-
-/* Fills @watch->members with @init and its descendants. */
-static void
-find_members (MemoryWatch *watch,
-              pid_t        init)
-{
-  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
-  const char *name;
-  gboolean grew = TRUE;
-
-  g_array_set_size (watch->links, 0);
-  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
-    {
-      /* "pid (comm) state ppid ...": comm is short, so the start will do. */
-      char stat[128];
-      const char *end;
-      ProcessLink link = { 0 };
-
-      if (!g_ascii_isdigit (name[0]))
-        continue;
-      link.pid = (pid_t) g_ascii_strtoll (name, NULL, 10);
-      if (!read_proc_file (link.pid, "stat", stat, sizeof stat) || (end = strrchr (stat, ')')) == NULL)
-        continue;
-      link.parent = (pid_t) g_ascii_strtoll (end + 4, NULL, 10);
-      g_array_append_val (watch->links, link);
-    }
-
-  g_array_set_size (watch->members, 0);
-  g_array_append_val (watch->members, init);
-  /* Parents mostly come before their children in /proc, so this is
-   * usually one pass and one that finds nothing new. */
-  while (grew)
-    {
-      grew = FALSE;
-      for (guint i = 0; i < watch->links->len; i++)
-        {
-          ProcessLink *link = &g_array_index (watch->links, ProcessLink, i);
-
-          if (!link->member && link->pid != init && is_member (watch->members, link->parent))
-            {
-              link->member = grew = TRUE;
-              g_array_append_val (watch->members, link->pid);
-            }
-        }
-    }
-}
-
-/* The figure of "@field:   N kB" in @text, in kB; 0 if absent. */
-static guint64
-field_kib (const char *text,
-           const char *field)
-{
-  gsize length = strlen (field);
-
-  for (const char *line = text; line != NULL; line = strchr (line, '\n'))
-    {
-      if (*line == '\n')
-        line++;
-      if (strncmp (line, field, length) == 0 && line[length] == ':')
-        return g_ascii_strtoull (line + length + 1, NULL, 10);
-    }
-  return 0;
-}
-
-/* The sum of @fields of /proc/PID/@file over the sandbox's processes, in
- * bytes; FALSE if a file could not be read for another reason than its
- * process having ended. */
-static gboolean
-sum_members (MemoryWatch        *watch,
-             const char         *file,
-             const char * const *fields,
-             guint64            *bytes)
-{
-  char text[4096];
-
-  *bytes = 0;
-  for (guint i = 0; i < watch->members->len; i++)
-    {
-      if (!read_proc_file (g_array_index (watch->members, pid_t, i), file, text, sizeof text))
-        {
-          if (errno == ENOENT || errno == ESRCH)
-            continue;
-          return FALSE;
-        }
-      for (const char * const *field = fields; *field != NULL; field++)
-        *bytes += field_kib (text, *field) * 1024;
-    }
-  return TRUE;
-}
-
-/* Whether the processes of the sandbox whose init is @init hold more
- * than @limit bytes. */
-static gboolean
-memory_over_limit (MemoryWatch *watch,
-                   pid_t        init,
-                   guint64      limit)
-{
-  static const char * const resident[] = { "RssAnon", "RssShmem", "VmSwap", NULL };
-  static const char * const proportional[] = { "Pss_Anon", "Pss_Shmem", "SwapPss", NULL };
-  guint64 bytes;
-
-  find_members (watch, init);
-  if (!sum_members (watch, "status", resident, &bytes) || bytes <= limit)
-    return FALSE;
-  /* Unreadable, the cheap figure stands. */
-  return !sum_members (watch, "smaps_rollup", proportional, &bytes) || bytes > limit;
 }
 
 /* Running */
@@ -912,25 +767,19 @@ watch_run (McpSandbox    *sandbox,
            gint64         deadline,
            GCancellable  *cancellable)
 {
-  g_auto(MemoryWatch) watch = {
-    g_array_new (FALSE, FALSE, sizeof (ProcessLink)), g_array_new (FALSE, FALSE, sizeof (pid_t)),
-  };
-  gint64 next_sample = g_get_monotonic_time () + MEMORY_SAMPLE_US;
+  g_autoptr(McpMemoryWatch) watch = mcp_memory_watch_new (sandbox->inner_pid, sandbox->limits.memory_bytes);
 
   while (!g_cancellable_is_cancelled (cancellable))
     {
       gint64 now = g_get_monotonic_time ();
+      gint64 next_sample = mcp_memory_watch_next (watch);
 
       if (now >= deadline)
         return RUN_TIMED_OUT;
       if (now >= next_sample)
         {
-          gint64 took;
-
-          if (memory_over_limit (&watch, sandbox->inner_pid, sandbox->limits.memory_bytes))
+          if (mcp_memory_watch_sample (watch))
             return RUN_OVER_MEMORY;
-          took = g_get_monotonic_time () - now;
-          next_sample = now + took + MAX (MEMORY_SAMPLE_US, MEMORY_SAMPLE_SHARE * took);
           continue;
         }
       if (poll (fds, 2, (int) ((MIN (deadline, next_sample) - now) / 1000 + 1)) > 0 && fds[0].revents != 0)
@@ -1139,6 +988,17 @@ mcp_sandbox_get_rpc_peak (McpSandbox *sandbox)
 
   g_mutex_lock (&sandbox->lock);
   peak = sandbox->rpc_peak;
+  g_mutex_unlock (&sandbox->lock);
+  return peak;
+}
+
+gsize
+mcp_sandbox_get_rpc_bytes_peak (McpSandbox *sandbox)
+{
+  gsize peak;
+
+  g_mutex_lock (&sandbox->lock);
+  peak = sandbox->rpc_bytes_peak;
   g_mutex_unlock (&sandbox->lock);
   return peak;
 }

@@ -12,8 +12,9 @@
  *
  * The code's RPC requests (tool calls, tool docs) are read on the given
  * GMainContext and served concurrently on worker threads through the
- * handler, at most MCP_SANDBOX_RPC_IN_FLIGHT_MAX at once: past that the
- * socket is not read until replies went out.  Threads: mcp_sandbox_start()
+ * handler, at most MCP_SANDBOX_RPC_IN_FLIGHT_MAX at once and
+ * MCP_SANDBOX_RPC_BYTES_IN_FLIGHT_MAX bytes of requests (plus the one
+ * being read): past either the socket is not read until replies went out.  Threads: mcp_sandbox_start()
  * and mcp_sandbox_run() block and must not run on that context's thread.
  */
 #pragma once
@@ -25,6 +26,10 @@ G_BEGIN_DECLS
 
 /* RPC requests of one run handed to the handler and not yet answered. */
 #define MCP_SANDBOX_RPC_IN_FLIGHT_MAX 64
+/* What those requests may hold together: a request may have up to 32 MiB
+ * (the line limit), so the count alone would let a run keep 2 GiB in the
+ * host, outside its memory limit. */
+#define MCP_SANDBOX_RPC_BYTES_IN_FLIGHT_MAX (64 * 1024 * 1024)
 
 #define MCP_SANDBOX_ERROR (mcp_sandbox_error_quark ())
 GQuark mcp_sandbox_error_quark (void);
@@ -42,7 +47,7 @@ typedef struct {
   guint64     memory_bytes;     /* address space of a process, and what all the
                                  * processes of a run hold together; 0: 512 MiB */
   guint64     file_bytes;       /* largest file written; 0: 64 MiB */
-  guint64     scratch_bytes;    /* each of /tmp and /work; 0: 64 MiB */
+  guint64     scratch_bytes;    /* each of /tmp, /work and /dev/shm; 0: 64 MiB */
   guint       cpu_seconds;      /* 0: 130 */
   gsize       output_cap;       /* of stdout and of stderr; 0: 1 MiB */
 } McpSandboxLimits;
@@ -94,8 +99,10 @@ gboolean    mcp_sandbox_run    (McpSandbox              *sandbox,
 json_t     *mcp_sandbox_rpc_reply (json_t                 *request,
                                    McpSandboxRpcFunc       handler,
                                    gpointer                handler_data);
-/* For tests: the most RPC requests that were in flight at once. */
+/* For tests: the most RPC requests that were in flight at once, and the
+ * most bytes of requests. */
 guint       mcp_sandbox_get_rpc_peak (McpSandbox          *sandbox);
+gsize       mcp_sandbox_get_rpc_bytes_peak (McpSandbox    *sandbox);
 /* Ends the sandbox (run or not) and frees it; blocking. */
 void        mcp_sandbox_free   (McpSandbox              *sandbox);
 
