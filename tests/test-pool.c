@@ -624,7 +624,9 @@ test_flood_and_huge (Fixture *fixture, gconstpointer data)
 #define FLOOD_STEADY        10000
 /* Each call lasts a while, so that the flood goes on around it. */
 #define FLOOD_CALL_MS       20
-#define FLOOD_WAIT_MS       (120 * 1000)
+/* How long the flood may stall: a loaded host may let it through slowly,
+ * but it goes on. */
+#define FLOOD_STALL_MS      (20 * 1000)
 /* How much this process may grow while the flood goes on: far less than
  * the flood, so nothing keeps what it sent. */
 #define FLOOD_RSS_SLACK_KB  (16 * 1024)
@@ -654,6 +656,22 @@ flood_reached (gpointer data)
   return stat_of (wait->fixture, "flood", "flood_sent") >= wait->until;
 }
 
+/* Waits until the server has sent @until notifications in all, however
+ * slowly, as long as they keep coming. */
+static void
+wait_for_flood (Fixture    *fixture,
+                json_int_t  until)
+{
+  FloodWait wait = { fixture, 0 };
+  json_int_t sent;
+
+  while ((sent = stat_of (fixture, "flood", "flood_sent")) < until)
+    {
+      wait.until = sent + 1;
+      g_assert_true (test_wait_for (flood_reached, &wait, FLOOD_STALL_MS));
+    }
+}
+
 /* A server that sends notifications without pause (log messages, progress
  * for a token nobody holds) does not starve the replies: every call is
  * answered within its normal timeout while the flood runs, and the pool
@@ -662,12 +680,10 @@ static void
 test_notification_flood (Fixture *fixture, gconstpointer data)
 {
   json_int_t sent_before, sent_during;
-  FloodWait wait = { fixture, 0 };
   guint64 rss_before;
 
   configure (fixture, test_fixture_config ("flood", "--notification-flood", NULL), NULL);
-  wait.until = FLOOD_STEADY;
-  g_assert_true (test_wait_for (flood_reached, &wait, FLOOD_WAIT_MS));
+  wait_for_flood (fixture, FLOOD_STEADY);
   sent_before = stat_of (fixture, "flood", "flood_sent");
   rss_before = rss_kb ();
   for (guint i = 0; i < FLOOD_CALLS; i++)
@@ -685,8 +701,7 @@ test_notification_flood (Fixture *fixture, gconstpointer data)
   g_assert_cmpint (sent_during, >, 0);
 
   /* Then let far more come than any bound below could hold. */
-  wait.until = sent_before + FLOOD_NOTIFICATIONS;
-  g_assert_true (test_wait_for (flood_reached, &wait, FLOOD_WAIT_MS));
+  wait_for_flood (fixture, sent_before + FLOOD_NOTIFICATIONS);
   g_test_message ("RSS %" G_GUINT64_FORMAT " kB before the flood, %" G_GUINT64_FORMAT " kB after %d notifications",
                   rss_before, rss_kb (), FLOOD_NOTIFICATIONS);
 #if !defined (__SANITIZE_ADDRESS__) && !defined (__SANITIZE_THREAD__)

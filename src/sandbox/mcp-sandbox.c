@@ -1002,3 +1002,15 @@ mcp_sandbox_get_rpc_bytes_peak (McpSandbox *sandbox)
   g_mutex_unlock (&sandbox->lock);
   return peak;
 }
+
+/* Whether the RPC socket is not read now, a bound being reached. */
+gboolean
+mcp_sandbox_rpc_is_paused (McpSandbox *sandbox)
+{
+  gboolean paused;
+
+  g_mutex_lock (&sandbox->lock);
+  paused = sandbox->rpc_paused;
+  g_mutex_unlock (&sandbox->lock);
+  return paused;
+}

@@ -103,6 +103,7 @@ json_t     *mcp_sandbox_rpc_reply (json_t                 *request,
  * most bytes of requests. */
 guint       mcp_sandbox_get_rpc_peak (McpSandbox          *sandbox);
 gsize       mcp_sandbox_get_rpc_bytes_peak (McpSandbox    *sandbox);
+gboolean    mcp_sandbox_rpc_is_paused (McpSandbox         *sandbox);
 /* Ends the sandbox (run or not) and frees it; blocking. */
 void        mcp_sandbox_free   (McpSandbox              *sandbox);
 
