@@ -247,7 +247,10 @@ child_read (Child   *child,
       int ready;
 
       g_assert_cmpint (left, >, 0);
+      /* A signal (SIGCHLD of another child) may cut the wait short. */
       ready = poll (fds, G_N_ELEMENTS (fds), (int) (left / G_TIME_SPAN_MILLISECOND) + 1);
+      if (ready < 0 && errno == EINTR)
+        continue;
       g_assert_cmpint (ready, >=, 0);
       for (guint i = 0; i < G_N_ELEMENTS (fds); i++)
         if (fds[i].fd >= 0 && fds[i].revents != 0 && !read_available (fds[i].fd, buffers[i]))

@@ -163,7 +163,7 @@ test_isolation (Fixture *fixture, gconstpointer data)
   g_autoptr(GSocketAddress) loopback = NULL;
   g_autoptr(GSocketAddress) bound = NULL;
   guint port;
-  const char *out;
+  g_autofree char *out = NULL;
 
   if (!require_sandbox ())
     return;
@@ -865,7 +865,7 @@ test_allow_list (Fixture *fixture, gconstpointer data)
 {
   g_autoptr(json_t) result = NULL;
   g_autoptr(GPtrArray) servers = NULL;
-  const char *out;
+  g_autofree char *out = NULL;
 
   if (!require_sandbox ())
     return;
