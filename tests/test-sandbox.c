@@ -486,7 +486,7 @@ run_filling_process_table (gpointer data)
                             "except BlockingIOError:\n"
                             "    pass\n"
                             "signal.pause()\n",
-                            NULL, 0);
+                            NULL, 120);
   return NULL;
 }
 
@@ -534,7 +534,8 @@ test_process_limit_per_run (Fixture *fixture, gconstpointer data)
 
   kill_processes_of ((uid_t) crowded);
   g_thread_join (g_steal_pointer (&thread));
-  g_assert_cmpstr (mcp_json_get_string (structured (filler.result), "status"), ==, "error");
+  /* Killed, or, on a host slow enough, ended by its timeout first. */
+  g_assert_cmpstr (mcp_json_get_string (structured (filler.result), "status"), !=, "success");
   json_decref (filler.result);
   mcp_sandbox_free (earlier);
   mcp_run_result_clear (&result);
