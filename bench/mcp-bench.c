@@ -24,11 +24,11 @@
 #include <glib-unix.h>
 #include <glib/gstdio.h>
 
-#include "mcp-code.h"
-#include "mcp-jsonrpc.h"
-#include "mcp-pool.h"
-#include "mcp-remote.h"
-#include "mcp-session.h"
+#include "sandbox/mcp-code.h"
+#include "common/mcp-jsonrpc.h"
+#include "pool/mcp-pool.h"
+#include "daemon/mcp-remote.h"
+#include "pool/mcp-session.h"
 
 typedef struct {
   char *example;      /* the fixture server, as the example server */

@@ -13,7 +13,7 @@
 #include <glib/gstdio.h>
 #include <unistd.h>
 
-#include "mcp-jsonrpc.h"
+#include "common/mcp-jsonrpc.h"
 #include "test-util.h"
 
 typedef struct {

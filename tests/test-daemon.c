@@ -32,7 +32,7 @@
 
 #include <glib/gstdio.h>
 
-#include "mcp-remote.h"
+#include "daemon/mcp-remote.h"
 #include "test-util.h"
 
 /* Every wait for the daemon or a process to act is bounded by this,

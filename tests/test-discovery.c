@@ -8,8 +8,8 @@
 
 #include <glib/gstdio.h>
 
-#include "mcp-config-discovery.h"
-#include "mcp-config-watcher.h"
+#include "pool/mcp-config-discovery.h"
+#include "pool/mcp-config-watcher.h"
 
 typedef gboolean (*DiscoveryCheck) (McpDiscovery  *discovery,
                                     gconstpointer  data);

@@ -7,8 +7,8 @@
 
 #include <glib-unix.h>
 
-#include "mcp-framing.h"
-#include "mcp-jsonrpc.h"
+#include "common/mcp-framing.h"
+#include "common/mcp-jsonrpc.h"
 
 static void
 collect_line (const char *line,

@@ -8,10 +8,10 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 
-#include "mcp-jsonrpc.h"
-#include "mcp-pool.h"
-#include "mcp-protocol.h"
-#include "mcp-session.h"
+#include "common/mcp-jsonrpc.h"
+#include "pool/mcp-pool.h"
+#include "common/mcp-protocol.h"
+#include "pool/mcp-session.h"
 #include "test-util.h"
 
 static void

@@ -8,7 +8,7 @@
 
 #include <glib-unix.h>
 
-#include "mcp-jsonrpc.h"
+#include "common/mcp-jsonrpc.h"
 
 static json_t *
 parse (const char *text)

@@ -7,9 +7,9 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#include "mcp-config-watcher.h"
-#include "mcp-jsonrpc.h"
-#include "mcp-pool.h"
+#include "pool/mcp-config-watcher.h"
+#include "common/mcp-jsonrpc.h"
+#include "pool/mcp-pool.h"
 #include "test-util.h"
 
 /* How long a test waits for a callback, scaled for slow runs. */

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "mcp-ring.h"
+#include "common/mcp-ring.h"
 
 static void
 test_small (void)

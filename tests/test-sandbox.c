@@ -11,10 +11,10 @@
 
 #include <glib/gstdio.h>
 
-#include "mcp-code.h"
-#include "mcp-jsonrpc.h"
-#include "mcp-memory-watch.h"
-#include "mcp-spawner.h"
+#include "sandbox/mcp-code.h"
+#include "common/mcp-jsonrpc.h"
+#include "sandbox/mcp-memory-watch.h"
+#include "common/mcp-spawner.h"
 #include "test-util.h"
 
 typedef struct {

@@ -6,9 +6,9 @@
 #include <signal.h>
 #include <string.h>
 
-#include "mcp-jsonrpc.h"
-#include "mcp-protocol.h"
-#include "mcp-session.h"
+#include "common/mcp-jsonrpc.h"
+#include "common/mcp-protocol.h"
+#include "pool/mcp-session.h"
 #include "test-util.h"
 
 typedef struct {

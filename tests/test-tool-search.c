@@ -1,8 +1,8 @@
 /* test-tool-search.c — ranking tools against a query. */
 #include "config.h"
 
-#include "mcp-jsonrpc.h"
-#include "mcp-tool-search.h"
+#include "common/mcp-jsonrpc.h"
+#include "pool/mcp-tool-search.h"
 
 static json_t *
 catalogue (void)

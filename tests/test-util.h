@@ -5,8 +5,8 @@
 
 #include <gio/gio.h>
 
-#include "mcp-jsonrpc.h"
-#include "mcp-server-config.h"
+#include "common/mcp-jsonrpc.h"
+#include "common/mcp-server-config.h"
 
 G_BEGIN_DECLS
 

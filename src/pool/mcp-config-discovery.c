@@ -6,9 +6,9 @@
  */
 #include "config.h"
 
-#include "mcp-config-discovery.h"
+#include "pool/mcp-config-discovery.h"
 
-#include "mcp-jsonrpc.h"
+#include "common/mcp-jsonrpc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -805,6 +805,20 @@ find_self (const char *self_path)
   char *resolved = realpath (self_path, NULL);
 
   return resolved != NULL ? resolved : g_strdup (self_path);
+}
+
+void
+mcp_discovery_options_init (McpDiscoveryOptions *options,
+                            char               **config_files,
+                            GStrv               *storage)
+{
+  const char *env_files = g_getenv ("MCP_POOL_CONFIG");
+
+  *options = (McpDiscoveryOptions) { .log_warnings = TRUE };
+  if (config_files != NULL)
+    options->config_files = (const char * const *) config_files;
+  else if (env_files != NULL && env_files[0] != '\0')
+    options->config_files = (const char * const *) (*storage = g_strsplit (env_files, G_SEARCHPATH_SEPARATOR_S, -1));
 }
 
 McpDiscovery *

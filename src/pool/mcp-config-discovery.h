@@ -29,7 +29,7 @@
 
 #include <glib.h>
 
-#include "mcp-server-config.h"
+#include "common/mcp-server-config.h"
 
 G_BEGIN_DECLS
 
@@ -71,6 +71,12 @@ typedef struct {
   gboolean            log_warnings;  /* g_message() each entry's warnings and the nesting */
 } McpDiscoveryOptions;
 
+/* The options of a program that serves: @config_files (--config) if not
+ * NULL, else $MCP_POOL_CONFIG (a search path) if set, else the usual
+ * places; warnings are logged.  @storage keeps what @options points to. */
+void          mcp_discovery_options_init (McpDiscoveryOptions *options,
+                                          char               **config_files,
+                                          GStrv               *storage);
 /* Any thread; blocks on file reads.  @options may be NULL for defaults. */
 McpDiscovery *mcp_config_discover    (const McpDiscoveryOptions *options);
 /* TRUE when MCP_POOL_PARENT is set and not empty in @envp (NULL: the

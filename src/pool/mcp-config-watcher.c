@@ -11,7 +11,7 @@
  */
 #include "config.h"
 
-#include "mcp-config-watcher.h"
+#include "pool/mcp-config-watcher.h"
 
 #include <string.h>
 

@@ -17,7 +17,7 @@
 
 #include <glib.h>
 
-#include "mcp-config-discovery.h"
+#include "pool/mcp-config-discovery.h"
 
 G_BEGIN_DECLS
 

@@ -4,7 +4,7 @@
  * mcp-pool-upkeep.c.  Not for the fronts. */
 #pragma once
 
-#include "mcp-pool.h"
+#include "pool/mcp-pool.h"
 
 G_BEGIN_DECLS
 

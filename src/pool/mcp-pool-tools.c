@@ -2,12 +2,12 @@
  * to hand out, search, description, and tools/list through the pool. */
 #include "config.h"
 
-#include "mcp-pool-private.h"
+#include "pool/mcp-pool-private.h"
 
 #include <glib/gi18n-lib.h>
 
-#include "mcp-jsonrpc.h"
-#include "mcp-tool-search.h"
+#include "common/mcp-jsonrpc.h"
+#include "pool/mcp-tool-search.h"
 
 gboolean
 mcp_tool_detail_from_string (const char    *text,

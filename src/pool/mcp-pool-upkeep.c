@@ -5,11 +5,11 @@
  * re-lists on background threads. */
 #include "config.h"
 
-#include "mcp-pool-private.h"
+#include "pool/mcp-pool-private.h"
 
 #include <glib/gi18n-lib.h>
 
-#include "mcp-jsonrpc.h"
+#include "common/mcp-jsonrpc.h"
 
 /* A retired session waits this long past the longest call for its last
  * requests before it is shut down regardless. */

@@ -7,10 +7,10 @@
  */
 #include "config.h"
 
-#include "mcp-config-discovery.h"
-#include "mcp-pool-private.h"
+#include "pool/mcp-config-discovery.h"
+#include "pool/mcp-pool-private.h"
 
-#include "mcp-jsonrpc.h"
+#include "common/mcp-jsonrpc.h"
 
 #include <glib/gi18n-lib.h>
 

@@ -22,8 +22,8 @@
 #include <gio/gio.h>
 #include <jansson.h>
 
-#include "mcp-server-config.h"
-#include "mcp-session.h"
+#include "common/mcp-server-config.h"
+#include "pool/mcp-session.h"
 
 G_BEGIN_DECLS
 

@@ -9,13 +9,13 @@
  */
 #include "config.h"
 
-#include "mcp-session.h"
+#include "pool/mcp-session.h"
 
-#include "mcp-framing.h"
-#include "mcp-jsonrpc.h"
-#include "mcp-protocol.h"
-#include "mcp-ring.h"
-#include "mcp-spawner.h"
+#include "common/mcp-framing.h"
+#include "common/mcp-jsonrpc.h"
+#include "common/mcp-protocol.h"
+#include "common/mcp-ring.h"
+#include "common/mcp-spawner.h"
 
 #include <unistd.h>
 

@@ -13,7 +13,7 @@
 #include <gio/gio.h>
 #include <jansson.h>
 
-#include "mcp-server-config.h"
+#include "common/mcp-server-config.h"
 
 G_BEGIN_DECLS
 

@@ -1,11 +1,11 @@
 /* mcp-tool-search.c — ranking tools against a free-text query. */
 #include "config.h"
 
-#include "mcp-tool-search.h"
+#include "pool/mcp-tool-search.h"
 
 #include <string.h>
 
-#include "mcp-jsonrpc.h"
+#include "common/mcp-jsonrpc.h"
 
 /* Weights: the name says what a tool is, the description how. */
 #define SCORE_NAME_IS_QUERY   20

@@ -8,11 +8,11 @@
  */
 #include "config.h"
 
-#include "mcp-code.h"
+#include "sandbox/mcp-code.h"
 
 #include <glib/gi18n-lib.h>
 
-#include "mcp-jsonrpc.h"
+#include "common/mcp-jsonrpc.h"
 
 struct _McpCode {
   McpPool        *pool;           /* a reference */

@@ -14,8 +14,8 @@
 #include <gio/gio.h>
 #include <jansson.h>
 
-#include "mcp-pool.h"
-#include "mcp-sandbox.h"
+#include "pool/mcp-pool.h"
+#include "sandbox/mcp-sandbox.h"
 
 G_BEGIN_DECLS
 

@@ -39,7 +39,7 @@
  */
 #include "config.h"
 
-#include "mcp-memory-watch.h"
+#include "sandbox/mcp-memory-watch.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,7 +13,7 @@
  */
 #include "config.h"
 
-#include "mcp-sandbox.h"
+#include "sandbox/mcp-sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,11 +29,11 @@
 #include <glib/gi18n-lib.h>
 #include <glib/gstdio.h>
 
-#include "mcp-framing.h"
-#include "mcp-jsonrpc.h"
-#include "mcp-memory-watch.h"
-#include "mcp-seccomp.h"
-#include "mcp-spawner.h"
+#include "common/mcp-framing.h"
+#include "common/mcp-jsonrpc.h"
+#include "sandbox/mcp-memory-watch.h"
+#include "sandbox/mcp-seccomp.h"
+#include "common/mcp-spawner.h"
 
 G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 

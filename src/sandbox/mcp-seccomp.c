@@ -9,7 +9,7 @@
  */
 #include "config.h"
 
-#include "mcp-seccomp.h"
+#include "sandbox/mcp-seccomp.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -20,7 +20,7 @@
 
 #include <glib/gstdio.h>
 
-#include "mcp-config-discovery.h"
+#include "pool/mcp-config-discovery.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 

@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mcp-framing.h"
-#include "mcp-jsonrpc.h"
+#include "common/mcp-framing.h"
+#include "common/mcp-jsonrpc.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 

@@ -15,8 +15,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mcp-code.h"
-#include "mcp-jsonrpc.h"
+#include "sandbox/mcp-code.h"
+#include "common/mcp-jsonrpc.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 

@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mcp-expose.h"
-#include "mcp-jsonrpc.h"
-#include "mcp-upstream.h"
+#include "mcp/mcp-expose.h"
+#include "common/mcp-jsonrpc.h"
+#include "mcp/mcp-upstream.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 

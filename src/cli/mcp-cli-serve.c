@@ -1,0 +1,137 @@
+/* mcp-cli-serve.c — `mcp-pool serve`: parses the options and runs the MCP
+ * server on stdin/stdout (mcp-serve.c). */
+#include "config.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "cli/mcp-cli.h"
+#include "pool/mcp-config-discovery.h"
+#include "serve/mcp-serve.h"
+#include "common/mcp-spawner.h"
+
+/* stdout carries only MCP messages: GLib's default writer would print
+ * debug and info messages there, so every log line goes to stderr. */
+static GLogWriterOutput
+log_to_stderr (GLogLevelFlags   level,
+               const GLogField *fields,
+               gsize            n_fields,
+               gpointer         user_data)
+{
+  g_autofree char *line = NULL;
+  const char *domain = NULL;
+
+  for (gsize i = 0; i < n_fields; i++)
+    if (g_str_equal (fields[i].key, "GLIB_DOMAIN"))
+      domain = fields[i].value;
+  if (g_log_writer_default_would_drop (level, domain))
+    return G_LOG_WRITER_HANDLED;
+
+  line = g_log_writer_format_fields (level, fields, n_fields, isatty (STDERR_FILENO));
+  fprintf (stderr, "%s\n", line);
+  return G_LOG_WRITER_HANDLED;
+}
+
+int
+mcp_cli_serve (int    argc,
+               char **argv)
+{
+  g_auto(McpCliCommon) common = { 0 };
+  g_autofree char *expose = NULL;
+  g_auto(GStrv) storage = NULL;
+  g_autoptr(GError) error = NULL;
+  gint64 max_message = 0;
+  gint64 max_pending = 0;
+  GOptionEntry entries[] = {
+    { "expose", 'e', 0, G_OPTION_ARG_STRING, &expose,
+      N_("What the client sees: code, gateway, proxy, comma-separated (default code; $MCP_POOL_EXPOSE)"),
+      N_("LIST") },
+    { "max-message-bytes", 0, 0, G_OPTION_ARG_INT64, &max_message,
+      N_("Refuse client messages longer than this (default 32 MiB; $MCP_POOL_MAX_MESSAGE_BYTES)"),
+      N_("BYTES") },
+    { "max-pending", 0, 0, G_OPTION_ARG_INT64, &max_pending,
+      N_("Answer “busy” to requests beyond this many in flight (default 1024; $MCP_POOL_MAX_PENDING)"),
+      N_("N") },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context =
+    mcp_cli_option_context_new (NULL, _("Serves MCP on stdin and stdout, with every configured server "
+                                        "kept warm behind it. This is what MCP clients launch."));
+  McpDiscoveryOptions discovery;
+  McpServeOptions options = { 0 };
+  McpServe *serve;
+  int status;
+
+  g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
+  mcp_cli_add_common_options (context, &common);
+  mcp_cli_add_shared_option (context, &common);
+  if (!mcp_cli_parse (context, &argc, &argv))
+    return 2;
+  if (argc > 1)
+    {
+      g_printerr (_("mcp-pool serve: unexpected argument “%s”\n"), argv[1]);
+      return 2;
+    }
+  if (expose == NULL && g_getenv ("MCP_POOL_EXPOSE") != NULL)
+    expose = g_strdup (g_getenv ("MCP_POOL_EXPOSE"));
+  if (!mcp_expose_parse (expose, &options.expose, &error))
+    {
+      g_printerr ("mcp-pool serve: %s\n", error->message);
+      return 2;
+    }
+
+  if (max_message == 0 && g_getenv ("MCP_POOL_MAX_MESSAGE_BYTES") != NULL)
+    max_message = g_ascii_strtoll (g_getenv ("MCP_POOL_MAX_MESSAGE_BYTES"), NULL, 10);
+  if (max_message != 0 && (max_message < 1024 || max_message > 1024 * 1024 * 1024))
+    {
+      g_printerr ("%s\n", _("mcp-pool serve: --max-message-bytes must be from 1024 to 1073741824"));
+      return 2;
+    }
+  options.max_line = (gsize) max_message;
+
+  if (max_pending == 0 && g_getenv ("MCP_POOL_MAX_PENDING") != NULL)
+    max_pending = g_ascii_strtoll (g_getenv ("MCP_POOL_MAX_PENDING"), NULL, 10);
+  if (max_pending < 0 || max_pending > MCP_SERVE_MAX_PENDING_LIMIT ||
+      (max_pending == 0 && g_getenv ("MCP_POOL_MAX_PENDING") != NULL))
+    {
+      g_printerr (_("mcp-pool serve: --max-pending must be from 1 to %d\n"), MCP_SERVE_MAX_PENDING_LIMIT);
+      return 2;
+    }
+  options.max_pending = (guint) max_pending;
+
+  g_log_set_writer_func (log_to_stderr, NULL, NULL);
+  /* A serve --shared started as a server of the daemon would call the
+   * daemon, which would call it: nested, it serves its own empty pool. */
+  if (common.shared && mcp_config_is_nested (NULL))
+    {
+      g_message (_("--shared is ignored: this mcp-pool runs as a server of another mcp-pool "
+                   "(%s is set), and serves no servers"), MCP_POOL_PARENT_ENV);
+      common.shared = FALSE;
+    }
+  /* Before any server starts: the keeper tracks only groups started after
+   * it, and a client may end serve by SIGKILL, which no cleanup here
+   * survives.  In shared mode the daemon starts the servers, and keeps them. */
+  if (!common.shared)
+    mcp_spawner_keep_groups ();
+  mcp_cli_discovery_options (&common, &discovery, &storage);
+  options.call_timeout_ms = mcp_cli_timeout_ms (&common);
+  options.shared = common.shared;
+  if (common.shared && common.config_files != NULL)
+    {
+      g_printerr ("%s\n", _("mcp-pool serve: --config does not go with --shared: the shared daemon reads "
+                            "the servers of the session (see mcp-poold(8)); leave out one of the two"));
+      return 2;
+    }
+
+  serve = mcp_serve_new (&discovery, NULL, STDIN_FILENO, STDOUT_FILENO, &options, &error);
+  if (serve == NULL)
+    {
+      g_printerr ("mcp-pool serve: %s\n", error->message);
+      return 1;
+    }
+  status = mcp_serve_run (serve);
+  mcp_serve_free (serve);
+  return status;
+}

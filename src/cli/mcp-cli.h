@@ -1,0 +1,81 @@
+/* mcp-cli.h — what every `mcp-pool` subcommand shares: running blocking
+ * work off the main thread while the main context does the I/O, and
+ * reporting errors. */
+#pragma once
+
+#include <glib.h>
+
+#include "pool/mcp-config-discovery.h"
+#include "pool/mcp-pool.h"
+#include "daemon/mcp-remote.h"
+
+G_BEGIN_DECLS
+
+/* A subcommand: parses its own options from @argv (argv[0] is the
+ * subcommand's name) and returns the process exit status. */
+typedef int (*McpCliCommand) (int argc, char **argv);
+
+/* Blocking work that returns an exit status. */
+typedef int (*McpCliJob) (gpointer user_data);
+
+/* Main thread only: runs @job on a worker thread and iterates the default
+ * main context until it returns; returns the job's status. */
+int   mcp_cli_run_job         (McpCliJob     job,
+                               gpointer      user_data);
+int   mcp_cli_fail            (const char   *format,
+                               ...) G_GNUC_PRINTF (1, 2);
+GOptionContext *mcp_cli_option_context_new (const char *parameters,
+                                            const char *summary);
+gboolean mcp_cli_parse        (GOptionContext *context,
+                               int            *argc,
+                               char         ***argv);
+
+/* Options shared by every command that uses servers. */
+typedef struct {
+  char   **config_files;
+  double   timeout_s;
+  gboolean verbose;
+  gboolean shared;       /* use mcp-poold instead of a pool of the command's own */
+} McpCliCommon;
+
+void          mcp_cli_common_clear       (McpCliCommon   *common);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (McpCliCommon, mcp_cli_common_clear)
+
+void          mcp_cli_add_common_options (GOptionContext *context,
+                                          McpCliCommon   *common);
+/* --shared, for the commands that can use the daemon. */
+void          mcp_cli_add_shared_option  (GOptionContext *context,
+                                          McpCliCommon   *common);
+gint64        mcp_cli_timeout_ms         (McpCliCommon   *common);
+void          mcp_cli_discovery_options  (McpCliCommon        *common,
+                                          McpDiscoveryOptions *options,
+                                          GStrv               *storage);
+/* Blocking (file reads); reports unreadable config files on stderr. */
+McpDiscovery *mcp_cli_discover           (McpCliCommon   *common);
+
+/* Blocking: the shared daemon, for --shared; NULL after reporting on
+ * stderr why it cannot be reached. */
+McpRemote    *mcp_cli_remote_new         (McpCliCommon   *common);
+
+/* An in-process pool on the default main context, with a progress line on
+ * a terminal while a server is slow to start.  Print everything before
+ * mcp_cli_pool_free(): it flushes the output, then ends the servers. */
+typedef struct {
+  McpPool *pool;
+  GSource *progress;
+} McpCliPool;
+
+McpCliPool   *mcp_cli_pool_new           (McpDiscovery   *discovery);
+void          mcp_cli_pool_free          (McpCliPool     *cli);
+
+int   mcp_cli_demo            (int argc, char **argv);
+int   mcp_cli_call            (int argc, char **argv);
+int   mcp_cli_servers         (int argc, char **argv);
+int   mcp_cli_tools           (int argc, char **argv);
+int   mcp_cli_evict           (int argc, char **argv);
+int   mcp_cli_reload          (int argc, char **argv);
+int   mcp_cli_doctor          (int argc, char **argv);
+int   mcp_cli_serve           (int argc, char **argv);
+int   mcp_cli_run             (int argc, char **argv);
+
+G_END_DECLS

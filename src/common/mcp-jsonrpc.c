@@ -1,0 +1,296 @@
+/* mcp-jsonrpc.c — JSON-RPC 2.0 messages on Jansson: classify, build, write.
+ *
+ * MCP's stdio transport carries one compact JSON object per line.  This file
+ * knows the shape of messages and how to put one on a pipe; it owns no state.
+ */
+#include "config.h"
+
+#include "common/mcp-jsonrpc.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib/gi18n-lib.h>
+
+G_DEFINE_QUARK (mcp-jsonrpc-error-quark, mcp_jsonrpc_error)
+
+/* Ids are strings or integers; 0 is as valid as any other. */
+gboolean
+mcp_jsonrpc_id_is_valid (json_t *id)
+{
+  return id != NULL && (json_is_integer (id) || json_is_string (id));
+}
+
+/* A hashable key for an id that keeps 5 and "5" apart.  A string id is
+ * keyed by its JSON text, so that ids that differ only after a NUL stay
+ * apart too. */
+char *
+mcp_jsonrpc_id_key (json_t *id)
+{
+  g_autofree char *text = NULL;
+
+  if (json_is_integer (id))
+    return g_strdup_printf ("i:%" JSON_INTEGER_FORMAT, json_integer_value (id));
+  if (!json_is_string (id) || (text = json_dumps (id, JSON_ENCODE_ANY)) == NULL)
+    return NULL;
+  return g_strconcat ("s:", text, NULL);
+}
+
+/* Classifies by shape, as the specification says: method + id is a request,
+ * method alone a notification, result or error with an id a response. */
+McpMessageKind
+mcp_jsonrpc_classify (json_t *message)
+{
+  json_t *method, *id;
+
+  if (!json_is_object (message))
+    return MCP_MESSAGE_INVALID;
+
+  method = json_object_get (message, "method");
+  id = json_object_get (message, "id");
+
+  if (method != NULL)
+    {
+      if (!json_is_string (method))
+        return MCP_MESSAGE_INVALID;
+      if (id == NULL)
+        return MCP_MESSAGE_NOTIFICATION;
+      return mcp_jsonrpc_id_is_valid (id) ? MCP_MESSAGE_REQUEST : MCP_MESSAGE_INVALID;
+    }
+
+  if ((json_object_get (message, "result") != NULL ||
+       json_is_object (json_object_get (message, "error"))) &&
+      (mcp_jsonrpc_id_is_valid (id) || json_is_null (id)))
+    return MCP_MESSAGE_RESPONSE;
+
+  return MCP_MESSAGE_INVALID;
+}
+
+/* Parses one line.  Anything but a JSON object is an error: bare values and
+ * batches (arrays) are not messages this project accepts.  "\u0000" is
+ * valid JSON, so strings may hold NUL (Jansson keeps their length); only a
+ * member name cannot, which is MCP_JSONRPC_ERROR_UNSUPPORTED. */
+json_t *
+mcp_jsonrpc_parse (const char  *line,
+                   gsize        length,
+                   GError     **error)
+{
+  json_error_t json_error;
+  g_autoptr(json_t) value = NULL;
+
+  value = json_loadb (line, length, JSON_DECODE_ANY | JSON_ALLOW_NUL, &json_error);
+  if (value == NULL && json_error_code (&json_error) == json_error_null_byte_in_key)
+    {
+      g_set_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_UNSUPPORTED,
+                   _("A member name at column %d contains \\u0000, which mcp-pool cannot handle; "
+                     "send names without NUL characters"),
+                   json_error.column);
+      return NULL;
+    }
+  if (value == NULL)
+    {
+      g_set_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_PARSE,
+                   _("Not valid JSON at column %d: %s"),
+                   json_error.column, json_error.text);
+      return NULL;
+    }
+  if (!json_is_object (value))
+    {
+      g_set_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_PARSE,
+                   json_is_array (value)
+                   ? _("JSON-RPC batches are not supported; send one object per line")
+                   : _("A JSON-RPC message must be a JSON object"));
+      return NULL;
+    }
+  return g_steal_pointer (&value);
+}
+
+/* A line that mcp_jsonrpc_parse() refused as MCP_JSONRPC_ERROR_UNSUPPORTED,
+ * read again with every "\u0000" turned into U+FFFD.  Backslashes only
+ * occur inside strings in valid JSON, so skipping one escape at a time
+ * finds every one.  NULL if the result is not a JSON object. */
+json_t *
+mcp_jsonrpc_parse_salvaged (const char *line,
+                            gsize       length)
+{
+  g_autofree char *copy = g_memdup2 (line, length);
+  g_autoptr(json_t) value = NULL;
+
+  for (gsize i = 0; i + 1 < length; i++)
+    {
+      if (copy[i] != '\\')
+        continue;
+      if (copy[i + 1] == 'u' && i + 6 <= length && memcmp (copy + i + 2, "0000", 4) == 0)
+        memcpy (copy + i + 2, "fffd", 4);
+      i++;
+    }
+  value = json_loadb (copy, length, 0, NULL);
+  return json_is_object (value) ? g_steal_pointer (&value) : NULL;
+}
+
+static json_t *
+message_new (void)
+{
+  return json_pack ("{s:s}", "jsonrpc", "2.0");
+}
+
+/* @params is borrowed and may be NULL. */
+json_t *
+mcp_jsonrpc_request_new (json_int_t  id,
+                         const char *method,
+                         json_t     *params)
+{
+  json_t *message = message_new ();
+
+  json_object_set_new (message, "id", json_integer (id));
+  json_object_set_new (message, "method", json_string (method));
+  if (params != NULL)
+    json_object_set (message, "params", params);
+  return message;
+}
+
+/* @params is borrowed and may be NULL. */
+json_t *
+mcp_jsonrpc_notification_new (const char *method,
+                              json_t     *params)
+{
+  json_t *message = message_new ();
+
+  json_object_set_new (message, "method", json_string (method));
+  if (params != NULL)
+    json_object_set (message, "params", params);
+  return message;
+}
+
+/* @id is borrowed; @result is stolen. */
+json_t *
+mcp_jsonrpc_result_new (json_t *id,
+                        json_t *result)
+{
+  json_t *message = message_new ();
+
+  json_object_set (message, "id", id);
+  json_object_set_new (message, "result", result != NULL ? result : json_object ());
+  return message;
+}
+
+/* @id is borrowed (NULL becomes null, for errors about unreadable requests);
+ * @data is borrowed and may be NULL. */
+json_t *
+mcp_jsonrpc_error_new (json_t     *id,
+                       int         code,
+                       const char *message_text,
+                       json_t     *data)
+{
+  json_t *message = message_new ();
+  json_t *error = json_object ();
+
+  json_object_set_new (error, "code", json_integer (code));
+  json_object_set_new (error, "message", json_string (message_text));
+  if (data != NULL)
+    json_object_set (error, "data", data);
+  json_object_set (message, "id", id != NULL ? id : json_null ());
+  json_object_set_new (message, "error", error);
+  return message;
+}
+
+/* Compact JSON plus the newline that ends a stdio frame.  Compact output
+ * never contains a raw newline: those inside strings are escaped. */
+char *
+mcp_jsonrpc_to_line (json_t  *message,
+                     gsize   *length,
+                     GError **error)
+{
+  gsize size;
+  g_autofree char *line = NULL;
+
+  size = json_dumpb (message, NULL, 0, JSON_COMPACT);
+  if (size == 0)
+    {
+      g_set_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_ENCODE,
+                   _("A message could not be encoded as JSON"));
+      return NULL;
+    }
+  line = g_malloc (size + 1);
+  json_dumpb (message, line, size, JSON_COMPACT);
+  line[size] = '\n';
+  *length = size + 1;
+  return g_steal_pointer (&line);
+}
+
+/* Writes everything to a (possibly non-blocking) fd, waiting for room until
+ * @deadline (monotonic µs, or -1 for no limit).  A write cut short leaves the
+ * stream mid-line, so callers must treat any failure as fatal for the peer. */
+gboolean
+mcp_jsonrpc_write_all (int         fd,
+                       const char *data,
+                       gsize       length,
+                       gint64      deadline,
+                       GError    **error)
+{
+  while (length > 0)
+    {
+      ssize_t written = write (fd, data, length);
+
+      if (written >= 0)
+        {
+          data += written;
+          length -= written;
+          continue;
+        }
+      if (errno == EINTR)
+        continue;
+      if (errno == EAGAIN)
+        {
+          struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+          int timeout_ms = -1;
+
+          if (deadline >= 0)
+            {
+              gint64 left = deadline - g_get_monotonic_time ();
+              if (left <= 0)
+                {
+                  g_set_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_WRITE_TIMEOUT,
+                               _("The peer stopped reading its input"));
+                  return FALSE;
+                }
+              timeout_ms = (int) MIN ((left + 999) / 1000, G_MAXINT);
+            }
+          if (poll (&pfd, 1, timeout_ms) < 0 && errno != EINTR)
+            break;
+          continue;
+        }
+      break;
+    }
+
+  if (length == 0)
+    return TRUE;
+
+  g_set_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_WRITE,
+               _("Writing to the peer failed: %s"), g_strerror (errno));
+  return FALSE;
+}
+
+gboolean
+mcp_jsonrpc_write_line (int      fd,
+                        json_t  *message,
+                        gint64   deadline,
+                        GError **error)
+{
+  gsize length;
+  g_autofree char *line = mcp_jsonrpc_to_line (message, &length, error);
+
+  if (line == NULL)
+    return FALSE;
+  return mcp_jsonrpc_write_all (fd, line, length, deadline, error);
+}
+
+/* The string member @key of @object, or NULL if absent or not a string. */
+const char *
+mcp_json_get_string (json_t     *object,
+                     const char *key)
+{
+  return json_string_value (json_object_get (object, key));
+}

@@ -1,0 +1,25 @@
+/* mcp-protocol.c — the MCP revisions this project speaks (the handshake
+ * era: every revision that starts with `initialize`). */
+#include "config.h"
+
+#include "common/mcp-protocol.h"
+
+const char * const mcp_protocol_versions[] = {
+  MCP_PROTOCOL_VERSION_NEWEST,
+  "2025-06-18",
+  "2025-03-26",
+  "2024-11-05",
+  NULL,
+};
+
+gboolean
+mcp_protocol_version_is_known (const char *version)
+{
+  return version != NULL && g_strv_contains (mcp_protocol_versions, version);
+}
+
+char *
+mcp_protocol_versions_joined (void)
+{
+  return g_strjoinv (", ", (char **) mcp_protocol_versions);
+}

@@ -1,0 +1,941 @@
+/* mcp-daemon.c — mcp-poold: the pool of the user's session on the bus.
+ *
+ * See mcp-daemon.h.  A call is a DaemonCall: registered on the main context
+ * under "SENDER SERIAL" (so that Cancel and a vanished caller can find it),
+ * run on a worker, finished on the main context.  Everything but the uid
+ * cache and the exposure table lives on the main context and has no lock.
+ *
+ * Idleness: the daemon exits after options.idle_timeout_s with no call in
+ * flight and no client connected.  A client is a bus name that has called
+ * the daemon and is still on the bus; `serve --shared` keeps its
+ * connection for its whole life, so the daemon stays while it runs.
+ */
+#include "config.h"
+
+#include "daemon/mcp-daemon.h"
+
+#include <unistd.h>
+
+#include <glib-unix.h>
+#include <glib/gi18n-lib.h>
+
+#include "sandbox/mcp-code.h"
+#include "pool/mcp-config-watcher.h"
+#include "daemon/mcp-dbus-generated.h"
+#include "mcp/mcp-expose.h"
+#include "common/mcp-jsonrpc.h"
+#include "pool/mcp-pool.h"
+#include "daemon/mcp-dbus-contract.h"
+#include "mcp/mcp-upstream.h"
+
+#define WORKERS_MAX       64
+/* Calls beyond this many in flight are refused: a client that sends faster
+ * than servers answer must not grow the daemon without bound. */
+#define CALLS_MAX         4096
+/* Servers get SIGTERM at once when the daemon is told to stop, SIGKILL
+ * this much later. */
+#define TERM_GRACE_US     (G_USEC_PER_SEC / 2)
+
+struct _McpDaemon {
+  McpDaemonOptions           options;     /* immutable */
+  const McpDiscoveryOptions *discovery;   /* immutable, the caller's */
+  GMainContext              *context;     /* immutable */
+  GMainLoop                 *loop;
+  int                        status;      /* main context */
+  gint64                     started;     /* immutable, monotonic µs */
+
+  GDBusConnection           *connection;  /* immutable once run */
+  McpDBusPool1              *skeleton;    /* immutable once run */
+  guint                      owner_id;    /* main context */
+  gboolean                   owns_name;   /* main context */
+  gboolean                   ending;      /* main context */
+  GSource                   *idle_timer;  /* main context; NULL while busy */
+  GSource                   *signals[2];  /* main context */
+
+  McpPool                   *pool;        /* immutable */
+  McpCode                   *code;        /* immutable */
+  McpConfigWatcher          *watcher;     /* main context */
+  McpDiscovery              *discovered;  /* main context: the last discovery */
+  GThreadPool               *workers;
+
+  GHashTable                *in_flight;   /* main context: "SENDER SERIAL" → DaemonCall */
+  GHashTable                *clients;     /* main context: unique name → subscription id */
+
+  GMutex                     lock;
+  GHashTable                *exposures;   /* protected by lock: flags → McpExpose */
+  GHashTable                *uids;        /* protected by lock: unique name → uid + 1 */
+};
+
+typedef struct _DaemonCall DaemonCall;
+
+/* Blocking, on a worker: the reply body, or NULL with @error. */
+typedef GVariant *(*DaemonWork) (DaemonCall *call, GError **error);
+
+struct _DaemonCall {
+  McpDaemon             *daemon;
+  GDBusMethodInvocation *invocation;
+  char                  *key;
+  guint32                serial;
+  GCancellable          *cancellable;
+  DaemonWork             work;
+  json_t                *args;          /* the method's arguments, as JSON */
+  McpExpose             *expose;        /* HandleRequest only */
+  gint64                 timeout_ms;    /* HandleRequest only: the client's default */
+  GVariant              *reply;         /* set by the worker */
+  McpDiscovery          *discovery;     /* Reload only: read by the worker, applied on finishing */
+  GError                *error;
+};
+
+static void update_idleness (McpDaemon *daemon);
+static void apply_discovery (McpDaemon *daemon, McpDiscovery *discovery);
+
+static void
+daemon_call_free (DaemonCall *call)
+{
+  g_object_unref (call->invocation);
+  g_object_unref (call->cancellable);
+  g_free (call->key);
+  json_decref (call->args);
+  g_clear_pointer (&call->reply, g_variant_unref);
+  g_clear_pointer (&call->discovery, mcp_discovery_free);
+  g_clear_error (&call->error);
+  g_free (call);
+}
+
+/* Clients */
+
+static void
+forget_client (McpDaemon  *daemon,
+               const char *name)
+{
+  gpointer subscription;
+  GHashTableIter iter;
+  gpointer key, call;
+  g_autofree char *prefix = g_strconcat (name, " ", NULL);
+
+  if (!g_hash_table_steal_extended (daemon->clients, name, &key, &subscription))
+    return;
+  g_debug ("Client %s left", name);
+  g_dbus_connection_signal_unsubscribe (daemon->connection, GPOINTER_TO_UINT (subscription));
+  g_free (key);
+
+  /* Nobody is left to read the answers. */
+  g_hash_table_iter_init (&iter, daemon->in_flight);
+  while (g_hash_table_iter_next (&iter, &key, &call))
+    if (g_str_has_prefix (key, prefix))
+      g_cancellable_cancel (((DaemonCall *) call)->cancellable);
+
+  g_mutex_lock (&daemon->lock);
+  g_hash_table_remove (daemon->uids, name);
+  g_mutex_unlock (&daemon->lock);
+  update_idleness (daemon);
+}
+
+static void
+on_name_owner_changed (GDBusConnection *connection,
+                       const char      *sender,
+                       const char      *path,
+                       const char      *interface,
+                       const char      *member,
+                       GVariant        *parameters,
+                       gpointer         user_data)
+{
+  const char *name, *old_owner, *new_owner;
+
+  g_variant_get (parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
+  if (new_owner[0] == '\0')
+    forget_client (user_data, name);
+}
+
+typedef struct {
+  McpDaemon *daemon;
+  char      *name;
+} OwnerCheck;
+
+/* A client that left before its subscription was in place is caught here. */
+static void
+on_owner_checked (GObject      *source,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  OwnerCheck *check = user_data;
+  g_autoptr(GVariant) reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, NULL);
+
+  if (reply == NULL)
+    forget_client (check->daemon, check->name);
+  g_free (check->name);
+  g_free (check);
+}
+
+static void
+remember_client (McpDaemon  *daemon,
+                 const char *name)
+{
+  OwnerCheck *check;
+  guint subscription;
+
+  if (name == NULL || g_hash_table_contains (daemon->clients, name))
+    return;
+  subscription = g_dbus_connection_signal_subscribe (daemon->connection, "org.freedesktop.DBus",
+                                                     "org.freedesktop.DBus", "NameOwnerChanged",
+                                                     "/org/freedesktop/DBus", name,
+                                                     G_DBUS_SIGNAL_FLAGS_NONE,
+                                                     on_name_owner_changed, daemon, NULL);
+  g_hash_table_insert (daemon->clients, g_strdup (name), GUINT_TO_POINTER (subscription));
+  g_debug ("Client %s arrived", name);
+
+  check = g_new0 (OwnerCheck, 1);
+  check->daemon = daemon;
+  check->name = g_strdup (name);
+  g_dbus_connection_call (daemon->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                          "org.freedesktop.DBus", "GetNameOwner", g_variant_new ("(s)", name),
+                          G_VARIANT_TYPE ("(s)"), G_DBUS_CALL_FLAGS_NONE, -1, NULL,
+                          on_owner_checked, check);
+}
+
+/* Idleness */
+
+static void begin_ending (McpDaemon *daemon, int status);
+
+static gboolean
+on_idle_timeout (gpointer user_data)
+{
+  McpDaemon *daemon = user_data;
+
+  g_message ("No client for %u s; exiting", daemon->options.idle_timeout_s);
+  g_clear_pointer (&daemon->idle_timer, g_source_unref);
+  begin_ending (daemon, 0);
+  return G_SOURCE_REMOVE;
+}
+
+/* Main context: arms the idle timer when nothing is going on, disarms it
+ * otherwise. */
+static void
+update_idleness (McpDaemon *daemon)
+{
+  gboolean idle = g_hash_table_size (daemon->in_flight) == 0 &&
+                  g_hash_table_size (daemon->clients) == 0;
+
+  if (daemon->idle_timer != NULL && !idle)
+    {
+      g_source_destroy (daemon->idle_timer);
+      g_clear_pointer (&daemon->idle_timer, g_source_unref);
+    }
+  else if (daemon->idle_timer == NULL && idle && daemon->options.idle_timeout_s > 0 && !daemon->ending)
+    {
+      daemon->idle_timer = g_timeout_source_new_seconds (daemon->options.idle_timeout_s);
+      g_source_set_callback (daemon->idle_timer, on_idle_timeout, daemon, NULL);
+      g_source_attach (daemon->idle_timer, daemon->context);
+    }
+}
+
+/* Calls */
+
+static gboolean
+finish_call (gpointer data)
+{
+  DaemonCall *call = data;
+  McpDaemon *daemon = call->daemon;
+
+  g_hash_table_remove (daemon->in_flight, call->key);
+  if (call->discovery != NULL)
+    apply_discovery (daemon, g_steal_pointer (&call->discovery));
+  if (call->reply != NULL)
+    g_dbus_method_invocation_return_value (call->invocation, g_steal_pointer (&call->reply));
+  else
+    g_dbus_method_invocation_return_gerror (call->invocation, call->error);
+  daemon_call_free (call);
+  update_idleness (daemon);
+  return G_SOURCE_REMOVE;
+}
+
+/* On a worker: tells the caller that its call starts, and makes sure the
+ * bus has that before the work begins.  The bus passes on what a daemon
+ * wrote before it died, so a client that never got Accepted knows that
+ * the call was not started, and may send it again (see mcp-remote.c).
+ * FALSE when it cannot be told: the call must not start then. */
+static gboolean
+send_accepted (DaemonCall  *call,
+               GError     **error)
+{
+  const char *sender = g_dbus_method_invocation_get_sender (call->invocation);
+
+  if (sender == NULL)
+    return TRUE;
+  return g_dbus_connection_emit_signal (call->daemon->connection, sender, MCP_DAEMON_OBJECT_PATH,
+                                        MCP_DAEMON_INTERFACE, "Accepted", g_variant_new ("(u)", call->serial),
+                                        error) &&
+         g_dbus_connection_flush_sync (call->daemon->connection, NULL, error);
+}
+
+static void
+run_call_job (gpointer data,
+              gpointer user_data)
+{
+  DaemonCall *call = data;
+
+  if (send_accepted (call, &call->error))
+    call->reply = call->work (call, &call->error);
+  g_main_context_invoke (call->daemon->context, finish_call, call);
+}
+
+/* Main context: a call, registered so that Cancel and a vanished caller
+ * find it, not yet started; NULL after refusing it when too many are in
+ * flight.  Takes @args. */
+static DaemonCall *
+register_call (McpDaemon             *daemon,
+               GDBusMethodInvocation *invocation,
+               DaemonWork             work,
+               json_t                *args)
+{
+  const char *sender = g_dbus_method_invocation_get_sender (invocation);
+  DaemonCall *call;
+
+  if (g_hash_table_size (daemon->in_flight) >= CALLS_MAX)
+    {
+      json_decref (args);
+      g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED,
+                                             _("mcp-poold is busy: %u calls are in flight; retry later, "
+                                               "or send fewer at once"), CALLS_MAX);
+      return NULL;
+    }
+  call = g_new0 (DaemonCall, 1);
+
+  call->daemon = daemon;
+  call->invocation = g_object_ref (invocation);
+  call->serial = g_dbus_message_get_serial (g_dbus_method_invocation_get_message (invocation));
+  call->key = g_strdup_printf ("%s %u", sender ? sender : "", call->serial);
+  call->cancellable = g_cancellable_new ();
+  call->work = work;
+  call->args = args;
+
+  remember_client (daemon, sender);
+  g_hash_table_insert (daemon->in_flight, call->key, call);
+  update_idleness (daemon);
+  return call;
+}
+
+/* Main context: hands a registered call (or NULL, a refused one) to a
+ * worker; for the handlers. */
+static gboolean
+run_call (McpDaemon  *daemon,
+          DaemonCall *call)
+{
+  if (call != NULL)
+    g_thread_pool_push (daemon->workers, call, NULL);
+  return TRUE;
+}
+
+static gboolean
+start_call (McpDaemon             *daemon,
+            GDBusMethodInvocation *invocation,
+            DaemonWork             work,
+            json_t                *args)
+{
+  return run_call (daemon, register_call (daemon, invocation, work, args));
+}
+
+typedef struct {
+  McpDaemon *daemon;
+  char      *destination;
+  guint32    serial;
+} ProgressRoute;
+
+/* On the pool's context: progress goes to the caller alone. */
+static void
+send_progress (json_t   *params,
+               gpointer  user_data)
+{
+  ProgressRoute *route = user_data;
+  g_autofree char *text = json_dumps (params, JSON_COMPACT);
+
+  g_dbus_connection_emit_signal (route->daemon->connection, route->destination, MCP_DAEMON_OBJECT_PATH,
+                                 MCP_DAEMON_INTERFACE, "Progress",
+                                 g_variant_new ("(us)", route->serial, text), NULL);
+}
+
+static GVariant *
+json_reply (json_t *value)
+{
+  g_autofree char *text = json_dumps (value, JSON_COMPACT | JSON_ENCODE_ANY);
+
+  json_decref (value);
+  return g_variant_new ("(s)", text);
+}
+
+static GVariant *
+work_list_tools (DaemonCall  *call,
+                 GError     **error)
+{
+  json_t *tools = mcp_pool_list_tools (call->daemon->pool, mcp_json_get_string (call->args, "server"),
+                                       MCP_TOOL_DETAIL_FULL, error);
+
+  return tools != NULL ? json_reply (tools) : NULL;
+}
+
+static GVariant *
+work_call_tool (DaemonCall  *call,
+                GError     **error)
+{
+  ProgressRoute route = {
+    call->daemon, (char *) g_dbus_method_invocation_get_sender (call->invocation), call->serial,
+  };
+  McpCallOptions options = {
+    .timeout_ms = json_integer_value (json_object_get (call->args, "timeout_ms")),
+    .cancellable = call->cancellable,
+    .progress = route.destination != NULL ? send_progress : NULL,
+    .progress_data = &route,
+  };
+  json_t *result = mcp_pool_call_tool (call->daemon->pool, mcp_json_get_string (call->args, "server"),
+                                       mcp_json_get_string (call->args, "tool"),
+                                       json_object_get (call->args, "arguments"), &options, error);
+
+  return result != NULL ? json_reply (result) : NULL;
+}
+
+static GVariant *
+work_run_python (DaemonCall  *call,
+                 GError     **error)
+{
+  return json_reply (mcp_code_run_python (call->daemon->code, call->args, call->cancellable));
+}
+
+static GVariant *
+work_handle_request (DaemonCall  *call,
+                     GError     **error)
+{
+  ProgressRoute route = {
+    call->daemon, (char *) g_dbus_method_invocation_get_sender (call->invocation), call->serial,
+  };
+
+  return json_reply (mcp_upstream_handle_request (call->expose, call->args, call->timeout_ms, call->cancellable,
+                                                  route.destination != NULL ? send_progress : NULL,
+                                                  &route));
+}
+
+/* D-Bus methods, on the main context */
+
+static gboolean
+refuse_bad_json (GDBusMethodInvocation *invocation,
+                 const char            *what,
+                 const char            *text,
+                 json_t               **value,
+                 gboolean               object_only)
+{
+  json_error_t json_error;
+
+  *value = json_loads (text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &json_error);
+  if (*value != NULL && (!object_only || json_is_object (*value)))
+    return FALSE;
+  g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                         _("“%s” must be a JSON object (%s)"), what,
+                                         *value != NULL ? _("not an object") : json_error.text);
+  g_clear_pointer (value, json_decref);
+  return TRUE;
+}
+
+static gboolean
+handle_list_servers (McpDBusPool1          *skeleton,
+                     GDBusMethodInvocation *invocation,
+                     McpDaemon             *daemon)
+{
+  json_t *servers = mcp_pool_describe_servers (daemon->pool, daemon->discovered->skipped);
+
+  remember_client (daemon, g_dbus_method_invocation_get_sender (invocation));
+  g_dbus_method_invocation_return_value (invocation, json_reply (servers));
+  return TRUE;
+}
+
+static gboolean
+handle_list_tools (McpDBusPool1          *skeleton,
+                   GDBusMethodInvocation *invocation,
+                   const char            *server,
+                   McpDaemon             *daemon)
+{
+  return start_call (daemon, invocation, work_list_tools, json_pack ("{s:s}", "server", server));
+}
+
+static gboolean
+handle_call_tool (McpDBusPool1          *skeleton,
+                  GDBusMethodInvocation *invocation,
+                  const char            *server,
+                  const char            *tool,
+                  const char            *arguments_text,
+                  guint                  timeout_ms,
+                  McpDaemon             *daemon)
+{
+  json_t *arguments;
+
+  if (refuse_bad_json (invocation, "arguments", arguments_text[0] ? arguments_text : "{}", &arguments, TRUE))
+    return TRUE;
+  return start_call (daemon, invocation, work_call_tool,
+                     json_pack ("{s:s, s:s, s:o, s:I}", "server", server, "tool", tool,
+                                "arguments", arguments, "timeout_ms", (json_int_t) timeout_ms));
+}
+
+static gboolean
+handle_run_python (McpDBusPool1          *skeleton,
+                   GDBusMethodInvocation *invocation,
+                   const char            *code,
+                   const char * const    *servers,
+                   guint                  timeout_ms,
+                   McpDaemon             *daemon)
+{
+  json_t *args = json_pack ("{s:s, s:[]}", "code", code, "servers");
+
+  for (const char * const *server = servers; *server != NULL; server++)
+    json_array_append_new (json_object_get (args, "servers"), json_string (*server));
+  if (timeout_ms > 0)
+    json_object_set_new (args, "timeout", json_real (timeout_ms / 1000.0));
+  return start_call (daemon, invocation, work_run_python, args);
+}
+
+static gboolean
+handle_evict (McpDBusPool1          *skeleton,
+              GDBusMethodInvocation *invocation,
+              const char            *server,
+              McpDaemon             *daemon)
+{
+  g_autoptr(GError) error = NULL;
+
+  remember_client (daemon, g_dbus_method_invocation_get_sender (invocation));
+  if (!mcp_pool_has_server (daemon->pool, server, &error))
+    {
+      g_dbus_method_invocation_return_gerror (invocation, error);
+      return TRUE;
+    }
+  mcp_pool_evict (daemon->pool, server);
+  mcp_dbus_pool1_complete_evict (skeleton, invocation);
+  return TRUE;
+}
+
+static void
+apply_discovery (McpDaemon    *daemon,
+                 McpDiscovery *discovery)
+{
+  mcp_pool_set_servers (daemon->pool, discovery->servers);
+  g_clear_pointer (&daemon->discovered, mcp_discovery_free);
+  daemon->discovered = discovery;
+}
+
+/* The files are read on a worker; the servers change on the main context,
+ * before the reply goes out. */
+static GVariant *
+work_reload (DaemonCall  *call,
+             GError     **error)
+{
+  call->discovery = mcp_config_discover (call->daemon->discovery);
+  return g_variant_new ("()");
+}
+
+static gboolean
+handle_reload (McpDBusPool1          *skeleton,
+               GDBusMethodInvocation *invocation,
+               McpDaemon             *daemon)
+{
+  return start_call (daemon, invocation, work_reload, NULL);
+}
+
+static gboolean
+handle_get_stats (McpDBusPool1          *skeleton,
+                  GDBusMethodInvocation *invocation,
+                  McpDaemon             *daemon)
+{
+  g_autoptr(GPtrArray) servers = mcp_pool_list_servers (daemon->pool);
+  GVariantBuilder stats;
+  guint64 calls = 0, errors = 0;
+  guint running = 0;
+
+  remember_client (daemon, g_dbus_method_invocation_get_sender (invocation));
+  for (guint i = 0; i < servers->len; i++)
+    {
+      McpServerInfo *info = g_ptr_array_index (servers, i);
+
+      calls += info->calls;
+      errors += info->errors;
+      running += info->pid != 0;
+    }
+  g_variant_builder_init (&stats, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&stats, "{sv}", "version", g_variant_new_string (PACKAGE_VERSION));
+  g_variant_builder_add (&stats, "{sv}", "pid", g_variant_new_uint32 (getpid ()));
+  g_variant_builder_add (&stats, "{sv}", "uptime-s",
+                         g_variant_new_uint64 ((g_get_monotonic_time () - daemon->started) / G_USEC_PER_SEC));
+  g_variant_builder_add (&stats, "{sv}", "servers", g_variant_new_uint32 (servers->len));
+  g_variant_builder_add (&stats, "{sv}", "running", g_variant_new_uint32 (running));
+  g_variant_builder_add (&stats, "{sv}", "calls", g_variant_new_uint64 (calls));
+  g_variant_builder_add (&stats, "{sv}", "errors", g_variant_new_uint64 (errors));
+  g_variant_builder_add (&stats, "{sv}", "in-flight", g_variant_new_uint32 (g_hash_table_size (daemon->in_flight)));
+  g_variant_builder_add (&stats, "{sv}", "clients", g_variant_new_uint32 (g_hash_table_size (daemon->clients)));
+  mcp_dbus_pool1_complete_get_stats (skeleton, invocation, g_variant_builder_end (&stats));
+  return TRUE;
+}
+
+/* One McpExpose per exposure (at most seven), shared by the clients that
+ * ask for the same; each request brings its client's default timeout. */
+static McpExpose *
+lookup_exposure (McpDaemon      *daemon,
+                 McpExposeFlags  flags)
+{
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&daemon->lock);
+  McpExpose *expose = g_hash_table_lookup (daemon->exposures, GUINT_TO_POINTER (flags));
+
+  if (expose == NULL)
+    {
+      expose = mcp_expose_new (daemon->pool, flags, 0, daemon->code);
+      g_hash_table_insert (daemon->exposures, GUINT_TO_POINTER (flags), expose);
+    }
+  return expose;
+}
+
+static gboolean
+handle_handle_request (McpDBusPool1          *skeleton,
+                       GDBusMethodInvocation *invocation,
+                       GVariant              *options,
+                       const char            *request_text,
+                       McpDaemon             *daemon)
+{
+  g_autoptr(GError) error = NULL;
+  const char *expose_text = NULL;
+  McpExposeFlags flags;
+  guint64 timeout_ms = 0;
+  DaemonCall *call;
+  json_t *request;
+
+  g_variant_lookup (options, "expose", "&s", &expose_text);
+  g_variant_lookup (options, "timeout-ms", "t", &timeout_ms);
+  if (!mcp_expose_parse (expose_text, &flags, &error))
+    {
+      g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                                     error->message);
+      return TRUE;
+    }
+  if (refuse_bad_json (invocation, "request", request_text, &request, TRUE))
+    return TRUE;
+  if (mcp_jsonrpc_classify (request) != MCP_MESSAGE_REQUEST)
+    {
+      json_decref (request);
+      g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                                     _("“request” must be a JSON-RPC request"));
+      return TRUE;
+    }
+
+  call = register_call (daemon, invocation, work_handle_request, request);
+  if (call != NULL)
+    {
+      call->expose = lookup_exposure (daemon, flags);
+      call->timeout_ms = (gint64) MIN (timeout_ms, MCP_CALL_TIMEOUT_MAX_MS);
+    }
+  return run_call (daemon, call);
+}
+
+static gboolean
+handle_cancel (McpDBusPool1          *skeleton,
+               GDBusMethodInvocation *invocation,
+               guint                  serial,
+               McpDaemon             *daemon)
+{
+  g_autofree char *key = g_strdup_printf ("%s %u", g_dbus_method_invocation_get_sender (invocation), serial);
+  DaemonCall *call = g_hash_table_lookup (daemon->in_flight, key);
+
+  if (call != NULL)
+    g_cancellable_cancel (call->cancellable);
+  mcp_dbus_pool1_complete_cancel (skeleton, invocation);
+  return TRUE;
+}
+
+/* Authorisation, on GDBus's threads: the caller must be our own user. */
+static gboolean
+caller_uid (McpDaemon  *daemon,
+            const char *sender,
+            guint32    *uid)
+{
+  g_autoptr(GVariant) reply = NULL;
+  gpointer cached;
+
+  g_mutex_lock (&daemon->lock);
+  cached = g_hash_table_lookup (daemon->uids, sender);
+  g_mutex_unlock (&daemon->lock);
+  if (cached != NULL)
+    {
+      *uid = GPOINTER_TO_UINT (cached) - 1;
+      return TRUE;
+    }
+
+  reply = g_dbus_connection_call_sync (daemon->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus", "GetConnectionUnixUser",
+                                       g_variant_new ("(s)", sender), G_VARIANT_TYPE ("(u)"),
+                                       G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
+  if (reply == NULL)
+    return FALSE;
+  g_variant_get (reply, "(u)", uid);
+  g_mutex_lock (&daemon->lock);
+  g_hash_table_insert (daemon->uids, g_strdup (sender), GUINT_TO_POINTER (*uid + 1));
+  g_mutex_unlock (&daemon->lock);
+  return TRUE;
+}
+
+static gboolean
+on_authorize_method (GDBusInterfaceSkeleton *skeleton,
+                     GDBusMethodInvocation  *invocation,
+                     gpointer                user_data)
+{
+  const char *sender = g_dbus_method_invocation_get_sender (invocation);
+  guint32 uid = 0;
+
+  if (sender != NULL && caller_uid (user_data, sender, &uid) && uid == getuid ())
+    return TRUE;
+  g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_ACCESS_DENIED,
+                                         _("mcp-poold serves only its own user (uid %u); the caller "
+                                           "is uid %u. Each user runs a daemon of their own."),
+                                         (guint) getuid (), (guint) uid);
+  return FALSE;
+}
+
+/* Pool events, on the main context */
+
+static void
+on_state_changed (McpPool        *pool,
+                  const char     *server,
+                  McpServerState  state,
+                  gpointer        user_data)
+{
+  McpDaemon *daemon = user_data;
+
+  mcp_dbus_pool1_emit_server_state_changed (daemon->skeleton, server, mcp_server_state_to_string (state));
+}
+
+static void
+on_tools_changed (McpPool    *pool,
+                  const char *server,
+                  gpointer    user_data)
+{
+  McpDaemon *daemon = user_data;
+
+  mcp_dbus_pool1_emit_tools_changed (daemon->skeleton, server);
+}
+
+static void
+on_config_changed (McpDiscovery *discovery,
+                   gpointer      user_data)
+{
+  apply_discovery (user_data, discovery);
+}
+
+/* Ending */
+
+static gpointer
+end_in_thread (gpointer data)
+{
+  McpDaemon *daemon = data;
+
+  mcp_pool_shutdown (daemon->pool, 0, TERM_GRACE_US);
+  /* The calls in flight have failed or been cancelled by now. */
+  g_thread_pool_free (g_steal_pointer (&daemon->workers), FALSE, TRUE);
+  g_clear_pointer (&daemon->code, mcp_code_free);
+  g_main_loop_quit (daemon->loop);
+  return NULL;
+}
+
+static void
+cancel_call (gpointer key,
+             gpointer call,
+             gpointer unused)
+{
+  g_cancellable_cancel (((DaemonCall *) call)->cancellable);
+}
+
+/* Main context: gives the name up first, so that a new caller activates
+ * a fresh daemon instead of reaching this one as it goes. */
+static void
+begin_ending (McpDaemon *daemon,
+              int        status)
+{
+  if (daemon->ending)
+    return;
+  daemon->ending = TRUE;
+  daemon->status = status;
+  if (daemon->owner_id != 0)
+    g_bus_unown_name (daemon->owner_id);
+  daemon->owner_id = 0;
+  if (daemon->idle_timer != NULL)
+    {
+      g_source_destroy (daemon->idle_timer);
+      g_clear_pointer (&daemon->idle_timer, g_source_unref);
+    }
+  g_clear_pointer (&daemon->watcher, mcp_config_watcher_free);
+  g_hash_table_foreach (daemon->in_flight, cancel_call, NULL);
+  g_thread_unref (g_thread_new ("mcp-poold-end", end_in_thread, daemon));
+}
+
+static gboolean
+on_terminate_signal (gpointer user_data)
+{
+  g_message ("Stopping on a signal");
+  begin_ending (user_data, 0);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+on_name_acquired (GDBusConnection *connection,
+                  const char      *name,
+                  gpointer         user_data)
+{
+  McpDaemon *daemon = user_data;
+
+  g_debug ("Owning %s", name);
+  daemon->owns_name = TRUE;
+}
+
+static void
+on_name_lost (GDBusConnection *connection,
+              const char      *name,
+              gpointer         user_data)
+{
+  McpDaemon *daemon = user_data;
+
+  if (connection == NULL)
+    {
+      g_printerr (_("mcp-poold: the connection to the session bus is gone\n"));
+      begin_ending (daemon, 1);
+    }
+  else if (daemon->owns_name)
+    {
+      g_message ("Another mcp-poold took %s over; exiting", name);
+      begin_ending (daemon, 0);
+    }
+  else
+    {
+      g_printerr (_("mcp-poold: another mcp-poold already owns %s on this bus; "
+                    "use --replace to take over from it\n"), name);
+      begin_ending (daemon, 1);
+    }
+}
+
+McpDaemon *
+mcp_daemon_new (const McpDiscoveryOptions *discovery,
+                const McpDaemonOptions    *options)
+{
+  McpDaemon *daemon = g_new0 (McpDaemon, 1);
+
+  daemon->options = *options;
+  daemon->discovery = discovery;
+  daemon->context = g_main_context_ref (g_main_context_default ());
+  daemon->loop = g_main_loop_new (daemon->context, FALSE);
+  daemon->started = g_get_monotonic_time ();
+  g_mutex_init (&daemon->lock);
+  daemon->in_flight = g_hash_table_new (g_str_hash, g_str_equal);
+  daemon->clients = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  daemon->exposures = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) mcp_expose_free);
+  daemon->uids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  return daemon;
+}
+
+static const struct {
+  const char *signal;
+  GCallback   handler;
+} method_handlers[] = {
+  { "handle-list-servers",   G_CALLBACK (handle_list_servers) },
+  { "handle-list-tools",     G_CALLBACK (handle_list_tools) },
+  { "handle-call-tool",      G_CALLBACK (handle_call_tool) },
+  { "handle-run-python",     G_CALLBACK (handle_run_python) },
+  { "handle-evict",          G_CALLBACK (handle_evict) },
+  { "handle-reload",         G_CALLBACK (handle_reload) },
+  { "handle-get-stats",      G_CALLBACK (handle_get_stats) },
+  { "handle-handle-request", G_CALLBACK (handle_handle_request) },
+  { "handle-cancel",         G_CALLBACK (handle_cancel) },
+};
+
+int
+mcp_daemon_run (McpDaemon *daemon)
+{
+  McpPoolCallbacks callbacks = { on_state_changed, on_tools_changed, daemon };
+  /* Many clients never run code: Python is paid for once one has. */
+  McpCodeOptions code_options = { .keep_warm = TRUE, .warm_after_first_run = TRUE };
+  g_autofree char *address = NULL;
+  g_autoptr(GError) error = NULL;
+  int signals[] = { SIGTERM, SIGINT };
+
+  /* Started by hand from a bare environment, it finds the bus as its
+   * clients do. */
+  address = mcp_dbus_session_bus_address (&error);
+  if (address != NULL)
+    daemon->connection = g_dbus_connection_new_for_address_sync (address,
+                                                                 G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                                 G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                                 NULL, NULL, &error);
+  if (daemon->connection == NULL)
+    {
+      g_printerr (_("mcp-poold: cannot reach the session bus: %s\n"), error->message);
+      return 1;
+    }
+  g_dbus_connection_set_exit_on_close (daemon->connection, FALSE);
+  mcp_dbus_register_errors ();
+
+  daemon->pool = mcp_pool_new (daemon->context, NULL, &callbacks);
+  daemon->code = mcp_code_new (daemon->pool, daemon->context, &code_options);
+  daemon->workers = g_thread_pool_new (run_call_job, NULL, WORKERS_MAX, FALSE, NULL);
+
+  /* Watch first, so that no change between discovery and watching is lost. */
+  daemon->watcher = mcp_config_watcher_new (daemon->discovery, daemon->context, on_config_changed, daemon);
+  apply_discovery (daemon, mcp_config_discover (daemon->discovery));
+
+  daemon->skeleton = mcp_dbus_pool1_skeleton_new ();
+  for (guint i = 0; i < G_N_ELEMENTS (method_handlers); i++)
+    g_signal_connect (daemon->skeleton, method_handlers[i].signal, method_handlers[i].handler, daemon);
+  g_signal_connect (daemon->skeleton, "g-authorize-method", G_CALLBACK (on_authorize_method), daemon);
+  if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (daemon->skeleton), daemon->connection,
+                                         MCP_DAEMON_OBJECT_PATH, &error))
+    {
+      g_printerr ("mcp-poold: %s\n", error->message);
+      begin_ending (daemon, 1);
+    }
+
+  for (guint i = 0; i < G_N_ELEMENTS (signals); i++)
+    {
+      daemon->signals[i] = g_unix_signal_source_new (signals[i]);
+      g_source_set_callback (daemon->signals[i], on_terminate_signal, daemon, NULL);
+      g_source_attach (daemon->signals[i], daemon->context);
+    }
+
+  if (!daemon->ending)
+    daemon->owner_id = g_bus_own_name_on_connection (daemon->connection, MCP_DAEMON_BUS_NAME,
+                                                   G_BUS_NAME_OWNER_FLAGS_ALLOW_REPLACEMENT |
+                                                   (daemon->options.replace ? G_BUS_NAME_OWNER_FLAGS_REPLACE : 0),
+                                                   on_name_acquired, on_name_lost, daemon, NULL);
+  update_idleness (daemon);
+  g_main_loop_run (daemon->loop);
+
+  /* Calls that finished while the pool shut down still get their answer. */
+  while (g_main_context_iteration (daemon->context, FALSE))
+    ;
+  if (g_dbus_interface_skeleton_get_connection (G_DBUS_INTERFACE_SKELETON (daemon->skeleton)) != NULL)
+    g_dbus_interface_skeleton_unexport (G_DBUS_INTERFACE_SKELETON (daemon->skeleton));
+  g_dbus_connection_flush_sync (daemon->connection, NULL, NULL);
+  return daemon->status;
+}
+
+void
+mcp_daemon_free (McpDaemon *daemon)
+{
+  if (daemon == NULL)
+    return;
+  for (guint i = 0; i < G_N_ELEMENTS (daemon->signals); i++)
+    if (daemon->signals[i] != NULL)
+      {
+        g_source_destroy (daemon->signals[i]);
+        g_source_unref (daemon->signals[i]);
+      }
+  g_clear_pointer (&daemon->watcher, mcp_config_watcher_free);
+  g_hash_table_unref (daemon->exposures);
+  g_clear_pointer (&daemon->pool, mcp_pool_free);
+  g_clear_pointer (&daemon->discovered, mcp_discovery_free);
+  g_clear_object (&daemon->skeleton);
+  g_clear_object (&daemon->connection);
+  g_hash_table_unref (daemon->in_flight);
+  g_hash_table_unref (daemon->clients);
+  g_hash_table_unref (daemon->uids);
+  g_mutex_clear (&daemon->lock);
+  g_main_loop_unref (daemon->loop);
+  g_main_context_unref (daemon->context);
+  g_free (daemon);
+}

@@ -1,0 +1,81 @@
+/* mcp-remote.h — the client side of mcp-poold: the pool of the user's
+ * session, reached over the session bus.
+ *
+ * Each McpRemote has a private connection.  A call starts the daemon by
+ * D-Bus activation when none runs.  Progress of a call arrives as the
+ * daemon's Progress signal, addressed to this connection alone, and is
+ * handed over before the call's reply (both come in order on the one
+ * connection).  Cancelling a call's GCancellable asks the daemon to cancel
+ * it; the call still returns the daemon's answer.  A call that the daemon
+ * had not taken when it went away is sent once more (see mcp-remote.c).
+ *
+ * Threads: every call blocks and may run on any thread, several at once;
+ * progress functions run on GDBus's own thread and must only queue.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <jansson.h>
+
+#include "daemon/mcp-dbus-contract.h"
+#include "mcp/mcp-expose.h"
+#include "pool/mcp-session.h"
+
+G_BEGIN_DECLS
+
+typedef struct _McpRemote McpRemote;
+
+/* Called on the context given to mcp_remote_watch(). */
+typedef struct {
+  void     (*on_tools_changed) (const char *server, gpointer user_data);
+  void     (*on_state_changed) (const char *server, const char *state, gpointer user_data);
+  gpointer   user_data;
+} McpRemoteCallbacks;
+
+/* Blocking.  Fails with a message that says how to do without the daemon
+ * when there is no session bus. */
+McpRemote *mcp_remote_new              (GError                    **error);
+void       mcp_remote_free             (McpRemote                  *remote);
+/* The daemon's signals, on the calling thread's default main context,
+ * until mcp_remote_free(). */
+void       mcp_remote_watch            (McpRemote                  *remote,
+                                        const McpRemoteCallbacks   *callbacks);
+/* Whether a daemon runs now; does not start one. */
+gboolean   mcp_remote_daemon_is_running (McpRemote                 *remote);
+
+json_t    *mcp_remote_list_servers     (McpRemote                  *remote,
+                                        GError                    **error);
+json_t    *mcp_remote_list_tools       (McpRemote                  *remote,
+                                        const char                 *server,
+                                        GError                    **error);
+json_t    *mcp_remote_call_tool        (McpRemote                  *remote,
+                                        const char                 *server,
+                                        const char                 *tool,
+                                        json_t                     *arguments,
+                                        const McpCallOptions       *options,
+                                        GError                    **error);
+/* @arguments as run_python takes them: code, servers, timeout. */
+json_t    *mcp_remote_run_python       (McpRemote                  *remote,
+                                        json_t                     *arguments,
+                                        GCancellable               *cancellable,
+                                        GError                    **error);
+gboolean   mcp_remote_evict            (McpRemote                  *remote,
+                                        const char                 *server,
+                                        GError                    **error);
+gboolean   mcp_remote_reload           (McpRemote                  *remote,
+                                        GError                    **error);
+GVariant  *mcp_remote_get_stats        (McpRemote                  *remote,
+                                        GError                    **error);
+/* One upstream MCP request answered by the daemon as `serve` would. */
+json_t    *mcp_remote_handle_request   (McpRemote                  *remote,
+                                        McpExposeFlags              expose,
+                                        gint64                      timeout_ms,
+                                        json_t                     *request,
+                                        GCancellable               *cancellable,
+                                        McpProgressFunc             progress,
+                                        gpointer                    progress_data,
+                                        GError                    **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpRemote, mcp_remote_free)
+
+G_END_DECLS

@@ -1,0 +1,735 @@
+/* mcp-expose.c — what the upstream client (the LLM) sees of the pool.
+ *
+ * Gateway and proxy tools both end in mcp_pool_call_tool(); they differ in
+ * how a model finds a tool: by searching the cached tool lists, or by
+ * seeing every tool at once under a namespaced name.  Failures the model
+ * can act on come back as isError results that say what happened.
+ */
+#include "config.h"
+
+#include "mcp/mcp-expose.h"
+
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "common/mcp-jsonrpc.h"
+
+G_DEFINE_QUARK (mcp-expose-error-quark, mcp_expose_error)
+
+/* A first tools/list waits this long for servers still starting; a server
+ * that comes later is announced with tools/list_changed. */
+#define LIST_WAIT_MS            (20 * 1000)
+#define SEARCH_LIMIT_DEFAULT    10
+#define SEARCH_LIMIT_MAX        50
+#define TOOL_NAME_MAX           64
+#define PROXY_SEPARATOR         "__"
+#define NAMES_IN_ERRORS         20
+#define LISTING_THREADS         8
+
+struct _McpExpose {
+  McpPool        *pool;                /* immutable */
+  McpExposeFlags  flags;               /* immutable */
+  gint64          default_timeout_ms;  /* immutable */
+  McpCode        *code;                /* immutable; NULL without code mode */
+
+  GMutex          lock;
+  GHashTable     *proxy_names;         /* protected by lock; exposed name → ProxyTarget */
+};
+
+typedef struct {
+  char *server;
+  char *tool;
+} ProxyTarget;
+
+static void
+proxy_target_free (ProxyTarget *target)
+{
+  g_free (target->server);
+  g_free (target->tool);
+  g_free (target);
+}
+
+gboolean
+mcp_expose_parse (const char      *list,
+                  McpExposeFlags  *flags,
+                  GError         **error)
+{
+  g_auto(GStrv) names = g_strsplit (list != NULL ? list : "code", ",", -1);
+
+  *flags = 0;
+  for (char **name = names; *name != NULL; name++)
+    {
+      g_strstrip (*name);
+      if (g_str_equal (*name, "code"))
+        *flags |= MCP_EXPOSE_CODE;
+      else if (g_str_equal (*name, "gateway"))
+        *flags |= MCP_EXPOSE_GATEWAY;
+      else if (g_str_equal (*name, "proxy"))
+        *flags |= MCP_EXPOSE_PROXY;
+      else if ((*name)[0] != '\0')
+        {
+          g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_BAD_LIST,
+                       _("--expose: unknown mode “%s”; use code, gateway and/or proxy, "
+                         "separated by commas"), *name);
+          return FALSE;
+        }
+    }
+  if (*flags == 0)
+    *flags = MCP_EXPOSE_CODE;
+  return TRUE;
+}
+
+char *
+mcp_expose_flags_to_string (McpExposeFlags flags)
+{
+  g_autoptr(GPtrArray) names = g_ptr_array_new ();
+
+  if (flags & MCP_EXPOSE_CODE)
+    g_ptr_array_add (names, "code");
+  if (flags & MCP_EXPOSE_GATEWAY)
+    g_ptr_array_add (names, "gateway");
+  if (flags & MCP_EXPOSE_PROXY)
+    g_ptr_array_add (names, "proxy");
+  g_ptr_array_add (names, NULL);
+  return g_strjoinv (",", (char **) names->pdata);
+}
+
+McpExpose *
+mcp_expose_new (McpPool        *pool,
+                McpExposeFlags  flags,
+                gint64          default_timeout_ms,
+                McpCode        *code)
+{
+  McpExpose *expose = g_new0 (McpExpose, 1);
+
+  expose->code = (flags & MCP_EXPOSE_CODE) ? code : NULL;
+  expose->pool = pool;
+  expose->flags = flags;
+  expose->default_timeout_ms = default_timeout_ms;
+  g_mutex_init (&expose->lock);
+  expose->proxy_names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                               (GDestroyNotify) proxy_target_free);
+  return expose;
+}
+
+void
+mcp_expose_free (McpExpose *expose)
+{
+  if (expose == NULL)
+    return;
+  g_hash_table_unref (expose->proxy_names);
+  g_mutex_clear (&expose->lock);
+  g_free (expose);
+}
+
+/* Results */
+
+static json_t *
+text_result (gboolean    is_error,
+             const char *text)
+{
+  json_t *result = json_pack ("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text);
+
+  if (is_error)
+    json_object_set_new (result, "isError", json_true ());
+  return result;
+}
+
+static json_t *
+error_result (const char *format,
+              ...) G_GNUC_PRINTF (1, 2);
+
+static json_t *
+error_result (const char *format,
+              ...)
+{
+  g_autofree char *text = NULL;
+  va_list args;
+
+  va_start (args, format);
+  text = g_strdup_vprintf (format, args);
+  va_end (args);
+  return text_result (TRUE, text);
+}
+
+/* JSON for the model to read, and the same as structuredContent; takes
+ * @value. */
+static json_t *
+json_result (json_t *value)
+{
+  g_autofree char *text = json_dumps (value, JSON_INDENT (1) | JSON_ENCODE_ANY);
+  json_t *result = text_result (FALSE, text);
+
+  json_object_set_new (result, "structuredContent",
+                       json_is_object (value) ? value : json_pack ("{s:o}", "items", value));
+  return result;
+}
+
+/* A failure of the pool, as the model should see it. */
+static json_t *
+failure_result (const char   *server,
+                const GError *error)
+{
+  if (mcp_session_error_is_fatal (error))
+    return error_result (_("%s\nmcp-pool closed this session of “%s”; the next call starts the server afresh."),
+                         error->message, server);
+  return text_result (TRUE, error->message);
+}
+
+static int
+compare_strings (gconstpointer a,
+                 gconstpointer b)
+{
+  return g_strcmp0 (*(const char * const *) a, *(const char * const *) b);
+}
+
+/* Listing every server at once, bounded */
+
+typedef struct {
+  GMutex lock;
+  GCond  cond;
+  guint  pending;
+  gatomicrefcount ref_count;
+} ListWait;
+
+static void
+list_wait_unref (ListWait *wait)
+{
+  if (!g_atomic_ref_count_dec (&wait->ref_count))
+    return;
+  g_mutex_clear (&wait->lock);
+  g_cond_clear (&wait->cond);
+  g_free (wait);
+}
+
+typedef struct {
+  McpPool  *pool;
+  char     *server;
+  ListWait *wait;
+} ServerListing;
+
+static void
+list_one_server (gpointer data,
+                 gpointer unused)
+{
+  ServerListing *listing = data;
+  g_autoptr(json_t) tools = mcp_pool_list_tools (listing->pool, listing->server,
+                                                 MCP_TOOL_DETAIL_SUMMARY, NULL);
+
+  g_mutex_lock (&listing->wait->lock);
+  listing->wait->pending--;
+  g_cond_signal (&listing->wait->cond);
+  g_mutex_unlock (&listing->wait->lock);
+
+  list_wait_unref (listing->wait);
+  mcp_pool_unref (listing->pool);
+  g_free (listing->server);
+  g_free (listing);
+}
+
+/* Shared by every listing, so that a server stuck in a long start cannot
+ * collect a thread per request. */
+static gpointer
+create_listing_pool (gpointer unused)
+{
+  return g_thread_pool_new (list_one_server, NULL, LISTING_THREADS, FALSE, NULL);
+}
+
+/* Makes sure every server's tools are in the cache, starting those never
+ * listed, in parallel; gives up waiting after LIST_WAIT_MS (the starts go
+ * on and fill the cache later). */
+static void
+list_every_server (McpExpose *expose)
+{
+  static GOnce listing_pool = G_ONCE_INIT;
+  g_autoptr(GPtrArray) servers = mcp_pool_list_servers (expose->pool);
+  ListWait *wait = g_new0 (ListWait, 1);
+  gint64 deadline = g_get_monotonic_time () + LIST_WAIT_MS * G_TIME_SPAN_MILLISECOND;
+
+  g_mutex_init (&wait->lock);
+  g_cond_init (&wait->cond);
+  g_atomic_ref_count_init (&wait->ref_count);
+
+  for (guint i = 0; i < servers->len; i++)
+    {
+      McpServerInfo *info = g_ptr_array_index (servers, i);
+      ServerListing *listing;
+
+      if (info->n_tools >= 0)
+        continue;
+      listing = g_new0 (ServerListing, 1);
+      /* The thread may outlive this wait, and the serve that owns the pool. */
+      listing->pool = mcp_pool_ref (expose->pool);
+      listing->server = g_strdup (info->name);
+      listing->wait = wait;
+      g_atomic_ref_count_inc (&wait->ref_count);
+      g_mutex_lock (&wait->lock);
+      wait->pending++;
+      g_mutex_unlock (&wait->lock);
+      g_thread_pool_push (g_once (&listing_pool, create_listing_pool, NULL), listing, NULL);
+    }
+
+  g_mutex_lock (&wait->lock);
+  while (wait->pending > 0)
+    if (!g_cond_wait_until (&wait->cond, &wait->lock, deadline))
+      break;
+  g_mutex_unlock (&wait->lock);
+  list_wait_unref (wait);
+}
+
+/* Proxy names */
+
+/* `server__tool` with every character outside [a-zA-Z0-9_-] replaced by
+ * '_' and cut to 64 characters, as Anthropic's API requires. */
+char *
+mcp_expose_sanitize_name (const char *server,
+                          const char *tool)
+{
+  g_autofree char *joined = g_strconcat (server, PROXY_SEPARATOR, tool, NULL);
+
+  for (char *p = joined; *p != '\0'; p++)
+    if (!g_ascii_isalnum (*p) && *p != '_' && *p != '-')
+      *p = '_';
+  if (strlen (joined) > TOOL_NAME_MAX)
+    joined[TOOL_NAME_MAX] = '\0';
+  if (joined[0] == '\0')
+    return g_strdup ("_");
+  return g_steal_pointer (&joined);
+}
+
+/* A name not yet taken: a clash after sanitising or cutting gets a
+ * numbered suffix that still fits in 64 characters. */
+static char *
+unique_name (GHashTable *taken,
+             const char *server,
+             const char *tool)
+{
+  g_autofree char *base = mcp_expose_sanitize_name (server, tool);
+
+  if (!g_hash_table_contains (taken, base))
+    return g_steal_pointer (&base);
+  for (guint n = 2;; n++)
+    {
+      g_autofree char *suffix = g_strdup_printf ("_%u", n);
+      g_autofree char *cut = g_strndup (base, TOOL_NAME_MAX - strlen (suffix));
+      char *candidate = g_strconcat (cut, suffix, NULL);
+
+      if (!g_hash_table_contains (taken, candidate))
+        return candidate;
+      g_free (candidate);
+    }
+}
+
+/* Every cached tool under its proxy name, servers in name order, so that
+ * names are stable from one listing to the next. */
+static json_t *
+proxy_tools (McpExpose *expose)
+{
+  g_autoptr(GPtrArray) servers = mcp_pool_list_servers (expose->pool);
+  g_autoptr(GHashTable) names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                                       (GDestroyNotify) proxy_target_free);
+  json_t *listed = json_array ();
+
+  for (guint i = 0; i < servers->len; i++)
+    {
+      McpServerInfo *info = g_ptr_array_index (servers, i);
+      g_autoptr(json_t) tools = mcp_pool_dup_cached_tools (expose->pool, info->name, MCP_TOOL_DETAIL_FULL);
+      json_t *tool;
+      size_t index;
+
+      json_array_foreach (tools, index, tool)
+        {
+          const char *tool_name = mcp_json_get_string (tool, "name");
+          char *name = unique_name (names, info->name, tool_name ? tool_name : "");
+          ProxyTarget *target = g_new0 (ProxyTarget, 1);
+          json_t *copy = json_copy (tool);
+
+          target->server = g_strdup (info->name);
+          target->tool = g_strdup (tool_name);
+          g_hash_table_insert (names, name, target);
+          json_object_del (copy, "server");
+          json_object_set_new (copy, "name", json_string (name));
+          json_array_append_new (listed, copy);
+        }
+    }
+
+  g_mutex_lock (&expose->lock);
+  g_hash_table_unref (expose->proxy_names);
+  expose->proxy_names = g_hash_table_ref (names);
+  g_mutex_unlock (&expose->lock);
+  return listed;
+}
+
+static gboolean
+find_proxy_target (McpExpose  *expose,
+                   const char *name,
+                   char      **server,
+                   char      **tool)
+{
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&expose->lock);
+  ProxyTarget *target = g_hash_table_lookup (expose->proxy_names, name);
+
+  if (target == NULL)
+    return FALSE;
+  *server = g_strdup (target->server);
+  *tool = g_strdup (target->tool);
+  return TRUE;
+}
+
+/* Gateway tools */
+
+static const char gateway_tools_json[] =
+  "["
+  "{\"name\":\"list_servers\","
+  " \"description\":\"List the MCP servers behind this gateway: name, description, state, number of tools.\","
+  " \"inputSchema\":{\"type\":\"object\",\"properties\":{}}},"
+  "{\"name\":\"search_tools\","
+  " \"description\":\"Find tools of every server by what they do; ranked by name and description. Use describe_tool for a tool's parameters, then call_tool.\","
+  " \"inputSchema\":{\"type\":\"object\",\"properties\":{"
+  "   \"query\":{\"type\":\"string\",\"description\":\"Words describing the task, e.g. 'read file'\"},"
+  "   \"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50,\"description\":\"At most this many tools (default 10)\"},"
+  "   \"detail\":{\"type\":\"string\",\"enum\":[\"summary\",\"full\"],\"description\":\"summary: name and description; full: with the input schema\"}},"
+  "  \"required\":[\"query\"]}},"
+  "{\"name\":\"describe_tool\","
+  " \"description\":\"The full description and input schema of one tool.\","
+  " \"inputSchema\":{\"type\":\"object\",\"properties\":{"
+  "   \"server\":{\"type\":\"string\"},\"tool\":{\"type\":\"string\"}},"
+  "  \"required\":[\"server\",\"tool\"]}},"
+  "{\"name\":\"call_tool\","
+  " \"description\":\"Call a tool of a server; the result is the tool's own.\","
+  " \"inputSchema\":{\"type\":\"object\",\"properties\":{"
+  "   \"server\":{\"type\":\"string\"},\"tool\":{\"type\":\"string\"},"
+  "   \"arguments\":{\"type\":\"object\",\"description\":\"The tool's arguments, as its input schema says\"},"
+  "   \"timeout\":{\"type\":\"number\",\"description\":\"Seconds to wait (default 30, at most 120)\"}},"
+  "  \"required\":[\"server\",\"tool\"]}}"
+  "]";
+
+static json_t *
+gateway_tools (void)
+{
+  return json_loads (gateway_tools_json, 0, NULL);
+}
+
+/* Reads a string argument; on failure returns an isError result naming
+ * the argument. */
+static json_t *
+require_string (json_t      *arguments,
+                const char  *tool,
+                const char  *key,
+                const char **value)
+{
+  *value = mcp_json_get_string (arguments, key);
+  if (*value == NULL || (*value)[0] == '\0')
+    return error_result (_("%s: the argument “%s” is required and must be a non-empty string"), tool, key);
+  return NULL;
+}
+
+static json_t *
+gateway_list_servers (McpExpose *expose)
+{
+  g_autoptr(GPtrArray) servers = mcp_pool_list_servers (expose->pool);
+  g_autoptr(json_t) list = json_array ();
+
+  for (guint i = 0; i < servers->len; i++)
+    {
+      McpServerInfo *info = g_ptr_array_index (servers, i);
+      json_t *server = json_pack ("{s:s, s:s?, s:s}", "name", info->name,
+                                  "description", info->description,
+                                  "state", mcp_server_state_to_string (info->state));
+
+      json_object_set_new (server, "tools", info->n_tools >= 0 ? json_integer (info->n_tools) : json_null ());
+      json_array_append_new (list, server);
+    }
+  return json_result (json_pack ("{s:O}", "servers", list));
+}
+
+static json_t *
+gateway_search_tools (McpExpose *expose,
+                      json_t    *arguments)
+{
+  json_t *limit_value = json_object_get (arguments, "limit");
+  McpToolDetail detail;
+  const char *query;
+  json_int_t limit = SEARCH_LIMIT_DEFAULT;
+  g_autoptr(json_t) found = NULL;
+  json_t *failure;
+
+  if ((failure = require_string (arguments, "search_tools", "query", &query)) != NULL)
+    return failure;
+  if (limit_value != NULL)
+    {
+      if (!json_is_integer (limit_value) || json_integer_value (limit_value) < 1)
+        return error_result (_("search_tools: “limit” must be a whole number from 1 to %d"), SEARCH_LIMIT_MAX);
+      limit = MIN (json_integer_value (limit_value), SEARCH_LIMIT_MAX);
+    }
+  if (!mcp_tool_detail_from_string (mcp_json_get_string (arguments, "detail"), &detail))
+    return error_result (_("search_tools: “detail” must be “summary” or “full”"));
+
+  list_every_server (expose);
+  found = mcp_pool_search_tools (expose->pool, query, (guint) limit, detail);
+  return json_result (json_pack ("{s:O}", "tools", found));
+}
+
+static json_t *
+gateway_describe_tool (McpExpose *expose,
+                       json_t    *arguments)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) listed = NULL;
+  g_autoptr(json_t) tool = NULL;
+  const char *server, *name;
+  json_t *failure;
+
+  if ((failure = require_string (arguments, "describe_tool", "server", &server)) != NULL ||
+      (failure = require_string (arguments, "describe_tool", "tool", &name)) != NULL)
+    return failure;
+
+  listed = mcp_pool_list_tools (expose->pool, server, MCP_TOOL_DETAIL_SUMMARY, &error);
+  if (listed == NULL)
+    return failure_result (server, error);
+  tool = mcp_pool_describe_tool (expose->pool, server, name, &error);
+  if (tool == NULL)
+    return text_result (TRUE, error->message);
+  return json_result (g_steal_pointer (&tool));
+}
+
+static json_t *
+call_server_tool (McpExpose             *expose,
+                  const char            *server,
+                  const char            *tool,
+                  json_t                *arguments,
+                  const McpCallOptions  *options)
+{
+  g_autoptr(GError) error = NULL;
+  json_t *result = mcp_pool_call_tool (expose->pool, server, tool, arguments, options, &error);
+
+  return result != NULL ? result : failure_result (server, error);
+}
+
+static json_t *
+gateway_call_tool (McpExpose             *expose,
+                   json_t                *arguments,
+                   const McpCallOptions  *options)
+{
+  McpCallOptions call_options = *options;
+  json_t *tool_arguments = json_object_get (arguments, "arguments");
+  json_t *timeout = json_object_get (arguments, "timeout");
+  const char *server, *tool;
+  json_t *failure;
+
+  if ((failure = require_string (arguments, "call_tool", "server", &server)) != NULL ||
+      (failure = require_string (arguments, "call_tool", "tool", &tool)) != NULL)
+    return failure;
+  if (tool_arguments != NULL && !json_is_object (tool_arguments) && !json_is_null (tool_arguments))
+    return error_result (_("call_tool: “arguments” must be an object of the tool's arguments"));
+  if (timeout != NULL)
+    {
+      if (!json_is_number (timeout) || json_number_value (timeout) <= 0)
+        return error_result (_("call_tool: “timeout” must be a positive number of seconds (at most %d)"),
+                             MCP_CALL_TIMEOUT_MAX_MS / 1000);
+      call_options.timeout_ms = (gint64) (MIN (json_number_value (timeout), MCP_CALL_TIMEOUT_MAX_MS / 1000) * 1000);
+    }
+  return call_server_tool (expose, server, tool, json_is_object (tool_arguments) ? tool_arguments : NULL,
+                           &call_options);
+}
+
+static gboolean
+is_gateway_tool (const char *name)
+{
+  static const char * const names[] = { "list_servers", "search_tools", "describe_tool", "call_tool", NULL };
+
+  return g_strv_contains (names, name);
+}
+
+/* The names a client can call, for an error message; cut after a few. */
+static char *
+exposed_names (McpExpose *expose)
+{
+  g_autoptr(json_t) tools = (expose->flags & MCP_EXPOSE_GATEWAY) ? gateway_tools () : json_array ();
+  g_autoptr(GPtrArray) proxied = g_ptr_array_new ();
+
+  if (expose->code != NULL)
+    json_array_append_new (tools, json_pack ("{s:s}", "name", "run_python"));
+  g_autoptr(GString) names = g_string_new (NULL);
+  guint shown = 0, total;
+  json_t *tool;
+  size_t index;
+
+  g_mutex_lock (&expose->lock);
+  if (expose->flags & MCP_EXPOSE_PROXY)
+    {
+      GHashTableIter iter;
+      gpointer name;
+
+      g_hash_table_iter_init (&iter, expose->proxy_names);
+      while (g_hash_table_iter_next (&iter, &name, NULL))
+        g_ptr_array_add (proxied, g_strdup (name));
+    }
+  g_mutex_unlock (&expose->lock);
+  g_ptr_array_set_free_func (proxied, g_free);
+  g_ptr_array_sort (proxied, compare_strings);
+
+  json_array_foreach (tools, index, tool)
+    g_string_append_printf (names, "%s%s", shown++ ? ", " : "", mcp_json_get_string (tool, "name"));
+  for (guint i = 0; i < proxied->len && shown < NAMES_IN_ERRORS; i++)
+    g_string_append_printf (names, "%s%s", shown++ ? ", " : "", (char *) g_ptr_array_index (proxied, i));
+  total = json_array_size (tools) + proxied->len;
+  if (total > shown)
+    g_string_append_printf (names, _(" and %u more"), total - shown);
+  if (total == 0)
+    g_string_assign (names, _("none yet"));
+  return g_string_free (g_steal_pointer (&names), FALSE);
+}
+
+/* The MCP-facing API */
+
+json_t *
+mcp_expose_list_tools (McpExpose *expose)
+{
+  json_t *tools = (expose->flags & MCP_EXPOSE_GATEWAY) ? gateway_tools () : json_array ();
+
+  if (expose->code != NULL)
+    json_array_append_new (tools, mcp_code_tool (expose->code));
+  if (expose->flags & MCP_EXPOSE_PROXY)
+    {
+      g_autoptr(json_t) proxied = NULL;
+
+      list_every_server (expose);
+      proxied = proxy_tools (expose);
+      json_array_extend (tools, proxied);
+    }
+  return tools;
+}
+
+json_t *
+mcp_expose_call_tool (McpExpose             *expose,
+                      const char            *name,
+                      json_t                *arguments,
+                      const McpCallOptions  *options,
+                      GError               **error)
+{
+  McpCallOptions call_options = *options;
+  g_autofree char *server = NULL;
+  g_autofree char *tool = NULL;
+
+  if (call_options.timeout_ms <= 0)
+    call_options.timeout_ms = expose->default_timeout_ms;
+
+  if (expose->code != NULL && g_str_equal (name, "run_python"))
+    return mcp_code_run_python (expose->code, arguments, options->cancellable);
+
+  if ((expose->flags & MCP_EXPOSE_GATEWAY) && is_gateway_tool (name))
+    {
+      if (g_str_equal (name, "list_servers"))
+        return gateway_list_servers (expose);
+      if (g_str_equal (name, "search_tools"))
+        return gateway_search_tools (expose, arguments);
+      if (g_str_equal (name, "describe_tool"))
+        return gateway_describe_tool (expose, arguments);
+      return gateway_call_tool (expose, arguments, &call_options);
+    }
+
+  if (expose->flags & MCP_EXPOSE_PROXY)
+    {
+      /* A client may call a name it remembers from an earlier run, before
+       * any tools/list of this one. */
+      if (!find_proxy_target (expose, name, &server, &tool))
+        {
+          list_every_server (expose);
+          json_decref (proxy_tools (expose));
+          find_proxy_target (expose, name, &server, &tool);
+        }
+      if (server != NULL)
+        return call_server_tool (expose, server, tool, arguments, &call_options);
+    }
+
+  {
+    g_autofree char *known = exposed_names (expose);
+
+    g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_TOOL,
+                 _("Unknown tool “%s”; the tools are: %s"), name, known);
+  }
+  return NULL;
+}
+
+/* Resources: one overview of the servers and how to reach their tools. */
+
+json_t *
+mcp_expose_list_resources (McpExpose *expose)
+{
+  return json_pack ("[{s:s, s:s, s:s, s:s}]",
+                    "uri", MCP_EXPOSE_CAPABILITIES_URI, "name", "capabilities",
+                    "description", "The MCP servers behind mcp-pool and how to reach their tools",
+                    "mimeType", "text/markdown");
+}
+
+static char *
+capabilities_text (McpExpose *expose)
+{
+  g_autoptr(GPtrArray) servers = mcp_pool_list_servers (expose->pool);
+  g_autoptr(GString) text = g_string_new ("# mcp-pool\n\n");
+
+  g_string_append (text, _("mcp-pool keeps these MCP servers running, so calling their tools is fast.\n\n"));
+  if (expose->code != NULL)
+    g_string_append (text, _("run_python runs Python that calls these servers' tools "
+                             "(mcp_<server>.<tool>(…)); name the servers it uses.\n"));
+  if (expose->flags & MCP_EXPOSE_GATEWAY)
+    g_string_append (text, _("Find a tool with search_tools, read its parameters with describe_tool, "
+                             "call it with call_tool.\n"));
+  if (expose->flags & MCP_EXPOSE_PROXY)
+    g_string_append (text, _("Every tool is also listed as SERVER__TOOL.\n"));
+  g_string_append (text, "\n## Servers\n\n");
+  for (guint i = 0; i < servers->len; i++)
+    {
+      McpServerInfo *info = g_ptr_array_index (servers, i);
+
+      g_string_append_printf (text, "- **%s** (%s", info->name, mcp_server_state_to_string (info->state));
+      if (info->n_tools >= 0)
+        g_string_append_printf (text, ", %d tools", info->n_tools);
+      g_string_append_printf (text, ")%s%s\n", info->description ? ": " : "",
+                              info->description ? info->description : "");
+    }
+  if (servers->len == 0)
+    g_string_append (text, _("No server is configured.\n"));
+  return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+json_t *
+mcp_expose_read_resource (McpExpose   *expose,
+                          const char  *uri,
+                          GError     **error)
+{
+  g_autofree char *text = NULL;
+
+  if (g_strcmp0 (uri, MCP_EXPOSE_CAPABILITIES_URI) != 0)
+    {
+      g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_RESOURCE,
+                   _("Unknown resource “%s”; resources/list shows %s"),
+                   uri ? uri : "", MCP_EXPOSE_CAPABILITIES_URI);
+      return NULL;
+    }
+  text = capabilities_text (expose);
+  return json_pack ("{s:[{s:s, s:s, s:s}]}", "contents", "uri", MCP_EXPOSE_CAPABILITIES_URI,
+                    "mimeType", "text/markdown", "text", text);
+}
+
+char *
+mcp_expose_instructions (McpExpose *expose)
+{
+  g_autoptr(GString) text = g_string_new (_("mcp-pool keeps the user's MCP servers running and "
+                                            "shares them between calls. "));
+
+  if (expose->code != NULL)
+    g_string_append (text, _("Use run_python to do work with the servers' tools in Python: find "
+                             "tools with search_tool_docs() inside the code, call several at once "
+                             "with asyncio.gather, and print only what you need. "));
+  if (expose->flags & MCP_EXPOSE_GATEWAY)
+    g_string_append (text, _("To use a tool, find it with search_tools (a few words of what you "
+                             "need), read its parameters with describe_tool, then call it with "
+                             "call_tool. list_servers shows what is available. "));
+  if (expose->flags & MCP_EXPOSE_PROXY)
+    g_string_append (text, _("Tools named SERVER__TOOL are the servers' own tools; call them directly. "));
+  g_string_append_printf (text, _("The resource %s describes the servers."), MCP_EXPOSE_CAPABILITIES_URI);
+  return g_string_free (g_steal_pointer (&text), FALSE);
+}

@@ -1,0 +1,76 @@
+/* mcp-expose.h — what the upstream client (the LLM) sees of the pool.
+ *
+ * `--expose` picks any of:
+ *  - code:    run_python (with the sandbox) and the capabilities resource;
+ *  - gateway: list_servers, search_tools, describe_tool, call_tool — lazy
+ *             discovery without a sandbox;
+ *  - proxy:   every downstream tool as `server__tool`.
+ *
+ * Threads: every function may be called from any worker thread and may
+ * block on the pool (starting servers, calling tools); none holds a lock
+ * while it does.
+ */
+#pragma once
+
+#include <glib.h>
+#include <jansson.h>
+
+#include "sandbox/mcp-code.h"
+#include "pool/mcp-pool.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  MCP_EXPOSE_CODE    = 1 << 0,
+  MCP_EXPOSE_GATEWAY = 1 << 1,
+  MCP_EXPOSE_PROXY   = 1 << 2,
+} McpExposeFlags;
+
+#define MCP_EXPOSE_ERROR (mcp_expose_error_quark ())
+GQuark mcp_expose_error_quark (void);
+
+typedef enum {
+  MCP_EXPOSE_ERROR_BAD_LIST,      /* --expose names something unknown */
+  MCP_EXPOSE_ERROR_UNKNOWN_TOOL,  /* tools/call of a name that is not exposed: -32602 */
+  MCP_EXPOSE_ERROR_UNKNOWN_RESOURCE,
+} McpExposeError;
+
+#define MCP_EXPOSE_CAPABILITIES_URI "mcp-pool://capabilities"
+
+typedef struct _McpExpose McpExpose;
+
+gboolean   mcp_expose_parse          (const char            *list,
+                                      McpExposeFlags        *flags,
+                                      GError               **error);
+/* "code,gateway,proxy" or a part of it, as mcp_expose_parse() reads it. */
+char      *mcp_expose_flags_to_string (McpExposeFlags        flags);
+/* @code (may be NULL) serves run_python when flags include CODE. */
+McpExpose *mcp_expose_new            (McpPool               *pool,
+                                      McpExposeFlags         flags,
+                                      gint64                 default_timeout_ms,
+                                      McpCode               *code);
+void       mcp_expose_free           (McpExpose             *expose);
+
+char      *mcp_expose_instructions   (McpExpose             *expose);
+/* Blocking: proxy mode lists every server, waiting a bounded time for the
+ * ones still starting. */
+json_t    *mcp_expose_list_tools     (McpExpose             *expose);
+/* Blocking.  A result (isError for failures the model should see), or NULL
+ * with MCP_EXPOSE_ERROR_UNKNOWN_TOOL for a name that is not exposed. */
+json_t    *mcp_expose_call_tool      (McpExpose             *expose,
+                                      const char            *name,
+                                      json_t                *arguments,
+                                      const McpCallOptions  *options,
+                                      GError               **error);
+json_t    *mcp_expose_list_resources (McpExpose             *expose);
+json_t    *mcp_expose_read_resource  (McpExpose             *expose,
+                                      const char            *uri,
+                                      GError               **error);
+
+/* Exposed for tests: a tool name as Anthropic's API accepts it. */
+char      *mcp_expose_sanitize_name  (const char            *server,
+                                      const char            *tool);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpExpose, mcp_expose_free)
+
+G_END_DECLS

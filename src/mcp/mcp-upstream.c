@@ -1,0 +1,151 @@
+/* mcp-upstream.c — one MCP request from the upstream client, answered.
+ *
+ * See mcp-upstream.h.  Nothing here keeps state between requests: what a
+ * request needs (the exposed tools, the pool) is in the McpExpose.
+ */
+#include "config.h"
+
+#include "mcp/mcp-upstream.h"
+
+#include <glib/gi18n-lib.h>
+
+#include "common/mcp-jsonrpc.h"
+#include "common/mcp-protocol.h"
+
+json_t *
+mcp_upstream_error_reply (json_t     *id,
+                          int         code,
+                          const char *format,
+                          ...)
+{
+  g_autofree char *text = NULL;
+  va_list args;
+
+  va_start (args, format);
+  text = g_strdup_vprintf (format, args);
+  va_end (args);
+  return mcp_jsonrpc_error_new (id, code, text, NULL);
+}
+
+gboolean
+mcp_upstream_is_quick (const char *method)
+{
+  static const char * const quick[] = {
+    "ping", "initialize", "resources/list", "resources/templates/list", "resources/read", NULL,
+  };
+
+  return g_strv_contains (quick, method);
+}
+
+static json_t *
+handle_initialize (McpExpose *expose,
+                   json_t    *params)
+{
+  const char *asked = mcp_json_get_string (params, "protocolVersion");
+  g_autofree char *instructions = mcp_expose_instructions (expose);
+
+  /* The version asked for if we speak it, else our newest: the client
+   * decides whether it can live with that. */
+  return json_pack ("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}",
+                    "protocolVersion",
+                    mcp_protocol_version_is_known (asked) ? asked : MCP_PROTOCOL_VERSION_NEWEST,
+                    "capabilities", "tools", "listChanged", TRUE, "resources",
+                    "serverInfo", "name", PACKAGE_NAME, "version", PACKAGE_VERSION,
+                    "title", "MCP Pool",
+                    "instructions", instructions);
+}
+
+typedef struct {
+  McpProgressFunc  progress;
+  gpointer         progress_data;
+  json_t          *token;
+} ProgressForward;
+
+/* On the pool's context: the server's progress, under the client's token. */
+static void
+forward_progress (json_t   *params,
+                  gpointer  user_data)
+{
+  ProgressForward *forward = user_data;
+  g_autoptr(json_t) upstream = json_copy (params);
+
+  json_object_set (upstream, "progressToken", forward->token);
+  forward->progress (upstream, forward->progress_data);
+}
+
+static json_t *
+handle_tools_call (McpExpose       *expose,
+                   json_t          *id,
+                   json_t          *params,
+                   gint64           timeout_ms,
+                   GCancellable    *cancellable,
+                   McpProgressFunc  progress,
+                   gpointer         progress_data)
+{
+  const char *name = mcp_json_get_string (params, "name");
+  json_t *arguments = json_object_get (params, "arguments");
+  json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
+  ProgressForward forward = { progress, progress_data, token };
+  McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable };
+  g_autoptr(GError) error = NULL;
+  json_t *result;
+
+  if (name == NULL)
+    return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS,
+                                     _("tools/call needs “name”, the name of a tool from tools/list"));
+  if (arguments != NULL && !json_is_object (arguments) && !json_is_null (arguments))
+    return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS,
+                                     _("tools/call: “arguments” must be an object"));
+  if (progress != NULL && mcp_jsonrpc_id_is_valid (token))
+    {
+      options.progress = forward_progress;
+      options.progress_data = &forward;
+    }
+
+  result = mcp_expose_call_tool (expose, name, json_is_object (arguments) ? arguments : NULL,
+                                 &options, &error);
+  if (result == NULL)
+    return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS, "%s", error->message);
+  return mcp_jsonrpc_result_new (id, result);
+}
+
+json_t *
+mcp_upstream_handle_request (McpExpose       *expose,
+                             json_t          *request,
+                             gint64           timeout_ms,
+                             GCancellable    *cancellable,
+                             McpProgressFunc  progress,
+                             gpointer         progress_data)
+{
+  const char *method = mcp_json_get_string (request, "method");
+  json_t *id = json_object_get (request, "id");
+  json_t *params = json_object_get (request, "params");
+  g_autoptr(GError) error = NULL;
+
+  if (params != NULL && !json_is_object (params))
+    return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS,
+                                     _("“params” of %s must be an object"), method);
+
+  if (g_str_equal (method, "initialize"))
+    return mcp_jsonrpc_result_new (id, handle_initialize (expose, params));
+  if (g_str_equal (method, "ping"))
+    return mcp_jsonrpc_result_new (id, json_object ());
+  if (g_str_equal (method, "tools/list"))
+    return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "tools", mcp_expose_list_tools (expose)));
+  if (g_str_equal (method, "tools/call"))
+    return handle_tools_call (expose, id, params, timeout_ms, cancellable, progress, progress_data);
+  if (g_str_equal (method, "resources/list"))
+    return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "resources",
+                                                  mcp_expose_list_resources (expose)));
+  if (g_str_equal (method, "resources/templates/list"))
+    return mcp_jsonrpc_result_new (id, json_pack ("{s:[]}", "resourceTemplates"));
+  if (g_str_equal (method, "resources/read"))
+    {
+      json_t *contents = mcp_expose_read_resource (expose, mcp_json_get_string (params, "uri"), &error);
+
+      if (contents == NULL)
+        return mcp_upstream_error_reply (id, MCP_JSONRPC_RESOURCE_NOT_FOUND, "%s", error->message);
+      return mcp_jsonrpc_result_new (id, contents);
+    }
+  return mcp_upstream_error_reply (id, MCP_JSONRPC_METHOD_NOT_FOUND, _("Method not found: %s"), method);
+}

@@ -1,0 +1,41 @@
+/* mcp-upstream.h — one MCP request from the upstream client, answered.
+ *
+ * The dispatch of initialize, ping and the tools and resources methods against an
+ * McpExpose, shared by `mcp-pool serve` (which reads the requests from
+ * stdin) and mcp-poold (which receives them from `serve --shared` over
+ * D-Bus), so that both answer every request alike.
+ *
+ * Threads: blocking; runs on workers.  @progress is called on the pool's
+ * context.
+ */
+#pragma once
+
+#include <gio/gio.h>
+#include <jansson.h>
+
+#include "mcp/mcp-expose.h"
+
+G_BEGIN_DECLS
+
+/* A request that never waits for a server: answering it on the thread
+ * that reads the input keeps a ping from queueing behind tool calls. */
+gboolean mcp_upstream_is_quick        (const char      *method);
+
+/* The JSON-RPC reply to @request (a valid request).  Tool calls take
+ * @timeout_ms (0: the exposure's default).  Progress of a tools/call that
+ * asked for it reaches @progress as the params of an upstream
+ * notifications/progress, under the client's token. */
+json_t  *mcp_upstream_handle_request  (McpExpose       *expose,
+                                       json_t          *request,
+                                       gint64           timeout_ms,
+                                       GCancellable    *cancellable,
+                                       McpProgressFunc  progress,
+                                       gpointer         progress_data);
+
+/* The error reply that both ends use for failures of their own. */
+json_t  *mcp_upstream_error_reply     (json_t          *id,
+                                       int              code,
+                                       const char      *format,
+                                       ...) G_GNUC_PRINTF (3, 4);
+
+G_END_DECLS

@@ -1,0 +1,659 @@
+/* mcp-serve.c — `mcp-pool serve`: the MCP server on stdin/stdout.
+ *
+ * See mcp-serve.h for the threads.  serve->lock guards the requests in
+ * flight (for notifications/cancelled), the writer queue and the ending
+ * flag; it is never held across a call into the pool.  Only the writer
+ * thread writes to stdout, so lines never interleave.
+ */
+#include "config.h"
+
+#include "serve/mcp-serve.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <glib-unix.h>
+#include <glib/gi18n-lib.h>
+
+#include "pool/mcp-config-watcher.h"
+#include "common/mcp-framing.h"
+#include "common/mcp-jsonrpc.h"
+#include "daemon/mcp-remote.h"
+#include "mcp/mcp-upstream.h"
+
+#define WORKERS_DEFAULT        32
+/* While ending, a client that stops reading gets this long for a line. */
+#define WRITE_TIMEOUT_ENDING   (G_USEC_PER_SEC / 2)
+#define WRITE_POLL_MS          200
+/* Progress is dropped, never replies, when this many messages wait. */
+#define WRITER_QUEUE_SOFT_MAX  1000
+/* Replies are never dropped: stdin stops being read while this many
+ * messages wait for a client that does not read them, and is read again
+ * once the queue is down to the low mark.  Requests that go to the workers
+ * are bounded by max_pending; these marks bound what the main context
+ * answers by itself (pings, refusals, parse errors). */
+#define WRITER_QUEUE_PAUSE     2048
+#define WRITER_QUEUE_RESUME    256
+
+enum {
+  INPUT_READING,
+  INPUT_PAUSED,
+  INPUT_RESUMING,   /* the writer has asked the main context to resume */
+};
+
+struct _McpServe {
+  McpServeOptions   options;         /* immutable */
+  GMainContext     *context;         /* immutable */
+  GMainLoop        *loop;
+  McpPool          *pool;            /* NULL in shared mode */
+  McpExpose        *expose;          /* NULL in shared mode */
+  McpCode          *code;            /* NULL without code mode */
+  McpRemote        *remote;          /* shared mode: the daemon; immutable */
+  McpConfigWatcher *watcher;         /* main context only */
+  GSource          *input;           /* main context only */
+  gint              input_state;     /* atomic: INPUT_* */
+  GSource          *signals[2];      /* main context only */
+  int               out_fd;          /* immutable */
+  gboolean          output_broken;   /* the writer thread only */
+  GThreadPool      *workers;
+
+  GMutex            lock;
+  GThreadPool      *writer;          /* protected by lock; NULL once ending is done */
+  GHashTable       *in_flight;       /* protected by lock; id key → GCancellable */
+  GHashTable       *cancelled_by_client; /* protected by lock; id keys: no reply */
+  gboolean          initialized;     /* protected by lock */
+  gboolean          ending;          /* protected by lock */
+};
+
+/* Writing */
+
+static gboolean
+is_ending (McpServe *serve)
+{
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&serve->lock);
+
+  return serve->ending;
+}
+
+/* The writer thread.  A line is written whole however long a slow client
+ * takes, except while mcp-pool ends; a line that cannot be finished (the
+ * client closed stdout, or stalls at the end) marks the output broken and
+ * nothing is written after it, so a cut line is never followed by another. */
+static gboolean on_output_broken (gpointer user_data);
+
+static void
+send_message (McpServe *serve,
+              json_t   *message)
+{
+  g_autofree char *line = NULL;
+  gint64 stalled_since = 0;
+  gsize length = 0, offset = 0;
+
+  if (serve->output_broken)
+    return;
+  line = mcp_jsonrpc_to_line (message, &length, NULL);
+  while (line != NULL && offset < length)
+    {
+      ssize_t n = write (serve->out_fd, line + offset, length - offset);
+      struct pollfd pfd = { .fd = serve->out_fd, .events = POLLOUT };
+
+      if (n > 0)
+        {
+          offset += n;
+          stalled_since = 0;
+          continue;
+        }
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && errno != EAGAIN)
+        break;
+      if (stalled_since == 0)
+        stalled_since = g_get_monotonic_time ();
+      if (is_ending (serve) && g_get_monotonic_time () - stalled_since > WRITE_TIMEOUT_ENDING)
+        break;
+      poll (&pfd, 1, WRITE_POLL_MS);
+    }
+
+  if (line != NULL && offset < length)
+    {
+      g_debug ("The client stopped reading mcp-pool's output; writing no more");
+      serve->output_broken = TRUE;
+      g_main_context_invoke (serve->context, on_output_broken, serve);
+    }
+}
+
+static gboolean
+on_resume_input (gpointer user_data)
+{
+  McpServe *serve = user_data;
+
+  if (g_atomic_int_compare_and_exchange (&serve->input_state, INPUT_RESUMING, INPUT_READING))
+    mcp_line_reader_set_paused (serve->input, FALSE);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+run_writer_job (gpointer data,
+                gpointer user_data)
+{
+  McpServe *serve = user_data;
+  guint waiting;
+
+  send_message (serve, data);
+  json_decref (data);
+
+  if (g_atomic_int_get (&serve->input_state) != INPUT_PAUSED)
+    return;
+  g_mutex_lock (&serve->lock);
+  waiting = serve->writer != NULL ? g_thread_pool_unprocessed (serve->writer) : 0;
+  g_mutex_unlock (&serve->lock);
+  /* Only one resume is ever asked for per pause. */
+  if (waiting <= WRITER_QUEUE_RESUME &&
+      g_atomic_int_compare_and_exchange (&serve->input_state, INPUT_PAUSED, INPUT_RESUMING))
+    g_main_context_invoke (serve->context, on_resume_input, serve);
+}
+
+/* Main context, after each input message: a client that does not read its
+ * answers stops being read.  The writer has at least PAUSE - RESUME
+ * messages to go when this pauses, and looks after each of them. */
+static void
+push_back_input (McpServe *serve)
+{
+  guint waiting;
+
+  if (g_atomic_int_get (&serve->input_state) != INPUT_READING)
+    return;
+  g_mutex_lock (&serve->lock);
+  waiting = serve->writer != NULL ? g_thread_pool_unprocessed (serve->writer) : 0;
+  g_mutex_unlock (&serve->lock);
+  if (waiting < WRITER_QUEUE_PAUSE)
+    return;
+  g_debug ("The client does not read its answers (%u waiting); reading no more of its requests until it does",
+           waiting);
+  g_atomic_int_set (&serve->input_state, INPUT_PAUSED);
+  mcp_line_reader_set_paused (serve->input, TRUE);
+}
+
+/* Any thread: queues @message (stolen) for the writer thread.  One queue
+ * keeps the order: a request's progress is written before its reply.
+ * Droppable messages (progress) are dropped when the client lags far. */
+static void
+queue_message (McpServe *serve,
+            json_t   *message,
+            gboolean  droppable)
+{
+  g_mutex_lock (&serve->lock);
+  if (serve->writer != NULL &&
+      !(droppable && g_thread_pool_unprocessed (serve->writer) > WRITER_QUEUE_SOFT_MAX))
+    {
+      g_thread_pool_push (serve->writer, message, NULL);
+      message = NULL;
+    }
+  g_mutex_unlock (&serve->lock);
+  json_decref (message);
+}
+
+/* Requests, on the workers */
+
+/* Any thread: a server's progress, already under the client's token. */
+static void
+queue_progress (json_t   *params,
+                gpointer  user_data)
+{
+  queue_message (user_data, mcp_jsonrpc_notification_new ("notifications/progress", params), TRUE);
+}
+
+static GCancellable *
+lookup_cancellable (McpServe *serve,
+                    json_t   *id)
+{
+  g_autofree char *key = mcp_jsonrpc_id_key (id);
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&serve->lock);
+  GCancellable *cancellable = g_hash_table_lookup (serve->in_flight, key);
+
+  return cancellable != NULL ? g_object_ref (cancellable) : NULL;
+}
+
+/* The reply to @request, from the pool of this process or from the
+ * shared daemon. */
+static json_t *
+handle_request (McpServe *serve,
+                json_t   *request)
+{
+  json_t *id = json_object_get (request, "id");
+  g_autoptr(GCancellable) cancellable = lookup_cancellable (serve, id);
+  g_autoptr(GError) error = NULL;
+  json_t *reply;
+
+  if (serve->remote == NULL)
+    return mcp_upstream_handle_request (serve->expose, request, 0, cancellable, queue_progress, serve);
+  if (g_str_equal (mcp_json_get_string (request, "method"), "ping"))
+    return mcp_jsonrpc_result_new (id, json_object ());
+
+  reply = mcp_remote_handle_request (serve->remote, serve->options.expose, serve->options.call_timeout_ms,
+                                     request, cancellable, queue_progress, serve, &error);
+  if (reply == NULL)
+    return mcp_upstream_error_reply (id, MCP_JSONRPC_INTERNAL_ERROR, "%s", error->message);
+  return reply;
+}
+
+static void
+run_request_job (gpointer data,
+                 gpointer user_data)
+{
+  McpServe *serve = user_data;
+  g_autoptr(json_t) request = data;
+  json_t *reply = handle_request (serve, request);
+  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (request, "id"));
+  gboolean cancelled;
+
+  g_mutex_lock (&serve->lock);
+  cancelled = g_hash_table_remove (serve->cancelled_by_client, key);
+  g_hash_table_remove (serve->in_flight, key);
+  g_mutex_unlock (&serve->lock);
+
+  /* A request the client cancelled gets no answer, as the specification
+   * asks; any other answer goes through the writer queue, behind the
+   * progress this request caused. */
+  if (cancelled)
+    json_decref (reply);
+  else
+    queue_message (serve, reply, FALSE);
+}
+
+/* Input, on the main context */
+
+static void
+handle_notification (McpServe *serve,
+                     json_t   *message)
+{
+  const char *method = mcp_json_get_string (message, "method");
+  json_t *params = json_object_get (message, "params");
+
+  if (g_strcmp0 (method, "notifications/cancelled") == 0)
+    {
+      g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (params, "requestId"));
+      GCancellable *cancellable = NULL;
+
+      /* Marked in the same breath as it is found, so that a request that
+       * just finished cannot leave its id marked for a later one. */
+      g_mutex_lock (&serve->lock);
+      if (key != NULL && (cancellable = g_hash_table_lookup (serve->in_flight, key)) != NULL)
+        {
+          g_object_ref (cancellable);
+          g_hash_table_add (serve->cancelled_by_client, g_steal_pointer (&key));
+        }
+      g_mutex_unlock (&serve->lock);
+
+      /* Cancels the downstream request too: the session tells the server. */
+      if (cancellable != NULL)
+        {
+          g_cancellable_cancel (cancellable);
+          g_object_unref (cancellable);
+        }
+    }
+  else if (g_strcmp0 (method, "notifications/initialized") == 0)
+    {
+      g_mutex_lock (&serve->lock);
+      serve->initialized = TRUE;
+      g_mutex_unlock (&serve->lock);
+    }
+}
+
+/* Registers the request, so that notifications/cancelled can find it. */
+static gboolean
+start_request (McpServe *serve,
+               json_t   *request)
+{
+  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (request, "id"));
+  json_t *id = json_object_get (request, "id");
+  guint max_pending = serve->options.max_pending > 0 ? serve->options.max_pending
+                                                     : MCP_SERVE_MAX_PENDING_DEFAULT;
+  guint pending;
+  json_t *refusal = NULL;
+
+  g_mutex_lock (&serve->lock);
+  pending = g_hash_table_size (serve->in_flight);
+  if (serve->ending)
+    refusal = mcp_upstream_error_reply (id, MCP_JSONRPC_INTERNAL_ERROR, _("mcp-pool is shutting down"));
+  else if (g_hash_table_contains (serve->in_flight, key))
+    refusal = mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_REQUEST,
+                                        _("The id %s is already used by a request in flight"), key + 2);
+  else if (pending >= max_pending)
+    {
+      /* Refused at once rather than queued: the worker queue and the
+       * in-flight table stay bounded, and the client learns why. */
+      g_autoptr(json_t) data = json_pack ("{s:i, s:i}", "pending", (int) pending,
+                                          "maxPending", (int) max_pending);
+      g_autofree char *text =
+        g_strdup_printf (_("mcp-pool is busy: %u requests are already waiting for an answer "
+                           "(the limit is %u, set by --max-pending or MCP_POOL_MAX_PENDING). "
+                           "Retry later, or send fewer requests at once"),
+                         pending, max_pending);
+
+      refusal = mcp_jsonrpc_error_new (id, MCP_JSONRPC_SERVER_BUSY, text, data);
+    }
+  else
+    g_hash_table_insert (serve->in_flight, g_steal_pointer (&key), g_cancellable_new ());
+  g_mutex_unlock (&serve->lock);
+
+  if (refusal != NULL)
+    {
+      queue_message (serve, refusal, FALSE);
+      return FALSE;
+    }
+  g_thread_pool_push (serve->workers, json_incref (request), NULL);
+  return TRUE;
+}
+
+static void
+on_input_message (json_t   *message,
+                  gpointer  user_data)
+{
+  McpServe *serve = user_data;
+  json_t *id = json_object_get (message, "id");
+
+  switch (mcp_jsonrpc_classify (message))
+    {
+    case MCP_MESSAGE_REQUEST:
+      /* In shared mode only a ping is answered without the daemon. */
+      if (mcp_upstream_is_quick (mcp_json_get_string (message, "method")) &&
+          (serve->remote == NULL || g_str_equal (mcp_json_get_string (message, "method"), "ping")))
+        queue_message (serve, handle_request (serve, message), FALSE);
+      else
+        start_request (serve, message);
+      break;
+    case MCP_MESSAGE_NOTIFICATION:
+      handle_notification (serve, message);
+      break;
+    case MCP_MESSAGE_RESPONSE:
+      /* mcp-pool sends the client no requests. */
+      break;
+    case MCP_MESSAGE_INVALID:
+    default:
+      queue_message (serve,
+                     mcp_upstream_error_reply (mcp_jsonrpc_id_is_valid (id) ? id : NULL, MCP_JSONRPC_INVALID_REQUEST,
+                                               _("Invalid request: a JSON-RPC request needs a string “method” "
+                                                 "and an integer or string “id”")),
+                     FALSE);
+      break;
+    }
+  push_back_input (serve);
+}
+
+static void
+on_input_noise (const char *line,
+                gsize       length,
+                GError     *error,
+                gpointer    user_data)
+{
+  json_t *reply;
+
+  /* Valid JSON that cannot be held: a request still gets its answer for
+   * its id, a notification or a response none, as they would. */
+  if (g_error_matches (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_UNSUPPORTED))
+    {
+      g_autoptr(json_t) salvaged = mcp_jsonrpc_parse_salvaged (line, length);
+      McpMessageKind kind = mcp_jsonrpc_classify (salvaged);
+
+      if (kind == MCP_MESSAGE_NOTIFICATION || kind == MCP_MESSAGE_RESPONSE)
+        {
+          g_debug ("Dropping a message that mcp-pool cannot hold: %s", error->message);
+          return;
+        }
+      reply = mcp_upstream_error_reply (kind == MCP_MESSAGE_REQUEST ? json_object_get (salvaged, "id") : NULL,
+                                        MCP_JSONRPC_INVALID_REQUEST, _("Request refused: %s"), error->message);
+    }
+  else
+    reply = mcp_upstream_error_reply (NULL, MCP_JSONRPC_PARSE_ERROR, _("Parse error: %s"), error->message);
+  queue_message (user_data, reply, FALSE);
+  push_back_input (user_data);
+}
+
+static void
+on_input_too_long (GError   *error,
+                   gpointer  user_data)
+{
+  queue_message (user_data,
+                 mcp_upstream_error_reply (NULL, MCP_JSONRPC_INVALID_REQUEST, _("Request refused: %s"),
+                                           error->message),
+                 FALSE);
+  push_back_input (user_data);
+}
+
+/* Ending */
+
+typedef struct {
+  McpServe *serve;
+  gint64    stdin_grace;
+  gint64    term_grace;
+} Ending;
+
+static gpointer
+end_in_thread (gpointer data)
+{
+  Ending *ending = data;
+  McpServe *serve = ending->serve;
+  GThreadPool *writer;
+
+  if (serve->pool != NULL)
+    mcp_pool_shutdown (serve->pool, ending->stdin_grace, ending->term_grace);
+  /* The requests in flight have failed or been cancelled by now. */
+  g_thread_pool_free (g_steal_pointer (&serve->workers), FALSE, TRUE);
+  g_clear_pointer (&serve->code, mcp_code_free);
+  g_mutex_lock (&serve->lock);
+  writer = g_steal_pointer (&serve->writer);
+  g_mutex_unlock (&serve->lock);
+  g_thread_pool_free (writer, FALSE, TRUE);
+
+  g_main_loop_quit (serve->loop);
+  g_free (ending);
+  return NULL;
+}
+
+static void
+cancel_request (gpointer key,
+                gpointer cancellable,
+                gpointer unused)
+{
+  g_cancellable_cancel (cancellable);
+}
+
+static void
+begin_ending (McpServe *serve,
+              gint64    stdin_grace,
+              gint64    term_grace)
+{
+  Ending *ending;
+
+  g_mutex_lock (&serve->lock);
+  if (serve->ending)
+    {
+      g_mutex_unlock (&serve->lock);
+      return;
+    }
+  serve->ending = TRUE;
+  /* Sandboxes and calls in flight stop; their callers get errors. */
+  g_hash_table_foreach (serve->in_flight, cancel_request, NULL);
+  g_mutex_unlock (&serve->lock);
+
+  g_source_destroy (serve->input);
+  g_clear_pointer (&serve->watcher, mcp_config_watcher_free);
+  ending = g_new0 (Ending, 1);
+  *ending = (Ending) { serve, stdin_grace, term_grace };
+  g_thread_unref (g_thread_new ("mcp-serve-end", end_in_thread, ending));
+}
+
+/* The client no longer reads us: it is gone, so end as on stdin EOF. */
+static gboolean
+on_output_broken (gpointer user_data)
+{
+  begin_ending (user_data, MCP_POOL_SHUTDOWN_STDIN_GRACE, MCP_POOL_SHUTDOWN_TERM_GRACE);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_input_closed (GError   *error,
+                 gpointer  user_data)
+{
+  /* The client closed our stdin: it gives us about two seconds before
+   * SIGTERM, two more before SIGKILL. */
+  begin_ending (user_data, MCP_POOL_SHUTDOWN_STDIN_GRACE, MCP_POOL_SHUTDOWN_TERM_GRACE);
+}
+
+static gboolean
+on_terminate_signal (gpointer user_data)
+{
+  begin_ending (user_data, 0, G_USEC_PER_SEC / 2);
+  return G_SOURCE_CONTINUE;
+}
+
+/* Pool events, on the main context */
+
+static void
+announce_tools_changed (const char *server,
+                        gpointer    user_data)
+{
+  McpServe *serve = user_data;
+  gboolean initialized;
+
+  g_mutex_lock (&serve->lock);
+  initialized = serve->initialized;
+  g_mutex_unlock (&serve->lock);
+  if (initialized && (serve->options.expose & MCP_EXPOSE_PROXY))
+    queue_message (serve, mcp_jsonrpc_notification_new ("notifications/tools/list_changed", NULL), TRUE);
+}
+
+static void
+on_tools_changed (McpPool    *pool,
+                  const char *server,
+                  gpointer    user_data)
+{
+  announce_tools_changed (server, user_data);
+}
+
+static void
+on_config_changed (McpDiscovery *discovery,
+                   gpointer      user_data)
+{
+  McpServe *serve = user_data;
+
+  mcp_pool_set_servers (serve->pool, discovery->servers);
+  mcp_discovery_free (discovery);
+}
+
+/* Main thread: the in-process pool, with the servers of @discovery_options. */
+static void
+start_pool (McpServe                  *serve,
+            const McpDiscoveryOptions *discovery_options,
+            const McpPoolCallbacks    *callbacks)
+{
+  g_autoptr(McpDiscovery) discovery = NULL;
+
+  serve->pool = mcp_pool_new (serve->context, NULL, callbacks);
+  if (serve->options.expose & MCP_EXPOSE_CODE)
+    {
+      McpCodeOptions code_options = { .keep_warm = TRUE, .timeout_s = serve->options.code_timeout_s };
+
+      serve->code = mcp_code_new (serve->pool, serve->context, &code_options);
+    }
+  serve->expose = mcp_expose_new (serve->pool, serve->options.expose, serve->options.call_timeout_ms,
+                                  serve->code);
+  /* Watch first, so that no change between discovery and watching is lost. */
+  serve->watcher = mcp_config_watcher_new (discovery_options, serve->context, on_config_changed, serve);
+  discovery = mcp_config_discover (discovery_options);
+  mcp_pool_set_servers (serve->pool, discovery->servers);
+}
+
+McpServe *
+mcp_serve_new (const McpDiscoveryOptions *discovery_options,
+               GMainContext              *context,
+               int                        in_fd,
+               int                        out_fd,
+               const McpServeOptions     *options,
+               GError                   **error)
+{
+  static const McpLineReaderFuncs input_funcs = {
+    on_input_message, on_input_noise, on_input_too_long, on_input_closed,
+  };
+  McpServe *serve;
+  McpPoolCallbacks callbacks = { NULL, on_tools_changed, NULL };
+  McpRemoteCallbacks remote_callbacks = { announce_tools_changed, NULL, NULL };
+  g_autoptr(McpRemote) remote = NULL;
+  int signals[] = { SIGTERM, SIGINT };
+
+  if (options->shared && (remote = mcp_remote_new (error)) == NULL)
+    return NULL;
+  serve = g_new0 (McpServe, 1);
+  callbacks.user_data = remote_callbacks.user_data = serve;
+
+  serve->options = *options;
+  serve->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
+  serve->loop = g_main_loop_new (serve->context, FALSE);
+  serve->out_fd = out_fd;
+  if (!isatty (out_fd))
+    g_unix_set_fd_nonblocking (out_fd, TRUE, NULL);
+  g_mutex_init (&serve->lock);
+  serve->in_flight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+  serve->cancelled_by_client = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  if (remote != NULL)
+    {
+      /* The daemon finds and follows the servers itself. */
+      serve->remote = g_steal_pointer (&remote);
+      g_main_context_push_thread_default (serve->context);
+      mcp_remote_watch (serve->remote, &remote_callbacks);
+      g_main_context_pop_thread_default (serve->context);
+    }
+  else
+    start_pool (serve, discovery_options, &callbacks);
+
+  serve->workers = g_thread_pool_new (run_request_job, serve,
+                                      options->workers > 0 ? (int) options->workers : WORKERS_DEFAULT,
+                                      FALSE, NULL);
+  serve->writer = g_thread_pool_new (run_writer_job, serve, 1, FALSE, NULL);
+
+  serve->input = mcp_line_reader_new (dup (in_fd), options->max_line, &input_funcs, serve, NULL);
+  g_source_attach (serve->input, serve->context);
+  for (guint i = 0; i < G_N_ELEMENTS (signals); i++)
+    {
+      serve->signals[i] = g_unix_signal_source_new (signals[i]);
+      g_source_set_callback (serve->signals[i], on_terminate_signal, serve, NULL);
+      g_source_attach (serve->signals[i], serve->context);
+    }
+  return serve;
+}
+
+int
+mcp_serve_run (McpServe *serve)
+{
+  g_main_loop_run (serve->loop);
+  return 0;
+}
+
+void
+mcp_serve_free (McpServe *serve)
+{
+  if (serve == NULL)
+    return;
+  for (guint i = 0; i < G_N_ELEMENTS (serve->signals); i++)
+    if (serve->signals[i] != NULL)
+      {
+        g_source_destroy (serve->signals[i]);
+        g_source_unref (serve->signals[i]);
+      }
+  g_source_destroy (serve->input);
+  g_source_unref (serve->input);
+  g_clear_pointer (&serve->watcher, mcp_config_watcher_free);
+  mcp_expose_free (serve->expose);
+  mcp_code_free (serve->code);
+  g_clear_pointer (&serve->pool, mcp_pool_free);
+  mcp_remote_free (serve->remote);
+  g_hash_table_unref (serve->in_flight);
+  g_hash_table_unref (serve->cancelled_by_client);
+  g_mutex_clear (&serve->lock);
+  g_main_loop_unref (serve->loop);
+  g_main_context_unref (serve->context);
+  g_free (serve);
+}

@@ -1,0 +1,67 @@
+/* mcp-serve.h — `mcp-pool serve`: the MCP server on stdin/stdout that
+ * clients (Claude Desktop, Claude Code, IDEs) launch.
+ *
+ * Threads: the main context reads stdin and handles notifications; each
+ * request is a job on a worker pool; every message out (replies,
+ * progress, list_changed) goes through one queue to a writer thread that
+ * writes whole lines, so the order holds and neither the main context nor
+ * a worker blocks on a slow client.
+ *
+ * Bounds: at most options.max_pending requests are in flight; more are
+ * answered at once with a "busy" error.  Replies are never dropped, so a
+ * client that sends requests faster than it reads the answers is pushed
+ * back instead: reading stdin pauses while too many lines wait for the
+ * writer, and resumes once the client has read most of them.
+ *
+ * Shared mode (`serve --shared`): the requests go to mcp-poold over the
+ * session bus, which answers them from the pool that every client of the
+ * user shares; only a ping is answered here.
+ *
+ * Ending: stdin EOF, SIGTERM or SIGINT stop the reading, shut every server
+ * down in parallel within the budget MCP clients allow (EOF: stdin closed,
+ * SIGTERM after 1 s, SIGKILL after 2 s; SIGTERM to mcp-pool: SIGTERM at
+ * once, SIGKILL after 0.5 s), let the requests in flight answer, and quit.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "pool/mcp-config-discovery.h"
+#include "mcp/mcp-expose.h"
+
+G_BEGIN_DECLS
+
+typedef struct _McpServe McpServe;
+
+/* Requests in flight (running or waiting for a worker) beyond which a new
+ * one is refused at once with MCP_JSONRPC_SERVER_BUSY, so that a client
+ * that sends faster than the servers answer meets a bound, not a queue
+ * that grows with its impatience. */
+#define MCP_SERVE_MAX_PENDING_DEFAULT 1024
+#define MCP_SERVE_MAX_PENDING_LIMIT   (1024 * 1024)
+
+typedef struct {
+  McpExposeFlags expose;
+  gint64         call_timeout_ms;   /* 0: the servers' own */
+  gint64         code_timeout_s;    /* run_python's default; 0: see mcp-code.h */
+  gsize          max_line;          /* 0: MCP_LINE_MAX_DEFAULT */
+  guint          workers;           /* 0: a default */
+  guint          max_pending;       /* 0: MCP_SERVE_MAX_PENDING_DEFAULT */
+  gboolean       shared;            /* forward to mcp-poold instead of a pool of our own */
+} McpServeOptions;
+
+/* Main thread.  Finds the servers with @discovery and keeps following
+ * their config files; reads @in_fd, writes @out_fd.  In shared mode the
+ * daemon does the finding and answers the requests, and @discovery is not
+ * used; NULL with @error when the session bus cannot be reached. */
+McpServe *mcp_serve_new   (const McpDiscoveryOptions *discovery,
+                           GMainContext          *context,
+                           int                    in_fd,
+                           int                    out_fd,
+                           const McpServeOptions *options,
+                           GError               **error);
+/* Main thread: runs until the client leaves or a signal ends it. */
+int       mcp_serve_run   (McpServe              *serve);
+void      mcp_serve_free  (McpServe              *serve);
+
+G_END_DECLS
