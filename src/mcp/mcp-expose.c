@@ -171,7 +171,7 @@ static json_t *
 failure_result (const char   *server,
                 const GError *error)
 {
-  if (mcp_session_error_is_fatal (error))
+  if (mcp_call_error_is_fatal (error))
     return error_result (_("%s\nmcp-pool closed this session of “%s”; the next call starts the server afresh."),
                          error->message, server);
   return text_result (TRUE, error->message);

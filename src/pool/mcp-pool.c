@@ -371,7 +371,7 @@ mcp_pool_release_session (PoolEntry    *entry,
                           gboolean      took_slot,
                           const GError *failure)
 {
-  gboolean evict = mcp_session_error_is_fatal (failure);
+  gboolean evict = mcp_call_error_is_fatal (failure);
 
   g_mutex_lock (&entry->lock);
   entry->calls++;
@@ -529,7 +529,7 @@ mcp_pool_call_tool (McpPool               *pool,
            : json_pack ("{s:s, s:{}}", "name", tool, "arguments");
   /* Never replayed: a crash mid-call may already have had effects. */
   result = mcp_session_call_full (session, "tools/call", params, &call_options, &failure);
-  if (mcp_session_error_is_fatal (failure))
+  if (mcp_call_error_is_fatal (failure))
     append_stderr_tail (session, failure);
   mcp_pool_release_session (entry, session, TRUE, failure);
   if (failure != NULL)

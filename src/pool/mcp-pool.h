@@ -23,7 +23,7 @@
 #include <jansson.h>
 
 #include "common/mcp-server-config.h"
-#include "pool/mcp-session.h"
+#include "pool/mcp-call.h"
 
 G_BEGIN_DECLS
 
