@@ -507,31 +507,52 @@ call_server_tool (McpExpose             *expose,
   return result != NULL ? result : failure_result (server, error);
 }
 
+/* What the gateway's call_tool asks for: the server, the tool, its
+ * arguments (borrowed) and the options; or the failure to answer with. */
 static json_t *
-gateway_call_tool (McpExpose             *expose,
-                   json_t                *arguments,
-                   const McpCallOptions  *options)
+gateway_call_target (json_t                *arguments,
+                     const McpCallOptions  *options,
+                     const char           **server,
+                     const char           **tool,
+                     json_t               **tool_arguments,
+                     McpCallOptions        *call_options)
 {
-  McpCallOptions call_options = *options;
-  json_t *tool_arguments = json_object_get (arguments, "arguments");
   json_t *timeout = json_object_get (arguments, "timeout");
-  const char *server, *tool;
   json_t *failure;
 
-  if ((failure = require_string (arguments, "call_tool", "server", &server)) != NULL ||
-      (failure = require_string (arguments, "call_tool", "tool", &tool)) != NULL)
+  *call_options = *options;
+  *tool_arguments = json_object_get (arguments, "arguments");
+  if ((failure = require_string (arguments, "call_tool", "server", server)) != NULL ||
+      (failure = require_string (arguments, "call_tool", "tool", tool)) != NULL)
     return failure;
-  if (tool_arguments != NULL && !json_is_object (tool_arguments) && !json_is_null (tool_arguments))
+  if (*tool_arguments != NULL && !json_is_object (*tool_arguments) && !json_is_null (*tool_arguments))
     return error_result (_("call_tool: “arguments” must be an object of the tool's arguments"));
+  if (!json_is_object (*tool_arguments))
+    *tool_arguments = NULL;
   if (timeout != NULL)
     {
       if (!json_is_number (timeout) || json_number_value (timeout) <= 0)
         return error_result (_("call_tool: “timeout” must be a positive number of seconds (at most %d)"),
                              MCP_CALL_TIMEOUT_MAX_MS / 1000);
-      call_options.timeout_ms = (gint64) (MIN (json_number_value (timeout), MCP_CALL_TIMEOUT_MAX_MS / 1000) * 1000);
+      call_options->timeout_ms = (gint64) (MIN (json_number_value (timeout), MCP_CALL_TIMEOUT_MAX_MS / 1000) * 1000);
     }
-  return call_server_tool (expose, server, tool, json_is_object (tool_arguments) ? tool_arguments : NULL,
-                           &call_options);
+  return NULL;
+}
+
+static json_t *
+gateway_call_tool (McpExpose             *expose,
+                   json_t                *arguments,
+                   const McpCallOptions  *options)
+{
+  McpCallOptions call_options;
+  json_t *tool_arguments;
+  const char *server, *tool;
+  json_t *failure = gateway_call_target (arguments, options, &server, &tool, &tool_arguments,
+                                         &call_options);
+
+  if (failure != NULL)
+    return failure;
+  return call_server_tool (expose, server, tool, tool_arguments, &call_options);
 }
 
 static gboolean
@@ -651,6 +672,72 @@ mcp_expose_call_tool (McpExpose             *expose,
                  _("Unknown tool “%s”; the tools are: %s"), name, known);
   }
   return NULL;
+}
+
+/* The warm path: a server's result, or its failure as the model sees it. */
+
+typedef struct {
+  char         *server;
+  McpReplyFunc  callback;
+  gpointer      user_data;
+} WarmCall;
+
+static void
+on_warm_result (json_t       *result,
+                const GError *error,
+                gpointer      data)
+{
+  WarmCall *call = data;
+
+  call->callback (result != NULL ? result : failure_result (call->server, error), NULL,
+                  call->user_data);
+  g_free (call->server);
+  g_free (call);
+}
+
+gboolean
+mcp_expose_call_tool_warm (McpExpose             *expose,
+                           const char            *name,
+                           json_t                *arguments,
+                           const McpCallOptions  *options,
+                           McpReplyFunc           callback,
+                           gpointer               user_data)
+{
+  McpCallOptions call_options = *options;
+  g_autofree char *server = NULL;
+  g_autofree char *tool = NULL;
+  json_t *tool_arguments = arguments;
+  WarmCall *call;
+
+  if (call_options.timeout_ms <= 0)
+    call_options.timeout_ms = expose->default_timeout_ms;
+
+  if ((expose->flags & MCP_EXPOSE_GATEWAY) && g_str_equal (name, "call_tool"))
+    {
+      const char *asked_server, *asked_tool;
+      g_autoptr(json_t) failure = gateway_call_target (arguments, &call_options, &asked_server,
+                                                       &asked_tool, &tool_arguments, &call_options);
+
+      /* The blocking call answers with the same failure. */
+      if (failure != NULL)
+        return FALSE;
+      server = g_strdup (asked_server);
+      tool = g_strdup (asked_tool);
+    }
+  else if (!(expose->flags & MCP_EXPOSE_PROXY) || is_gateway_tool (name) ||
+           g_str_equal (name, "run_python") || !find_proxy_target (expose, name, &server, &tool))
+    return FALSE;
+
+  call = g_new0 (WarmCall, 1);
+  call->server = g_strdup (server);
+  call->callback = callback;
+  call->user_data = user_data;
+  if (mcp_pool_call_tool_warm (expose->pool, server, tool, tool_arguments, &call_options,
+                               on_warm_result, call))
+    return TRUE;
+  g_free (call->server);
+  g_free (call);
+  return FALSE;
 }
 
 /* Resources: one overview of the servers and how to reach their tools. */

@@ -64,6 +64,7 @@ struct _McpServe {
   GHashTable       *cancelled_by_client; /* protected by lock; id keys: no reply */
   gboolean          initialized;     /* protected by lock */
   gboolean          ending;          /* protected by lock */
+  gboolean          ended;           /* protected by lock; the pool is shut down */
 };
 
 /* Writing */
@@ -238,28 +239,49 @@ handle_request (McpServe *serve,
   return reply;
 }
 
+static gboolean on_ended (gpointer user_data);
+
+/* Any thread: the end of a request.  A request the client cancelled gets
+ * no answer, as the specification asks; any other answer goes out behind
+ * the progress this request caused.  Takes @reply. */
+static void
+finish_request (McpServe *serve,
+                json_t   *reply)
+{
+  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (reply, "id"));
+  gboolean cancelled, last;
+
+  g_mutex_lock (&serve->lock);
+  cancelled = g_hash_table_remove (serve->cancelled_by_client, key);
+  g_hash_table_remove (serve->in_flight, key);
+  last = serve->ended && g_hash_table_size (serve->in_flight) == 0;
+  g_mutex_unlock (&serve->lock);
+
+  if (cancelled)
+    json_decref (reply);
+  else
+    queue_message (serve, reply, FALSE);
+  if (last)
+    g_main_context_invoke (serve->context, on_ended, serve);
+}
+
 static void
 run_request_job (gpointer data,
                  gpointer user_data)
 {
   McpServe *serve = user_data;
   g_autoptr(json_t) request = data;
-  json_t *reply = handle_request (serve, request);
-  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (request, "id"));
-  gboolean cancelled;
 
-  g_mutex_lock (&serve->lock);
-  cancelled = g_hash_table_remove (serve->cancelled_by_client, key);
-  g_hash_table_remove (serve->in_flight, key);
-  g_mutex_unlock (&serve->lock);
+  finish_request (serve, handle_request (serve, request));
+}
 
-  /* A request the client cancelled gets no answer, as the specification
-   * asks; any other answer goes through the writer queue, behind the
-   * progress this request caused. */
-  if (cancelled)
-    json_decref (reply);
-  else
-    queue_message (serve, reply, FALSE);
+/* The warm path's reply, on the main context. */
+static void
+on_warm_reply (json_t       *reply,
+               const GError *error,
+               gpointer      user_data)
+{
+  finish_request (user_data, reply);
 }
 
 /* Input, on the main context */
@@ -312,6 +334,7 @@ start_request (McpServe *serve,
                                                      : MCP_SERVE_MAX_PENDING_DEFAULT;
   guint pending;
   json_t *refusal = NULL;
+  GCancellable *cancellable = NULL;
 
   g_mutex_lock (&serve->lock);
   pending = g_hash_table_size (serve->in_flight);
@@ -335,7 +358,10 @@ start_request (McpServe *serve,
       refusal = mcp_jsonrpc_error_new (id, MCP_JSONRPC_SERVER_BUSY, text, data);
     }
   else
-    g_hash_table_insert (serve->in_flight, g_steal_pointer (&key), g_cancellable_new ());
+    {
+      cancellable = g_cancellable_new ();
+      g_hash_table_insert (serve->in_flight, g_steal_pointer (&key), cancellable);
+    }
   g_mutex_unlock (&serve->lock);
 
   if (refusal != NULL)
@@ -343,6 +369,14 @@ start_request (McpServe *serve,
       queue_message (serve, refusal, FALSE);
       return FALSE;
     }
+  /* A call of a warm server is answered right here, on the main context;
+   * the rest (starts, listings, run_python, the daemon) waits on a worker.
+   * The cancellable lives while the request is in flight, which is longer
+   * than the warm path needs it. */
+  if (serve->remote == NULL &&
+      mcp_upstream_handle_request_warm (serve->expose, request, 0, cancellable, queue_progress, serve,
+                                        on_warm_reply, serve))
+    return TRUE;
   g_thread_pool_push (serve->workers, json_incref (request), NULL);
   return TRUE;
 }
@@ -430,6 +464,25 @@ typedef struct {
   gint64    term_grace;
 } Ending;
 
+/* On the main context, once the pool is down, and again when the last
+ * request in flight is answered: the loop ends when both are true.  The
+ * warm calls of a pool that is shut down end on the main context, a moment
+ * after the shutdown returns. */
+static gboolean
+on_ended (gpointer user_data)
+{
+  McpServe *serve = user_data;
+  gboolean done;
+
+  g_mutex_lock (&serve->lock);
+  serve->ended = TRUE;
+  done = g_hash_table_size (serve->in_flight) == 0;
+  g_mutex_unlock (&serve->lock);
+  if (done)
+    g_main_loop_quit (serve->loop);
+  return G_SOURCE_REMOVE;
+}
+
 static gpointer
 end_in_thread (gpointer data)
 {
@@ -447,7 +500,7 @@ end_in_thread (gpointer data)
   g_mutex_unlock (&serve->lock);
   g_thread_pool_free (writer, FALSE, TRUE);
 
-  g_main_loop_quit (serve->loop);
+  g_main_context_invoke (serve->context, on_ended, serve);
   g_free (ending);
   return NULL;
 }
