@@ -216,27 +216,14 @@ lookup_cancellable (McpServe *serve,
   return cancellable != NULL ? g_object_ref (cancellable) : NULL;
 }
 
-/* The reply to @request, from the pool of this process or from the
- * shared daemon. */
+/* On a worker: the reply to @request from the pool of this process. */
 static json_t *
 handle_request (McpServe *serve,
                 json_t   *request)
 {
-  json_t *id = json_object_get (request, "id");
-  g_autoptr(GCancellable) cancellable = lookup_cancellable (serve, id);
-  g_autoptr(GError) error = NULL;
-  json_t *reply;
+  g_autoptr(GCancellable) cancellable = lookup_cancellable (serve, json_object_get (request, "id"));
 
-  if (serve->remote == NULL)
-    return mcp_upstream_handle_request (serve->expose, request, 0, cancellable, queue_progress, serve);
-  if (g_str_equal (mcp_json_get_string (request, "method"), "ping"))
-    return mcp_jsonrpc_result_new (id, json_object ());
-
-  reply = mcp_remote_handle_request (serve->remote, serve->options.expose, serve->options.call_timeout_ms,
-                                     request, cancellable, queue_progress, serve, &error);
-  if (reply == NULL)
-    return mcp_upstream_error_reply (id, MCP_JSONRPC_INTERNAL_ERROR, "%s", error->message);
-  return reply;
+  return mcp_upstream_handle_request (serve->expose, request, 0, cancellable, queue_progress, serve);
 }
 
 static gboolean on_ended (gpointer user_data);
@@ -246,9 +233,10 @@ static gboolean on_ended (gpointer user_data);
  * the progress this request caused.  Takes @reply. */
 static void
 finish_request (McpServe *serve,
+                json_t   *id,
                 json_t   *reply)
 {
-  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (reply, "id"));
+  g_autofree char *key = mcp_jsonrpc_id_key (id);
   gboolean cancelled, last;
 
   g_mutex_lock (&serve->lock);
@@ -272,16 +260,36 @@ run_request_job (gpointer data,
   McpServe *serve = user_data;
   g_autoptr(json_t) request = data;
 
-  finish_request (serve, handle_request (serve, request));
+  finish_request (serve, json_object_get (request, "id"), handle_request (serve, request));
 }
 
-/* The warm path's reply, on the main context. */
+/* The warm path's reply, on the main context; it has the request's id. */
 static void
 on_warm_reply (json_t       *reply,
                const GError *error,
                gpointer      user_data)
 {
-  finish_request (user_data, reply);
+  finish_request (user_data, json_object_get (reply, "id"), reply);
+}
+
+/* Shared mode: the daemon's answer, on the main context. */
+typedef struct {
+  McpServe *serve;
+  json_t   *id;
+} SharedRequest;
+
+static void
+on_shared_reply (json_t       *reply,
+                 const GError *error,
+                 gpointer      user_data)
+{
+  SharedRequest *shared = user_data;
+
+  if (reply == NULL)
+    reply = mcp_upstream_error_reply (shared->id, MCP_JSONRPC_INTERNAL_ERROR, "%s", error->message);
+  finish_request (shared->serve, shared->id, reply);
+  json_decref (shared->id);
+  g_free (shared);
 }
 
 /* Input, on the main context */
@@ -369,15 +377,21 @@ start_request (McpServe *serve,
       queue_message (serve, refusal, FALSE);
       return FALSE;
     }
-  /* A call of a warm server is answered right here, on the main context;
-   * the rest (starts, listings, run_python, the daemon) waits on a worker.
-   * The cancellable lives while the request is in flight, which is longer
-   * than the warm path needs it. */
-  if (serve->remote == NULL &&
-      mcp_upstream_handle_request_warm (serve->expose, request, 0, cancellable, queue_progress, serve,
-                                        on_warm_reply, serve))
-    return TRUE;
-  g_thread_pool_push (serve->workers, json_incref (request), NULL);
+  /* The shared daemon, and a call of a warm server, are answered from
+   * the main context; the rest (starts, listings, run_python) waits on a
+   * worker.  The cancellable lives while the request is in flight, which
+   * is as long as they need it. */
+  if (serve->remote != NULL)
+    {
+      SharedRequest *shared = g_new (SharedRequest, 1);
+
+      *shared = (SharedRequest) { serve, json_incref (id) };
+      mcp_remote_handle_request_async (serve->remote, serve->options.expose, serve->options.call_timeout_ms,
+                                       request, cancellable, queue_progress, serve, on_shared_reply, shared);
+    }
+  else if (!mcp_upstream_handle_request_warm (serve->expose, request, 0, cancellable, queue_progress, serve,
+                                              on_warm_reply, serve))
+    g_thread_pool_push (serve->workers, json_incref (request), NULL);
   return TRUE;
 }
 
@@ -392,9 +406,10 @@ on_input_message (json_t   *message,
     {
     case MCP_MESSAGE_REQUEST:
       /* In shared mode only a ping is answered without the daemon. */
-      if (mcp_upstream_is_quick (mcp_json_get_string (message, "method")) &&
-          (serve->remote == NULL || g_str_equal (mcp_json_get_string (message, "method"), "ping")))
-        queue_message (serve, handle_request (serve, message), FALSE);
+      if (g_str_equal (mcp_json_get_string (message, "method"), "ping"))
+        queue_message (serve, mcp_jsonrpc_result_new (id, json_object ()), FALSE);
+      else if (serve->remote == NULL && mcp_upstream_is_quick (mcp_json_get_string (message, "method")))
+        queue_message (serve, mcp_upstream_handle_request (serve->expose, message, 0, NULL, NULL, NULL), FALSE);
       else
         start_request (serve, message);
       break;
