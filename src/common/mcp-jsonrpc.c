@@ -287,6 +287,31 @@ mcp_jsonrpc_write_line (int      fd,
   return mcp_jsonrpc_write_all (fd, line, length, deadline, error);
 }
 
+/* The reply line to a request of id @id (borrowed) whose result is
+ * already JSON text, as mcp_jsonrpc_result_new() and
+ * mcp_jsonrpc_to_line() would write it, without parsing and encoding the
+ * result again.  @raw_result must be one JSON value without a newline,
+ * such as a span that mcp_json_scan() found in a line. */
+GBytes *
+mcp_jsonrpc_splice_reply (json_t     *id,
+                          const char *raw_result,
+                          gsize       length)
+{
+  g_autofree char *id_text = json_dumps (id != NULL ? id : json_null (), JSON_COMPACT | JSON_ENCODE_ANY);
+  static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
+  static const char middle[] = ",\"result\":";
+  GString *line;
+
+  g_return_val_if_fail (id_text != NULL, NULL);
+  line = g_string_sized_new (sizeof head + strlen (id_text) + sizeof middle + length + 2);
+  g_string_append_len (line, head, sizeof head - 1);
+  g_string_append (line, id_text);
+  g_string_append_len (line, middle, sizeof middle - 1);
+  g_string_append_len (line, raw_result, length);
+  g_string_append_len (line, "}\n", 2);
+  return g_string_free_to_bytes (line);
+}
+
 /* The string member @key of @object, or NULL if absent or not a string. */
 const char *
 mcp_json_get_string (json_t     *object,

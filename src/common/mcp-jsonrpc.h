@@ -80,6 +80,10 @@ gboolean       mcp_jsonrpc_write_line    (int           fd,
                                           gint64        deadline,
                                           GError      **error);
 
+GBytes        *mcp_jsonrpc_splice_reply  (json_t       *id,
+                                          const char   *raw_result,
+                                          gsize         length);
+
 const char    *mcp_json_get_string       (json_t       *object,
                                           const char   *key);
 
