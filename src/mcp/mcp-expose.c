@@ -677,10 +677,18 @@ mcp_expose_call_tool (McpExpose             *expose,
 /* The warm path: a server's result, or its failure as the model sees it. */
 
 typedef struct {
-  char         *server;
-  McpReplyFunc  callback;
-  gpointer      user_data;
+  char            *server;
+  McpReplyFunc     callback;
+  McpRawReplyFunc  raw_reply;
+  gpointer         user_data;
 } WarmCall;
+
+static void
+warm_call_free (WarmCall *call)
+{
+  g_free (call->server);
+  g_free (call);
+}
 
 static void
 on_warm_result (json_t       *result,
@@ -691,8 +699,18 @@ on_warm_result (json_t       *result,
 
   call->callback (result != NULL ? result : failure_result (call->server, error), NULL,
                   call->user_data);
-  g_free (call->server);
-  g_free (call);
+  warm_call_free (call);
+}
+
+/* A server's result passes through as it came: no exposure rewrites one. */
+static void
+on_warm_raw_result (McpRawResponse *response,
+                    gpointer        data)
+{
+  WarmCall *call = data;
+
+  call->raw_reply (response, call->user_data);
+  warm_call_free (call);
 }
 
 gboolean
@@ -731,12 +749,13 @@ mcp_expose_call_tool_warm (McpExpose             *expose,
   call = g_new0 (WarmCall, 1);
   call->server = g_strdup (server);
   call->callback = callback;
+  call->raw_reply = options->raw_reply;
   call->user_data = user_data;
+  call_options.raw_reply = call->raw_reply != NULL ? on_warm_raw_result : NULL;
   if (mcp_pool_call_tool_warm (expose->pool, server, tool, tool_arguments, &call_options,
                                on_warm_result, call))
     return TRUE;
-  g_free (call->server);
-  g_free (call);
+  warm_call_free (call);
   return FALSE;
 }
 

@@ -155,7 +155,7 @@ mcp_upstream_handle_request (McpExpose       *expose,
 typedef struct {
   ProgressForward  forward;      /* progress under the client's token */
   json_t          *id;
-  McpReplyFunc     callback;
+  McpUpstreamReplyFunc callback;
   gpointer         user_data;
 } WarmRequest;
 
@@ -174,7 +174,21 @@ on_warm_result (json_t       *result,
 {
   WarmRequest *warm = data;
 
-  warm->callback (mcp_jsonrpc_result_new (warm->id, result), NULL, warm->user_data);
+  warm->callback (warm->id, mcp_jsonrpc_result_new (warm->id, result), NULL, warm->user_data);
+  warm_request_free (warm);
+}
+
+/* The server's result, spliced into the reply without a parse. */
+static void
+on_warm_raw_result (McpRawResponse *response,
+                    gpointer        data)
+{
+  WarmRequest *warm = data;
+  gsize length;
+  const char *result = mcp_raw_response_get_result (response, &length);
+  g_autoptr(GBytes) line = mcp_jsonrpc_splice_reply (warm->id, result, length);
+
+  warm->callback (warm->id, NULL, line, warm->user_data);
   warm_request_free (warm);
 }
 
@@ -185,14 +199,16 @@ mcp_upstream_handle_request_warm (McpExpose       *expose,
                                   GCancellable    *cancellable,
                                   McpProgressFunc  progress,
                                   gpointer         progress_data,
-                                  McpReplyFunc     callback,
+                                  McpUpstreamReplyFunc callback,
                                   gpointer         user_data)
 {
   json_t *params = json_object_get (request, "params");
   const char *name = mcp_json_get_string (params, "name");
   json_t *arguments = json_object_get (params, "arguments");
   json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
-  McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable };
+  McpCallOptions options = {
+    .timeout_ms = timeout_ms, .cancellable = cancellable, .raw_reply = on_warm_raw_result,
+  };
   WarmRequest *warm;
 
   /* Malformed calls get their errors from mcp_upstream_handle_request(). */

@@ -7,6 +7,8 @@
 #include <gio/gio.h>
 #include <jansson.h>
 
+#include "common/mcp-raw-response.h"
+
 G_BEGIN_DECLS
 
 /* How a call to a server failed; the pool passes these through. */
@@ -34,11 +36,19 @@ typedef void (*McpReplyFunc)    (json_t       *result,
                                  const GError *error,
                                  gpointer      user_data);
 
+/* The end of an asynchronous call whose result came as a large reply
+ * that was validated but not parsed, for a caller that passes it on as
+ * it is: called instead of the McpReplyFunc, with its user data;
+ * @response is borrowed.  A JSON-RPC error never comes this way. */
+typedef void (*McpRawReplyFunc) (McpRawResponse *response,
+                                 gpointer        user_data);
+
 typedef struct {
   gint64           timeout_ms;   /* <= 0: the server's call timeout */
   GCancellable    *cancellable;
   McpProgressFunc  progress;     /* asks the server for progress when set */
   gpointer         progress_data;
+  McpRawReplyFunc  raw_reply;    /* asynchronous calls: may take a raw result */
 } McpCallOptions;
 
 /* TRUE for failures after which a session cannot be trusted (a timeout,

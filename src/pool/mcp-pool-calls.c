@@ -99,11 +99,19 @@ mcp_pool_call_tool (McpPool               *pool,
 }
 
 typedef struct {
-  PoolEntry    *entry;
-  McpSession   *session;     /* the slot's reference */
-  McpReplyFunc  callback;
-  gpointer      user_data;
+  PoolEntry       *entry;
+  McpSession      *session;     /* the slot's reference */
+  McpReplyFunc     callback;
+  McpRawReplyFunc  raw_reply;
+  gpointer         user_data;
 } WarmCall;
+
+static void
+warm_call_free (WarmCall *call)
+{
+  mcp_pool_entry_unref (call->entry);
+  g_free (call);
+}
 
 static void
 on_warm_reply (json_t       *result,
@@ -117,8 +125,18 @@ on_warm_reply (json_t       *result,
     append_stderr_tail (call->session, failure);
   mcp_pool_release_session (call->entry, call->session, TRUE, failure);
   call->callback (result, failure, call->user_data);
-  mcp_pool_entry_unref (call->entry);
-  g_free (call);
+  warm_call_free (call);
+}
+
+static void
+on_warm_raw_reply (McpRawResponse *response,
+                   gpointer        data)
+{
+  WarmCall *call = data;
+
+  mcp_pool_release_session (call->entry, call->session, TRUE, NULL);
+  call->raw_reply (response, call->user_data);
+  warm_call_free (call);
 }
 
 gboolean
@@ -163,7 +181,10 @@ mcp_pool_call_tool_warm (McpPool               *pool,
   call->entry = g_steal_pointer (&entry);
   call->session = session;
   call->callback = callback;
+  call->raw_reply = call_options.raw_reply;
   call->user_data = user_data;
+  if (call->raw_reply != NULL)
+    call_options.raw_reply = on_warm_raw_reply;
   params = tools_call_params (tool, arguments);
   /* Never replayed: a crash mid-call may already have had effects. */
   mcp_session_call_async (session, "tools/call", params, &call_options, on_warm_reply, call);

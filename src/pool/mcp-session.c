@@ -43,12 +43,14 @@ typedef struct {
   char            *method;
   McpReplyFunc     callback;
   gpointer         user_data;
+  McpRawReplyFunc  raw_reply;        /* may be NULL */
   McpProgressFunc  progress;         /* called on the context only */
   gpointer         progress_data;
   GSource         *timeout_source;   /* owned; destroyed by complete() */
   GCancellable    *cancellable;
   gulong           cancel_handler;
   json_t          *reply;            /* set by whoever ends the request */
+  McpRawResponse  *raw;              /* idem, instead of reply */
   GError          *error;            /* idem */
 } PendingRequest;
 
@@ -183,6 +185,7 @@ pending_request_free (PendingRequest *request)
     }
   g_clear_object (&request->cancellable);
   json_decref (request->reply);
+  g_clear_pointer (&request->raw, mcp_raw_response_unref);
   g_clear_error (&request->error);
   g_free (request->method);
   g_free (request->key);
@@ -219,12 +222,16 @@ complete (PendingRequest *request)
   McpSession *session = request->session;
   g_autoptr(GError) error = g_steal_pointer (&request->error);
   json_t *result = NULL;
+  gboolean pass_raw;
 
   /* Disconnecting waits for a cancel handler running on another thread;
-   * that handler only takes the lock, which is not held here. */
+   * that handler takes no lock, so this cannot deadlock. */
   if (request->cancel_handler != 0)
     g_cancellable_disconnect (request->cancellable, request->cancel_handler);
-  if (error == NULL)
+  pass_raw = error == NULL && request->raw != NULL && request->raw_reply != NULL;
+  if (error == NULL && request->raw != NULL && !pass_raw)
+    result = mcp_raw_response_dup_result (request->raw, &error);
+  else if (error == NULL && request->raw == NULL)
     result = unpack_reply (session, request->method, request->reply, &error);
 
   g_mutex_lock (&session->lock);
@@ -232,7 +239,10 @@ complete (PendingRequest *request)
     g_cond_broadcast (&session->idle_cond);
   g_mutex_unlock (&session->lock);
 
-  request->callback (result, error, request->user_data);
+  if (pass_raw)
+    request->raw_reply (request->raw, request->user_data);
+  else
+    request->callback (result, error, request->user_data);
   pending_request_free (request);
 }
 
@@ -499,6 +509,7 @@ request_async (McpSession            *session,
   request->user_data = user_data;
   if (options != NULL)
     {
+      request->raw_reply = options->raw_reply;
       request->progress = options->progress;
       request->progress_data = options->progress_data;
       if (options->cancellable != NULL)
@@ -675,6 +686,31 @@ complete_with_reply (McpSession *session,
   complete (request);
 }
 
+/* A large reply, not parsed: a result goes to its request as it is; an
+ * error is small, and parsed as any other reply. */
+static gboolean
+on_transport_raw_response (McpRawResponse *response,
+                           gpointer        user_data)
+{
+  McpSession *session = user_data;
+  g_autofree char *key = NULL;
+  PendingRequest *request;
+
+  if (mcp_raw_response_get_error (response) != NULL)
+    return FALSE;
+  key = mcp_jsonrpc_id_key (mcp_raw_response_get_id (response));
+  request = take_pending (session, key);
+  if (request == NULL)
+    {
+      g_debug ("Server “%s”: dropping a reply to no pending request (%s)",
+               session->config->name, key != NULL ? key : "no id");
+      return TRUE;
+    }
+  request->raw = mcp_raw_response_ref (response);
+  complete (request);
+  return TRUE;
+}
+
 /* Our progress tokens are the ids of the requests that asked for progress.
  * A request is only freed on the context, so it cannot go away while its
  * progress function runs here. */
@@ -737,6 +773,7 @@ on_transport_closed (GError   *reason,
 
 static const McpTransportFuncs transport_funcs = {
   .on_message = on_transport_message,
+  .on_raw_response = on_transport_raw_response,
   .on_closed = on_transport_closed,
   .ref = (gpointer (*) (gpointer)) mcp_session_ref,
   .unref = (void (*) (gpointer)) mcp_session_unref,

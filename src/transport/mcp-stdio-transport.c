@@ -201,6 +201,21 @@ on_stdout_noise (const char *line,
   self->funcs.on_message (reply, self->user_data);
 }
 
+/* A long response line, offered raw before it is parsed. */
+static gboolean
+on_stdout_response_line (const char *line,
+                         gsize       length,
+                         gpointer    user_data)
+{
+  StdioTransport *self = held (user_data);
+  g_autoptr(McpRawResponse) response = NULL;
+
+  if (self->funcs.on_raw_response == NULL ||
+      (response = mcp_raw_response_parse (line, length, NULL)) == NULL)
+    return FALSE;
+  return self->funcs.on_raw_response (response, self->user_data);
+}
+
 static void
 on_stdout_too_long (GError   *error,
                     gpointer  user_data)
@@ -334,6 +349,7 @@ watch_child (StdioTransport *self,
     .on_noise = on_stdout_noise,
     .on_too_long = on_stdout_too_long,
     .on_closed = on_stdout_closed,
+    .on_response_line = on_stdout_response_line,
   };
   int pidfd = mcp_child_get_pidfd (self->child);
   GSource *exit_source;

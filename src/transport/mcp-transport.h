@@ -21,6 +21,8 @@
 #include <glib.h>
 #include <jansson.h>
 
+#include "common/mcp-raw-response.h"
+
 G_BEGIN_DECLS
 
 typedef struct _McpTransport McpTransport;
@@ -29,6 +31,11 @@ typedef struct {
   /* A message from the server, on the context; @message is borrowed. */
   void     (*on_message) (json_t       *message,
                           gpointer      user_data);
+  /* May be NULL.  A large response, validated but not parsed (see
+   * common/mcp-raw-response.h), on the context: TRUE if it was taken,
+   * FALSE to have it parsed and given to on_message. */
+  gboolean (*on_raw_response) (McpRawResponse *response,
+                               gpointer        user_data);
   /* The connection is over; once, on the context or on the thread whose
    * send failed, never with a lock of the transport held.  Takes @reason. */
   void     (*on_closed)  (GError       *reason,
