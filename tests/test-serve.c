@@ -1142,6 +1142,147 @@ test_slow_client (Fixture       *fixture,
   g_assert_not_reached ();
 }
 
+/* A client that reads a little at a time, slowly, so that replies far
+ * larger than the pipe go out in many pieces: each arrives whole, in order. */
+#define SLOW_READER_REPLIES 40
+#define SLOW_READER_ID_SIZE (30 * 1024)
+#define SLOW_READER_BITE    4096
+#define SLOW_READER_PAUSE_US 500    /* the slowness under test, not a wait */
+
+static char *
+slow_reader_id (guint index)
+{
+  g_autofree char *head = g_strdup_printf ("slow-%03u-", index);
+  GString *id = g_string_new (head);
+
+  while (id->len < SLOW_READER_ID_SIZE)
+    g_string_append_c (id, 'a' + (index + id->len) % 26);
+  return g_string_free (id, FALSE);
+}
+
+/* Lines of @text that are complete, parsed into @lines; the rest stays. */
+static void
+take_complete_lines (GString   *text,
+                     GPtrArray *lines)
+{
+  char *newline;
+
+  while ((newline = memchr (text->str, '\n', text->len)) != NULL)
+    {
+      json_t *message = json_loadb (text->str, newline - text->str, 0, NULL);
+
+      g_assert_true (json_is_object (message));
+      g_ptr_array_add (lines, message);
+      g_string_erase (text, 0, newline - text->str + 1);
+    }
+}
+
+static void
+test_slow_reader (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(GPtrArray) replies = g_ptr_array_new_with_free_func ((GDestroyNotify) json_decref);
+  gint64 deadline;
+
+  /* Everything before this is read: what follows are the pings' replies. */
+  serve_settle (client);
+  for (guint i = 0; i < SLOW_READER_REPLIES; i++)
+    {
+      g_autofree char *id = slow_reader_id (i);
+
+      test_client_send (client, json_pack ("{s:s, s:s, s:s}", "jsonrpc", "2.0", "id", id, "method", "ping"));
+    }
+  deadline = g_get_monotonic_time () + TEST_CLIENT_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
+  while (replies->len < SLOW_READER_REPLIES)
+    {
+      struct pollfd pfd = { .fd = client->output_fd, .events = POLLIN };
+      char bite[SLOW_READER_BITE];
+      ssize_t n;
+
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      if (poll (&pfd, 1, 100) <= 0)
+        continue;
+      n = read (client->output_fd, bite, sizeof bite);
+      if (n < 0 && errno == EINTR)
+        continue;
+      g_assert_cmpint (n, >, 0);
+      g_string_append_len (text, bite, n);
+      take_complete_lines (text, replies);
+      g_usleep (SLOW_READER_PAUSE_US);
+    }
+  g_assert_cmpuint (text->len, ==, 0);
+  for (guint i = 0; i < SLOW_READER_REPLIES; i++)
+    {
+      json_t *reply = g_ptr_array_index (replies, i);
+      g_autofree char *id = slow_reader_id (i);
+
+      g_assert_cmpstr (mcp_json_get_string (reply, "id"), ==, id);
+      g_assert_true (json_is_object (json_object_get (reply, "result")));
+    }
+  serve_settle (client);
+}
+
+/* The names of @pid's threads that start with @prefix. */
+static guint
+count_threads_named (GPid        pid,
+                     const char *prefix)
+{
+  g_autofree char *tasks = g_strdup_printf ("/proc/%d/task", (int) pid);
+  g_autoptr(GDir) dir = g_dir_open (tasks, 0, NULL);
+  const char *task;
+  guint count = 0;
+
+  g_assert_nonnull (dir);
+  while ((task = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (tasks, task, "comm", NULL);
+      g_autofree char *name = NULL;
+
+      /* A thread may end between the listing and the read. */
+      if (!g_file_get_contents (path, &name, NULL, NULL))
+        continue;
+      g_test_message ("thread %s: %s", task, g_strchomp (name));
+      count += g_str_has_prefix (name, prefix);
+    }
+  return count;
+}
+
+#define NO_WRITER_PINGS 1000
+
+/* Replies go out from the main context: serving pings (which need no
+ * worker), even a burst that waits for a client that reads late, starts
+ * no thread of a GThreadPool, as the writer thread was. */
+static void
+test_no_writer_thread (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  GPid pid = atoi (g_subprocess_get_identifier (client->process));
+  const char *wrapper = g_getenv ("MCP_POOL_TEST_WRAPPER");
+  json_int_t first = 0;
+
+  if (wrapper != NULL && wrapper[0] != '\0')
+    {
+      g_test_skip ("The threads of a wrapped mcp-pool are the wrapper's");
+      return;
+    }
+  for (guint i = 0; i < NO_WRITER_PINGS; i++)
+    {
+      json_int_t id = test_client_request (client, "ping", NULL);
+
+      first = i == 0 ? id : first;
+    }
+  for (guint i = 0; i < NO_WRITER_PINGS; i++)
+    {
+      g_autoptr(json_t) reply = test_client_read_reply (client, first + i);
+
+      g_assert_true (json_is_object (json_object_get (reply, "result")));
+    }
+  g_assert_cmpuint (count_threads_named (pid, "pool-"), ==, 0);
+}
+
 /* Limits */
 
 #define MAX_PENDING     4
@@ -1391,6 +1532,8 @@ main (int argc, char **argv)
   ADD ("/serve/end/stdout-closed", gateway_setup, test_end_stdout_closed);
   ADD ("/serve/busy/ping", gateway_setup, test_ping_while_busy);
   ADD ("/serve/busy/slow-client", gateway_setup, test_slow_client);
+  ADD ("/serve/busy/slow-reader", gateway_setup, test_slow_reader);
+  ADD ("/serve/threads/no-writer", gateway_setup, test_no_writer_thread);
   g_test_add_func ("/serve/busy/max-pending", test_max_pending);
   ADD ("/serve/busy/push-back", gateway_setup, test_push_back);
   ADD ("/serve/busy/push-back-eof", gateway_setup, test_push_back_eof);

@@ -67,6 +67,8 @@ json_t        *mcp_jsonrpc_error_new        (json_t       *id,
                                              const char   *message,
                                              json_t       *data);
 
+/* One message as one stdio line (compact JSON and '\n'), encoded once. */
+GBytes        *mcp_jsonrpc_encode_line   (json_t       *message);
 char          *mcp_jsonrpc_to_line       (json_t       *message,
                                           gsize        *length,
                                           GError      **error);
