@@ -733,6 +733,50 @@ test_pass_through (Fixture       *fixture,
   g_assert_true (json_is_integer (json_object_get (json_object_get (stats, "structuredContent"), "pid")));
 }
 
+/* Large results pass through as the server wrote them, whatever the id
+ * of the client's request, and mean the same to the client. */
+static void
+test_large_results (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(GString) message = g_string_new (NULL);
+  g_autoptr(json_t) huge = NULL;
+  g_autoptr(json_t) echo = NULL;
+  g_autoptr(json_t) reply = NULL;
+  json_t *echoed;
+  const char *text;
+
+  json_decref (list_tools (client));
+  /* A warm server: these go the main context's way. */
+  json_decref (call_tool (client, "fixture__echo", json_pack ("{s:s}", "message", "start")));
+
+  huge = call_tool (client, "fixture__huge", json_pack ("{s:i}", "bytes", 200000));
+  text = result_text (huge);
+  g_assert_nonnull (text);
+  g_assert_cmpuint (strlen (text), ==, 200000);
+  g_assert_true (text[0] == 'x' && text[199999] == 'x');
+
+  /* Escapes, non-ASCII text and an embedded NUL survive. */
+  while (message->len < 10000)
+    g_string_append (message, "quote \" \\ tab\t é ✓ 𝄞 ");
+  g_string_append_len (message, "nul\0end", 7);
+  echo = call_tool (client, "fixture__echo",
+                    json_pack ("{s:s%}", "message", message->str, (size_t) message->len));
+  echoed = json_object_get (json_array_get (json_object_get (echo, "content"), 0), "text");
+  g_assert_cmpuint (json_string_length (echoed), ==, strlen ("Echo: ") + message->len);
+  g_assert_true (memcmp (json_string_value (echoed), "Echo: ", 6) == 0);
+  g_assert_true (memcmp (json_string_value (echoed) + 6, message->str, message->len) == 0);
+
+  /* The spliced reply carries the client's own id, here a string. */
+  test_client_send_line (client, "{\"jsonrpc\":\"2.0\",\"id\":\"big-one\",\"method\":\"tools/call\","
+                                 "\"params\":{\"name\":\"fixture__huge\",\"arguments\":{\"bytes\":50000}}}");
+  reply = test_client_read_message (client);
+  g_assert_cmpstr (mcp_json_get_string (reply, "id"), ==, "big-one");
+  g_assert_cmpstr (mcp_json_get_string (reply, "jsonrpc"), ==, "2.0");
+  g_assert_cmpuint (strlen (result_text (json_object_get (reply, "result"))), ==, 50000);
+}
+
 /* Failures evict; the next call starts afresh */
 
 static void
@@ -1515,6 +1559,7 @@ main (int argc, char **argv)
   ADD ("/serve/code/concurrent-runs", code_setup, test_code_concurrent_runs);
   ADD ("/serve/code/rpc-flood", code_setup, test_code_rpc_flood);
   ADD ("/serve/results/pass-through", gateway_setup, test_pass_through);
+  ADD ("/serve/results/large", proxy_setup, test_large_results);
   ADD ("/serve/failure/crash", gateway_setup, test_crash);
   ADD ("/serve/failure/timeout", gateway_setup, test_timeout);
   ADD ("/serve/bad-input/messages", gateway_setup, test_bad_input);

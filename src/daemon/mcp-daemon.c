@@ -492,6 +492,28 @@ on_warm_reply (json_t       *result,
   finish_call (call);
 }
 
+/* A reply string without a parse, for replies that passed through. */
+static GVariant *
+line_reply (const char *text,
+            gsize       length)
+{
+  g_autofree char *copy = g_strndup (text, length);
+
+  return g_variant_new ("(s)", copy);
+}
+
+static void
+on_warm_raw_result (McpRawResponse *response,
+                    gpointer        data)
+{
+  DaemonCall *call = data;
+  gsize length;
+  const char *result = mcp_raw_response_get_result (response, &length);
+
+  call->reply = line_reply (result, length);
+  finish_call (call);
+}
+
 static gboolean
 warm_call_tool (DaemonCall *call)
 {
@@ -500,6 +522,7 @@ warm_call_tool (DaemonCall *call)
     .cancellable = call->cancellable,
     .progress = call->route.destination != NULL ? send_progress : NULL,
     .progress_data = &call->route,
+    .raw_reply = on_warm_raw_result,
   };
 
   return mcp_pool_call_tool_warm (call->daemon->pool, mcp_json_get_string (call->args, "server"),
@@ -508,12 +531,33 @@ warm_call_tool (DaemonCall *call)
                                   on_warm_reply, call);
 }
 
+static void
+on_warm_request_reply (json_t   *id,
+                       json_t   *reply,
+                       GBytes   *line,
+                       gpointer  data)
+{
+  DaemonCall *call = data;
+
+  if (line != NULL)
+    {
+      gsize length;
+      const char *text = g_bytes_get_data (line, &length);
+
+      /* Without its '\n'. */
+      call->reply = line_reply (text, length > 0 ? length - 1 : 0);
+    }
+  else
+    call->reply = json_reply (reply);
+  finish_call (call);
+}
+
 static gboolean
 warm_handle_request (DaemonCall *call)
 {
   return mcp_upstream_handle_request_warm (call->expose, call->args, call->timeout_ms, call->cancellable,
                                            call->route.destination != NULL ? send_progress : NULL,
-                                           &call->route, on_warm_reply, call);
+                                           &call->route, on_warm_request_reply, call);
 }
 
 /* D-Bus methods, on the main context */

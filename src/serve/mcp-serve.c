@@ -153,13 +153,15 @@ handle_request (McpServe *serve,
 
 static gboolean on_ended (gpointer user_data);
 
-/* Any thread: the end of a request.  A request the client cancelled gets
- * no answer, as the specification asks; any other answer goes out behind
- * the progress this request caused.  Takes @reply. */
+/* Any thread: the end of a request, answered with @reply (taken) or the
+ * encoded @line (borrowed).  A request the client cancelled gets no
+ * answer, as the specification asks; any other answer goes out behind the
+ * progress this request caused. */
 static void
 finish_request (McpServe *serve,
                 json_t   *id,
-                json_t   *reply)
+                json_t   *reply,
+                GBytes   *line)
 {
   g_autofree char *key = mcp_jsonrpc_id_key (id);
   gboolean cancelled, last;
@@ -170,10 +172,12 @@ finish_request (McpServe *serve,
   last = serve->ended && g_hash_table_size (serve->in_flight) == 0;
   g_mutex_unlock (&serve->lock);
 
-  if (cancelled)
-    json_decref (reply);
-  else
+  if (line != NULL && !cancelled)
+    queue_line (serve, g_bytes_ref (line));
+  else if (reply != NULL && !cancelled)
     queue_message (serve, reply, FALSE);
+  else
+    json_decref (reply);
   if (last)
     g_main_context_invoke (serve->context, on_ended, serve);
 }
@@ -185,16 +189,17 @@ run_request_job (gpointer data,
   McpServe *serve = user_data;
   g_autoptr(json_t) request = data;
 
-  finish_request (serve, json_object_get (request, "id"), handle_request (serve, request));
+  finish_request (serve, json_object_get (request, "id"), handle_request (serve, request), NULL);
 }
 
-/* The warm path's reply, on the main context; it has the request's id. */
+/* The warm path's reply, on the main context. */
 static void
-on_warm_reply (json_t       *reply,
-               const GError *error,
-               gpointer      user_data)
+on_warm_reply (json_t   *id,
+               json_t   *reply,
+               GBytes   *line,
+               gpointer  user_data)
 {
-  finish_request (user_data, json_object_get (reply, "id"), reply);
+  finish_request (user_data, id, reply, line);
 }
 
 /* Shared mode: the daemon's answer, on the main context. */
@@ -212,7 +217,7 @@ on_shared_reply (json_t       *reply,
 
   if (reply == NULL)
     reply = mcp_upstream_error_reply (shared->id, MCP_JSONRPC_INTERNAL_ERROR, "%s", error->message);
-  finish_request (shared->serve, shared->id, reply);
+  finish_request (shared->serve, shared->id, reply, NULL);
   json_decref (shared->id);
   g_free (shared);
 }
