@@ -1510,7 +1510,7 @@ fill_graph (McpSession  *serve,
 {
   gsize size = 0;
 
-  for (int batch = 0; batch < 100; batch++)
+  for (int batch = 0; batch < 250; batch++)
     {
       g_autoptr(json_t) empty = json_object ();
       g_autoptr(json_t) graph = call_tool (serve, "memory__read_graph", empty, error);
@@ -1524,9 +1524,9 @@ fill_graph (McpSession  *serve,
       size = strlen (text);
       if (size >= chars)
         return size;
-      for (int i = 0; i < 10; i++)
+      for (int i = 0; i < 4; i++)
         {
-          g_autofree char *entity = g_strdup_printf ("entity-%03d", batch * 10 + i);
+          g_autofree char *entity = g_strdup_printf ("entity-%03d", batch * 4 + i);
 
           json_array_append_new (entities,
                                  json_pack ("{s:s, s:s, s:[s, s]}", "name", entity, "entityType", "bench",
@@ -1573,7 +1573,7 @@ row_large_reply (BenchSetup *s)
   path = write_config_file (configs, &error);
   if (path != NULL)
     serve = start_serve (path, "proxy", &error);
-  if (serve != NULL && (reply = fill_graph (serve, 29 * 1024, &error)) > 0)
+  if (serve != NULL && (reply = fill_graph (serve, 28 * 1024, &error)) > 0)
     {
       serve_pid = mcp_session_get_pid (serve);
       server_pid = descendant_named (serve_pid, "node");
