@@ -37,6 +37,7 @@ typedef struct {
   char *mcp_pool;     /* src/mcp-pool */
   char *mcp_poold;    /* src/mcp-poold */
   char *interop;      /* tests/interop/node_modules, or NULL */
+  char *peers;        /* bench/peers (peers.mjs, node_modules), or NULL */
   int   calls;        /* warm calls per measurement */
   int   cold;         /* cold starts per measurement */
 } BenchSetup;
@@ -47,6 +48,29 @@ static BenchSetup setup;
 
 /* Output */
 
+/* As emit_row(), with the members of @extra (NULL: none) in the line too,
+ * for bench/run's plot. */
+static void
+emit_row_with (const char *name,
+               double      baseline,
+               double      pool,
+               const char *unit,
+               double      ratio,
+               const char *note,
+               json_t     *extra)
+{
+  g_autoptr(json_t) row = json_pack ("{s:s, s:f, s:f, s:s, s:f, s:s}",
+                                     "name", name, "baseline", baseline, "pool", pool,
+                                     "unit", unit, "ratio", ratio, "note", note ? note : "");
+  g_autofree char *line = NULL;
+
+  if (extra != NULL)
+    json_object_update (row, extra);
+  line = json_dumps (row, JSON_COMPACT);
+  printf ("%s\n", line);
+  fflush (stdout);
+}
+
 static void
 emit_row (const char *name,
           double      baseline,
@@ -55,13 +79,7 @@ emit_row (const char *name,
           double      ratio,
           const char *note)
 {
-  g_autoptr(json_t) row = json_pack ("{s:s, s:f, s:f, s:s, s:f, s:s}",
-                                     "name", name, "baseline", baseline, "pool", pool,
-                                     "unit", unit, "ratio", ratio, "note", note ? note : "");
-  g_autofree char *line = json_dumps (row, JSON_COMPACT);
-
-  printf ("%s\n", line);
-  fflush (stdout);
+  emit_row_with (name, baseline, pool, unit, ratio, note, NULL);
 }
 
 static void
@@ -171,6 +189,18 @@ interop_script (const char *package)
   return g_file_test (path, G_FILE_TEST_EXISTS) ? g_steal_pointer (&path) : NULL;
 }
 
+/* Whether tests/interop holds the MCP TypeScript SDK (for bench/peers). */
+static gboolean
+interop_has_sdk (void)
+{
+  g_autofree char *path = NULL;
+
+  if (setup.interop == NULL)
+    return FALSE;
+  path = g_build_filename (setup.interop, "@modelcontextprotocol", "sdk", "dist", "esm", "client", "index.js", NULL);
+  return g_file_test (path, G_FILE_TEST_EXISTS);
+}
+
 /* A config file for `mcp-pool serve` with @configs in it. */
 static char *
 write_config_file (GPtrArray  *configs,
@@ -186,11 +216,19 @@ write_config_file (GPtrArray  *configs,
       McpServerConfig *config = configs->pdata[i];
       json_t *args = json_array ();
 
+      json_t *env = json_object ();
+
       for (guint j = 0; config->args != NULL && config->args[j] != NULL; j++)
         json_array_append_new (args, json_string (config->args[j]));
+      for (guint j = 0; config->env != NULL && config->env[j] != NULL; j++)
+        {
+          g_auto(GStrv) pair = g_strsplit (config->env[j], "=", 2);
+
+          json_object_set_new (env, pair[0], json_string (pair[1] ? pair[1] : ""));
+        }
       json_object_set_new (servers, config->name,
-                           json_pack ("{s:s, s:o, s:i}", "command", config->command, "args", args,
-                                      "maxConcurrency", (int) config->max_concurrency));
+                           json_pack ("{s:s, s:o, s:o, s:i}", "command", config->command, "args", args,
+                                      "env", env, "maxConcurrency", (int) config->max_concurrency));
     }
   file = json_pack ("{s:O}", "mcpServers", servers);
   fd = g_file_open_tmp ("mcp-bench-XXXXXX.json", &path, error);
@@ -215,6 +253,9 @@ start_serve (const char  *config_path,
     mcp_server_config_new ("mcp-pool serve", setup.mcp_pool,
                            (const char *[]) { "serve", "--config", config_path, "--expose", expose, NULL });
 
+  /* A client's serve, not a server of a pool: with MCP_POOL_PARENT it would
+   * take itself for a nested pool and start no servers. */
+  config->client_environment = TRUE;
   return mcp_session_start (config, NULL, NULL, NULL, error);
 }
 
@@ -365,11 +406,14 @@ pipe_round_trip_us (int rounds)
   return median_us (samples, rounds);
 }
 
-/* Alternates calls on the two sessions so that both see the same load of
- * a shared machine; the medians of each. */
+/* Alternates echo calls on the two sessions (@direct's tool @direct_tool,
+ * @serve's @serve_tool) so that both see the same load of a shared
+ * machine; the medians of each. */
 static gboolean
 time_echo_calls (McpSession  *direct,
+                 const char  *direct_tool,
                  McpSession  *serve,
+                 const char  *serve_tool,
                  int          calls,
                  double      *direct_median,
                  double      *serve_median,
@@ -379,17 +423,17 @@ time_echo_calls (McpSession  *direct,
   g_autofree gint64 *serve_samples = g_new (gint64, calls);
 
   /* Warms both paths up (the first call through serve starts the server). */
-  if (!echo (direct, "echo", error) || !echo (serve, "example__echo", error))
+  if (!echo (direct, direct_tool, error) || !echo (serve, serve_tool, error))
     return FALSE;
   for (int i = 0; i < calls; i++)
     {
       gint64 start = g_get_monotonic_time ();
 
-      if (!echo (direct, "echo", error))
+      if (!echo (direct, direct_tool, error))
         return FALSE;
       direct_samples[i] = g_get_monotonic_time () - start;
       start = g_get_monotonic_time ();
-      if (!echo (serve, "example__echo", error))
+      if (!echo (serve, serve_tool, error))
         return FALSE;
       serve_samples[i] = g_get_monotonic_time () - start;
     }
@@ -418,7 +462,7 @@ row_pool_overhead (BenchSetup *s)
   direct = mcp_session_start (config, NULL, NULL, NULL, &error);
   serve = direct ? start_serve (path, "proxy", &error) : NULL;
   if (serve == NULL
-      || !time_echo_calls (direct, serve, s->calls * 2, &direct_us, &serve_us, &error))
+      || !time_echo_calls (direct, "echo", serve, "example__echo", s->calls * 2, &direct_us, &serve_us, &error))
     {
       g_clear_pointer (&direct, stop_session);
       g_clear_pointer (&serve, stop_session);
@@ -956,15 +1000,24 @@ start_warm_client (const char * const  *args,
                    const char          *bus_address,
                    GError             **error)
 {
-  g_autoptr(McpServerConfig) config = mcp_server_config_new ("mcp-pool serve", setup.mcp_pool, args);
+  g_autoptr(GStrvBuilder) argv = g_strv_builder_new ();
+  g_auto(GStrv) command = NULL;
+  g_autoptr(McpServerConfig) config = NULL;
   g_autoptr(McpSession) serve = NULL;
+  g_autofree char *variable = NULL;
 
+  /* A client's environment (as in start_serve()) has no room for "env", so
+   * the bus address goes through env(1). */
   if (bus_address != NULL)
     {
-      g_autofree char *variable = g_strconcat ("DBUS_SESSION_BUS_ADDRESS=", bus_address, NULL);
-
-      config->env = g_strdupv ((char *[]) { variable, NULL });
+      variable = g_strconcat ("DBUS_SESSION_BUS_ADDRESS=", bus_address, NULL);
+      g_strv_builder_add_many (argv, variable, setup.mcp_pool, NULL);
     }
+  g_strv_builder_addv (argv, (const char **) args);
+  command = g_strv_builder_end (argv);
+  config = mcp_server_config_new ("mcp-pool serve", bus_address != NULL ? "env" : setup.mcp_pool,
+                                  (const char * const *) command);
+  config->client_environment = TRUE;
   serve = mcp_session_start (config, NULL, NULL, NULL, error);
   for (int i = 0; serve != NULL && i < 5; i++)
     {
@@ -1451,6 +1504,379 @@ row_passthru (BenchSetup *s)
                           100.0 * parse_us (line, length - 1, s->calls * 4, TRUE) /
                           parse_us (line, length - 1, s->calls * 4, FALSE));
   emit_row ("passthru", full_us, raw_us, "µs", full_us / raw_us, note->str);
+/* Row 9: shared-overhead */
+
+/* The median round trip of org.freedesktop.DBus.Peer.Ping to the bus at
+ * @address, @rounds times: the floor of any call through mcp-poold, or -1. */
+static double
+dbus_ping_us (const char  *address,
+              int          rounds,
+              GError     **error)
+{
+  g_autoptr(GDBusConnection) connection =
+    g_dbus_connection_new_for_address_sync (address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                     G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                            NULL, NULL, error);
+  g_autofree gint64 *samples = g_new (gint64, rounds);
+
+  if (connection == NULL)
+    return -1;
+  for (int i = 0; i < rounds; i++)
+    {
+      gint64 start = g_get_monotonic_time ();
+      g_autoptr(GVariant) reply =
+        g_dbus_connection_call_sync (connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                     "org.freedesktop.DBus.Peer", "Ping", NULL, G_VARIANT_TYPE_UNIT,
+                                     G_DBUS_CALL_FLAGS_NONE, 10000, NULL, error);
+
+      if (reply == NULL)
+        return -1;
+      samples[i] = g_get_monotonic_time () - start;
+    }
+  g_dbus_connection_close_sync (connection, NULL, NULL);
+  return median_us (samples, rounds);
+}
+
+static int
+row_shared_overhead (BenchSetup *s)
+{
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PrivateBus) bus = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *dbus_daemon = g_find_program_in_path ("dbus-daemon");
+  g_autofree char *note = NULL;
+  McpSession *in_process = NULL, *shared = NULL;
+  const char *in_process_args[] = { "serve", "--config", NULL, "--expose", "proxy", NULL };
+  const char *shared_args[] = { "serve", "--shared", "--expose", "proxy", NULL };
+  double in_process_us = 0, shared_us = 0, ping_us = -1, added;
+  gboolean reaped;
+
+  if (dbus_daemon == NULL)
+    {
+      emit_not_measured ("shared-overhead", "not measured: dbus-daemon is not installed");
+      return 0;
+    }
+  prctl (PR_SET_CHILD_SUBREAPER, 1);
+
+  /* start_warm_client() calls s0 … s4 once each. */
+  for (int i = 0; i < 5; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("s%d", i);
+      g_ptr_array_add (configs, example_config (name));
+    }
+  path = write_config_file (configs, &error);
+  in_process_args[2] = path;
+  if (path != NULL)
+    bus = private_bus_start (s->mcp_poold, path, &error);
+  if (bus != NULL)
+    in_process = start_warm_client (in_process_args, NULL, &error);
+  if (in_process != NULL)
+    shared = start_warm_client (shared_args, bus->address, &error);
+  if (shared != NULL
+      && time_echo_calls (in_process, "s0__echo", shared, "s0__echo", s->calls * 2,
+                          &in_process_us, &shared_us, &error))
+    ping_us = dbus_ping_us (bus->address, s->calls * 5, &error);
+  g_clear_pointer (&in_process, stop_session);
+  g_clear_pointer (&shared, stop_session);
+  g_clear_pointer (&bus, private_bus_free);
+  reaped = reap_all_children (error == NULL ? &error : NULL);
+  if (path != NULL)
+    g_unlink (path);
+  if (error != NULL || !reaped)
+    return fail ("shared-overhead", error);
+
+  added = shared_us - in_process_us;
+  note = g_strdup_printf ("+%.0f µs per call, %.2f× the in-process call; D-Bus round trip (Peer.Ping to the "
+                          "private bus) %.1f µs; median of %d echo calls each through `serve --shared` and "
+                          "in-process `serve`, interleaved",
+                          added, shared_us / in_process_us, ping_us, s->calls * 2);
+  emit_row ("shared-overhead", in_process_us, shared_us, "µs", added / MAX (ping_us, 0.1), note);
+  return 0;
+}
+
+/* Row 10: large-reply */
+
+/* The first process below @root (at any depth) whose program is @name, or 0. */
+static GPid
+descendant_named (GPid        root,
+                  const char *name)
+{
+  g_autoptr(GArray) level = g_array_new (FALSE, FALSE, sizeof (GPid));
+
+  g_array_append_val (level, root);
+  while (level->len > 0)
+    {
+      g_autoptr(GArray) below = g_array_new (FALSE, FALSE, sizeof (GPid));
+      g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+      const char *entry;
+
+      while (proc != NULL && (entry = g_dir_read_name (proc)) != NULL)
+        {
+          GPid pid = atoi (entry), parent;
+          g_autofree char *program = NULL;
+          gboolean under = FALSE;
+
+          if (!g_ascii_isdigit (entry[0]) || (parent = process_parent (entry)) == 0)
+            continue;
+          for (guint i = 0; i < level->len && !under; i++)
+            under = g_array_index (level, GPid, i) == parent;
+          if (!under)
+            continue;
+          program = process_name (pid);
+          if (strcmp (program, name) == 0)
+            return pid;
+          g_array_append_val (below, pid);
+        }
+      g_array_set_size (level, 0);
+      g_array_append_vals (level, below->data, below->len);
+    }
+  return 0;
+}
+
+/* Adds entities to server-memory's graph through @serve until read_graph
+ * answers with at least @chars characters; the answer's size. */
+static gsize
+fill_graph (McpSession  *serve,
+            gsize        chars,
+            GError     **error)
+{
+  gsize size = 0;
+
+  for (int batch = 0; batch < 250; batch++)
+    {
+      g_autoptr(json_t) empty = json_object ();
+      g_autoptr(json_t) graph = call_tool (serve, "memory__read_graph", empty, error);
+      g_autofree char *text = graph ? json_dumps (graph, JSON_COMPACT) : NULL;
+      g_autoptr(json_t) entities = json_array ();
+      g_autoptr(json_t) arguments = NULL;
+      g_autoptr(json_t) created = NULL;
+
+      if (graph == NULL)
+        return 0;
+      size = strlen (text);
+      if (size >= chars)
+        return size;
+      for (int i = 0; i < 4; i++)
+        {
+          g_autofree char *entity = g_strdup_printf ("entity-%03d", batch * 4 + i);
+
+          json_array_append_new (entities,
+                                 json_pack ("{s:s, s:s, s:[s, s]}", "name", entity, "entityType", "bench",
+                                            "observations",
+                                            "an observation that makes the graph larger, one of two",
+                                            "another observation that makes the graph larger"));
+        }
+      arguments = json_pack ("{s:O}", "entities", entities);
+      created = call_tool (serve, "memory__create_entities", arguments, error);
+      if (created == NULL)
+        return 0;
+    }
+  return size;
+}
+
+static int
+row_large_reply (BenchSetup *s)
+{
+  g_autofree char *script = interop_script ("server-memory");
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(McpSession) serve = NULL;
+  g_autoptr(json_t) empty = json_object ();
+  g_autofree char *path = NULL, *scratch = NULL, *memory_file = NULL, *variable = NULL, *note = NULL;
+  McpServerConfig *config;
+  GPid serve_pid = 0, server_pid = 0;
+  double serve_cpu = 0, server_cpu = 0;
+  gsize reply = 0;
+  int calls = MAX (s->calls / 2, 10);
+
+  if (script == NULL)
+    {
+      emit_not_measured ("large-reply", "not measured: server-memory is not installed: cd tests/interop && npm ci");
+      return 0;
+    }
+  scratch = g_dir_make_tmp ("mcp-bench-memory-XXXXXX", &error);
+  if (scratch == NULL)
+    return fail ("large-reply", error);
+  memory_file = g_build_filename (scratch, "memory.jsonl", NULL);
+  variable = g_strconcat ("MEMORY_FILE_PATH=", memory_file, NULL);
+  config = mcp_server_config_new ("memory", "node", (const char *[]) { script, NULL });
+  config->env = g_strdupv ((char *[]) { variable, NULL });
+  g_ptr_array_add (configs, config);
+  path = write_config_file (configs, &error);
+  if (path != NULL)
+    serve = start_serve (path, "proxy", &error);
+  if (serve != NULL && (reply = fill_graph (serve, 28 * 1024, &error)) > 0)
+    {
+      serve_pid = mcp_session_get_pid (serve);
+      server_pid = descendant_named (serve_pid, "node");
+    }
+  /* Warm-up: node compiles the paths read_graph takes. */
+  for (int i = 0; server_pid != 0 && error == NULL && i < 20; i++)
+    {
+      g_autoptr(json_t) graph = call_tool (serve, "memory__read_graph", empty, &error);
+    }
+  if (server_pid != 0 && error == NULL)
+    {
+      double serve_before = process_cpu_seconds (serve_pid), server_before = process_cpu_seconds (server_pid);
+
+      for (int i = 0; i < calls && error == NULL; i++)
+        {
+          g_autoptr(json_t) graph = call_tool (serve, "memory__read_graph", empty, &error);
+        }
+      serve_cpu = process_cpu_seconds (serve_pid) - serve_before;
+      server_cpu = process_cpu_seconds (server_pid) - server_before;
+    }
+  if (serve != NULL && error == NULL && server_pid == 0)
+    g_set_error (&error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no node process below serve (pid %d)", serve_pid);
+  g_clear_pointer (&serve, stop_session);
+  g_unlink (memory_file);
+  g_rmdir (scratch);
+  if (path != NULL)
+    g_unlink (path);
+  if (error != NULL)
+    return fail ("large-reply", error);
+
+  note = g_strdup_printf ("server-memory read_graph, %zu-byte result, %d calls through `serve --expose proxy`; "
+                          "utime+stime of the serve process against that of the node server, per call",
+                          reply, calls);
+  emit_row ("large-reply", server_cpu * 1e6 / calls, serve_cpu * 1e6 / calls, "µs",
+            serve_cpu / MAX (server_cpu, 1e-6), note);
+  return 0;
+}
+
+/* Row 11: peers */
+
+/* The JSON lines that bench/peers/peers.mjs prints, by their "target" or
+ * "cli" member. */
+static gboolean
+run_peers_script (const char  *bus_address,
+                  json_t      *targets,
+                  json_t      *clis,
+                  GError     **error)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+  g_autoptr(GSubprocess) node = NULL;
+  g_autofree char *script = g_build_filename (setup.peers, "peers.mjs", NULL);
+  g_autofree char *calls = g_strdup_printf ("%d", MAX (setup.calls / 5, 20));
+  g_autofree char *cli_calls = g_strdup_printf ("%d", setup.cold);
+  g_autofree char *output = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  g_subprocess_launcher_setenv (launcher, "DBUS_SESSION_BUS_ADDRESS", bus_address, TRUE);
+  node = g_subprocess_launcher_spawn (launcher, error, "node", script, setup.interop, setup.example,
+                                      setup.mcp_pool, calls, cli_calls, NULL);
+  if (node == NULL || !g_subprocess_communicate_utf8 (node, NULL, NULL, &output, NULL, error))
+    return FALSE;
+  if (!g_subprocess_get_if_exited (node) || g_subprocess_get_exit_status (node) != 0)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s failed (its reason is above)", script);
+      return FALSE;
+    }
+  lines = g_strsplit (output, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      g_autoptr(json_t) line = *lines[i] ? json_loads (lines[i], 0, NULL) : NULL;
+
+      if (mcp_json_get_string (line, "target") != NULL)
+        json_object_set (targets, mcp_json_get_string (line, "target"), line);
+      else if (mcp_json_get_string (line, "cli") != NULL)
+        json_object_set (clis, mcp_json_get_string (line, "cli"), line);
+    }
+  return TRUE;
+}
+
+static double
+peer_value (json_t     *targets,
+            const char *target,
+            const char *key)
+{
+  return json_number_value (json_object_get (json_object_get (targets, target), key));
+}
+
+static char *
+peer_summary (json_t     *targets,
+              const char *target)
+{
+  json_t *peer = json_object_get (targets, target);
+
+  return g_strdup_printf ("%s: warm call %.0f µs, 16 callers %.0f calls/s, %.1f MiB RSS (%s)", target,
+                          peer_value (targets, target, "latency_us"), peer_value (targets, target, "calls_per_s"),
+                          peer_value (targets, target, "rss_kib") / 1024,
+                          mcp_json_get_string (peer, "processes"));
+}
+
+static int
+row_peers (BenchSetup *s)
+{
+  static const char *const peers[] = { "mcporter", "supergateway", "mcp-hub" };
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PrivateBus) bus = NULL;
+  g_autoptr(json_t) targets = json_object ();
+  g_autoptr(json_t) clis = json_object ();
+  g_autofree char *path = NULL, *dbus_daemon = g_find_program_in_path ("dbus-daemon");
+  g_autofree char *peers_modules = s->peers ? g_build_filename (s->peers, "node_modules", NULL) : NULL;
+  g_autofree char *direct = NULL, *pool = NULL, *note = NULL;
+  g_autoptr(json_t) plot = NULL;
+  gboolean reaped;
+
+  if (peers_modules == NULL || !g_file_test (peers_modules, G_FILE_TEST_IS_DIR) || !interop_has_sdk ())
+    {
+      emit_not_measured ("peers", "not measured: the peers are not installed: bench/install (and cd tests/interop && npm ci)");
+      return 0;
+    }
+  if (dbus_daemon == NULL)
+    {
+      emit_not_measured ("peers", "not measured: dbus-daemon is not installed");
+      return 0;
+    }
+  /* mcporter's daemon and mcp-poold leave their parents; they end here. */
+  prctl (PR_SET_CHILD_SUBREAPER, 1);
+  g_ptr_array_add (configs, example_config ("example"));
+  path = write_config_file (configs, &error);
+  if (path != NULL)
+    bus = private_bus_start (s->mcp_poold, path, &error);
+  if (bus != NULL)
+    run_peers_script (bus->address, targets, clis, &error);
+  g_clear_pointer (&bus, private_bus_free);
+  reaped = reap_all_children (error == NULL ? &error : NULL);
+  if (path != NULL)
+    g_unlink (path);
+  if (error != NULL || !reaped)
+    return fail ("peers", error);
+
+  direct = peer_summary (targets, "direct");
+  pool = peer_summary (targets, "mcp-pool");
+  note = g_strdup_printf ("every client the MCP SDK's (node); %s; %s", direct, pool);
+  plot = json_pack ("{s:O}", "targets", targets);
+  emit_row_with ("peers", peer_value (targets, "direct", "latency_us"), peer_value (targets, "mcp-pool", "latency_us"),
+                 "µs", peer_value (targets, "mcp-pool", "latency_us") / peer_value (targets, "direct", "latency_us"),
+                 note, plot);
+  for (guint i = 0; i < G_N_ELEMENTS (peers); i++)
+    {
+      g_autofree char *name = g_strconcat ("peers-", peers[i], NULL);
+      g_autofree char *summary = peer_summary (targets, peers[i]);
+      g_autofree char *peer_note = NULL;
+      double peer_us = peer_value (targets, peers[i], "latency_us");
+      double pool_us = peer_value (targets, "mcp-pool", "latency_us");
+
+      peer_note = g_strdup_printf ("%s; throughput mcp-pool / peer %.2f×, RSS peer / mcp-pool %.1f×", summary,
+                                   peer_value (targets, "mcp-pool", "calls_per_s")
+                                   / peer_value (targets, peers[i], "calls_per_s"),
+                                   peer_value (targets, peers[i], "rss_kib")
+                                   / peer_value (targets, "mcp-pool", "rss_kib"));
+      emit_row (name, peer_us, pool_us, "µs", peer_us / pool_us, peer_note);
+    }
+  {
+    double mcporter_ms = json_number_value (json_object_get (json_object_get (clis, "mcporter"), "median_ms"));
+    double pool_ms = json_number_value (json_object_get (json_object_get (clis, "mcp-pool"), "median_ms"));
+    g_autofree char *cli_note =
+      g_strdup_printf ("one-shot CLI echo, median of %d after one warm-up: `mcporter call` with its keep-alive "
+                       "daemon against `mcp-pool call --shared` on mcp-poold", s->cold);
+
+    emit_row ("peers-cli", mcporter_ms, pool_ms, "ms", mcporter_ms / pool_ms, cli_note);
+  }
   return 0;
 }
 
@@ -1469,6 +1895,9 @@ static const struct {
   { "shared",        row_shared },
   { "context",       row_context },
   { "passthru",      row_passthru },
+  { "shared-overhead", row_shared_overhead },
+  { "large-reply",   row_large_reply },
+  { "peers",         row_peers },
 };
 
 typedef struct {
@@ -1502,12 +1931,14 @@ main (int    argc,
       char **argv)
 {
   g_autofree char *example = NULL, *mcp_pool = NULL, *mcp_poold = NULL, *interop = NULL;
+  g_autofree char *peers = NULL;
   int calls = 500, cold = 5;
   GOptionEntry entries[] = {
     { "example-server", 0, 0, G_OPTION_ARG_FILENAME, &example, "The fixture server", "PATH" },
     { "mcp-pool", 0, 0, G_OPTION_ARG_FILENAME, &mcp_pool, "The mcp-pool program", "PATH" },
     { "mcp-poold", 0, 0, G_OPTION_ARG_FILENAME, &mcp_poold, "The mcp-poold program", "PATH" },
     { "interop", 0, 0, G_OPTION_ARG_FILENAME, &interop, "tests/interop/node_modules", "DIR" },
+    { "peers", 0, 0, G_OPTION_ARG_FILENAME, &peers, "bench/peers, with its node_modules", "DIR" },
     { "calls", 'n', 0, G_OPTION_ARG_INT, &calls, "Warm calls per measurement (default 500)", "N" },
     { "cold", 0, 0, G_OPTION_ARG_INT, &cold, "Cold starts per measurement (default 5)", "N" },
     { NULL }
@@ -1541,6 +1972,7 @@ main (int    argc,
   setup.mcp_pool = mcp_pool ? g_steal_pointer (&mcp_pool) : beside_self ("../src/mcp-pool");
   setup.mcp_poold = mcp_poold ? g_steal_pointer (&mcp_poold) : beside_self ("../src/mcp-poold");
   setup.interop = g_steal_pointer (&interop);
+  setup.peers = g_steal_pointer (&peers);
   setup.calls = calls;
   setup.cold = cold;
 
