@@ -1143,6 +1143,38 @@ test_rpc_too_long_raw (Fixture *fixture, gconstpointer data)
   g_assert_nonnull (strstr (stdout_of (result), "Echo: after"));
 }
 
+/* The code's search_tool_docs and query_tool_docs read their arguments as
+ * the gateway's search_tools and describe_tool do (test-serve's
+ * /serve/gateway/bad-arguments): the same bad argument gets the same
+ * message, word for word. */
+static void
+test_tool_search_arguments (Fixture *fixture, gconstpointer data)
+{
+  g_autofree char *out = NULL;
+
+  if (!require_sandbox ())
+    return;
+  out = run_ok (fixture,
+                "for call in (lambda: search_tool_docs('echo', limit=0),\n"
+                "             lambda: search_tool_docs('echo', detail='everything'),\n"
+                "             lambda: search_tool_docs(5),\n"
+                "             lambda: query_tool_docs(None)):\n"
+                "    try:\n"
+                "        await call()\n"
+                "        print('accepted')\n"
+                "    except McpRpcError as error:\n"
+                "        print(error)\n"
+                "await list_tools('fx')\n"
+                "print(len(await search_tool_docs('echo', limit=1)))\n",
+                "fx", 0);
+  g_assert_cmpstr (out, ==,
+                   "The argument “limit” must be a whole number from 1 to 50; leave it out for 10\n"
+                   "The argument “detail” must be “summary” or “full”; leave it out for “summary”\n"
+                   "The argument “query” is required and must be a non-empty string\n"
+                   "The argument “server” is required and must be a non-empty string\n"
+                   "1\n");
+}
+
 /* Code that makes the memory samples slow (a hundred forks sharing
  * pages, so that each sample walks all their page tables) does not
  * stretch the time between two samples past 100 ms. */
@@ -1234,6 +1266,7 @@ main (int argc, char **argv)
   ADD ("/sandbox/runtime-private", NULL, test_runtime_private);
   ADD ("/sandbox/tools", NULL, test_tools);
   ADD ("/sandbox/allow-list", NULL, test_allow_list);
+  ADD ("/sandbox/tool-search-arguments", NULL, test_tool_search_arguments);
   ADD ("/sandbox/warm", "warm", test_warm);
   ADD ("/sandbox/warm-concurrent", "warm", test_warm_concurrent);
   ADD ("/sandbox/rpc/flood", NULL, test_rpc_flood);
