@@ -1219,6 +1219,34 @@ test_unavailable (void)
   test_assert_no_children ();
 }
 
+/* Each way a start can fail before the code runs (no runtime, no bwrap
+ * to execute, bwrap ending at once) says why, and leaves no fd open and
+ * no process behind: the fixture's teardown checks both. */
+static void
+test_start_failures (Fixture *fixture, gconstpointer data)
+{
+  static const struct {
+    const char *bwrap, *runtime_dir, *needle;
+  } cases[] = {
+    { NULL, "/nonexistent/runtime", "/nonexistent/runtime/mcp_runtime.py cannot be read" },
+    { "/nonexistent/bwrap", NULL, "/nonexistent/bwrap" },
+    { "/bin/false", NULL, "user namespaces" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      McpCodeOptions options = { .limits.bwrap = cases[i].bwrap, .limits.runtime_dir = cases[i].runtime_dir };
+      g_autoptr(McpCode) code = mcp_code_new (fixture->pool, test_io_thread_get_context (fixture->io), &options);
+      g_autoptr(json_t) arguments = json_pack ("{s:s}", "code", "print(1)");
+      g_autoptr(json_t) result = mcp_code_run_python (code, arguments, NULL);
+      const char *text = mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text");
+
+      g_assert_true (json_is_true (json_object_get (result, "isError")));
+      if (strstr (text, cases[i].needle) == NULL)
+        g_error ("“%s” is not in the error “%s”", cases[i].needle, text);
+    }
+}
+
 /* Whether bwrap can create namespaces here, and if not why.  Through the
  * spawner, which reaps what bwrap leaves in its process group. */
 static void
@@ -1276,5 +1304,6 @@ main (int argc, char **argv)
   g_test_add_func ("/sandbox/memory-interval", test_memory_interval);
   g_test_add_func ("/sandbox/tool-entry", test_tool_entry);
   g_test_add_func ("/sandbox/unavailable", test_unavailable);
+  ADD ("/sandbox/start-failures", NULL, test_start_failures);
   return g_test_run ();
 }
