@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "common/mcp-jsonrpc.h"
-#include "test-util.h"
+#include "test-client.h"
+#include "test-procs.h"
+#include "test-wait.h"
 
 typedef struct {
   int   status;

@@ -15,7 +15,9 @@
 #include "common/mcp-jsonrpc.h"
 #include "sandbox/mcp-memory-watch.h"
 #include "common/mcp-spawner.h"
-#include "test-util.h"
+#include "test-io-thread.h"
+#include "test-procs.h"
+#include "test-wait.h"
 
 typedef struct {
   TestIoThread *io;

@@ -14,7 +14,9 @@
 #include <gio/gunixoutputstream.h>
 #include <glib/gstdio.h>
 
-#include "test-util.h"
+#include "test-client.h"
+#include "test-procs.h"
+#include "test-wait.h"
 
 #define GONE_TIMEOUT_MS (10 * 1000)  /* scaled by test_wait_for() */
 #define NULL_ID         TEST_CLIENT_NULL_ID
