@@ -14,7 +14,9 @@
 #include <gio/gunixoutputstream.h>
 #include <glib/gstdio.h>
 
-#include "test-util.h"
+#include "test-client.h"
+#include "test-procs.h"
+#include "test-wait.h"
 
 #define GONE_TIMEOUT_MS (10 * 1000)  /* scaled by test_wait_for() */
 #define NULL_ID         TEST_CLIENT_NULL_ID
@@ -368,6 +370,36 @@ test_gateway_call (Fixture       *fixture,
   assert_result (no_server, TRUE, "server", NULL);
   assert_result (unknown_server, TRUE, "nosuch", "fixture", NULL);
   assert_result (unknown_tool, TRUE, "nosuch", "echo", "sleep", "stats", NULL);
+}
+
+/* The gateway reads search and description arguments as the sandbox's
+ * RPC does (test-sandbox's /sandbox/tool-search-arguments): the same bad
+ * argument gets the same message, word for word. */
+static void
+test_gateway_bad_arguments (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  static const struct {
+    const char *tool, *arguments, *message;
+  } cases[] = {
+    { "search_tools", "{\"query\": \"echo\", \"limit\": 0}",
+      "The argument “limit” must be a whole number from 1 to 50; leave it out for 10" },
+    { "search_tools", "{\"query\": \"echo\", \"detail\": \"everything\"}",
+      "The argument “detail” must be “summary” or “full”; leave it out for “summary”" },
+    { "search_tools", "{\"query\": 5}",
+      "The argument “query” is required and must be a non-empty string" },
+    { "describe_tool", "{\"tool\": \"echo\"}",
+      "The argument “server” is required and must be a non-empty string" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(json_t) result = call_tool (fixture->client, cases[i].tool,
+                                            json_loads (cases[i].arguments, 0, NULL));
+
+      g_assert_true (json_is_true (json_object_get (result, "isError")));
+      g_assert_cmpstr (result_text (result), ==, cases[i].message);
+    }
 }
 
 /* Proxy and code */
@@ -1551,6 +1583,7 @@ main (int argc, char **argv)
   ADD ("/serve/gateway/list", gateway_setup, test_gateway_list);
   ADD ("/serve/gateway/discovery", gateway_setup, test_gateway_discovery);
   ADD ("/serve/gateway/call", gateway_setup, test_gateway_call);
+  ADD ("/serve/gateway/bad-arguments", gateway_setup, test_gateway_bad_arguments);
   ADD ("/serve/proxy/names", proxy_names_setup, test_proxy_names);
   ADD ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
   ADD ("/serve/warm/no-thread-hop", proxy_setup, test_warm_no_thread_hop);

@@ -14,14 +14,13 @@
 #include <glib/gi18n-lib.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "pool/mcp-tool-search.h"
 
 G_DEFINE_QUARK (mcp-expose-error-quark, mcp_expose_error)
 
 /* A first tools/list waits this long for servers still starting; a server
  * that comes later is announced with tools/list_changed. */
 #define LIST_WAIT_MS            (20 * 1000)
-#define SEARCH_LIMIT_DEFAULT    10
-#define SEARCH_LIMIT_MAX        50
 #define TOOL_NAME_MAX           64
 #define PROXY_SEPARATOR         "__"
 #define NAMES_IN_ERRORS         20
@@ -388,7 +387,8 @@ static const char gateway_tools_json[] =
   " \"description\":\"Find tools of every server by what they do; ranked by name and description. Use describe_tool for a tool's parameters, then call_tool.\","
   " \"inputSchema\":{\"type\":\"object\",\"properties\":{"
   "   \"query\":{\"type\":\"string\",\"description\":\"Words describing the task, e.g. 'read file'\"},"
-  "   \"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50,\"description\":\"At most this many tools (default 10)\"},"
+  "   \"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" G_STRINGIFY (MCP_TOOL_SEARCH_LIMIT_MAX) ","
+  "     \"description\":\"At most this many tools (default " G_STRINGIFY (MCP_TOOL_SEARCH_LIMIT_DEFAULT) ")\"},"
   "   \"detail\":{\"type\":\"string\",\"enum\":[\"summary\",\"full\"],\"description\":\"summary: name and description; full: with the input schema\"}},"
   "  \"required\":[\"query\"]}},"
   "{\"name\":\"describe_tool\","
@@ -448,26 +448,14 @@ static json_t *
 gateway_search_tools (McpExpose *expose,
                       json_t    *arguments)
 {
-  json_t *limit_value = json_object_get (arguments, "limit");
-  McpToolDetail detail;
-  const char *query;
-  json_int_t limit = SEARCH_LIMIT_DEFAULT;
+  g_autoptr(GError) error = NULL;
   g_autoptr(json_t) found = NULL;
-  json_t *failure;
+  McpToolSearchRequest request;
 
-  if ((failure = require_string (arguments, "search_tools", "query", &query)) != NULL)
-    return failure;
-  if (limit_value != NULL)
-    {
-      if (!json_is_integer (limit_value) || json_integer_value (limit_value) < 1)
-        return error_result (_("search_tools: “limit” must be a whole number from 1 to %d"), SEARCH_LIMIT_MAX);
-      limit = MIN (json_integer_value (limit_value), SEARCH_LIMIT_MAX);
-    }
-  if (!mcp_tool_detail_from_string (mcp_json_get_string (arguments, "detail"), &detail))
-    return error_result (_("search_tools: “detail” must be “summary” or “full”"));
-
+  if (!mcp_tool_search_read_request (arguments, &request, &error))
+    return text_result (TRUE, error->message);
   list_every_server (expose);
-  found = mcp_pool_search_tools (expose->pool, query, (guint) limit, detail);
+  found = mcp_pool_search_tools (expose->pool, request.query, request.limit, request.detail);
   return json_result (json_pack ("{s:O}", "tools", found));
 }
 
@@ -478,17 +466,14 @@ gateway_describe_tool (McpExpose *expose,
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) listed = NULL;
   g_autoptr(json_t) tool = NULL;
-  const char *server, *name;
-  json_t *failure;
+  McpToolDescribeRequest request;
 
-  if ((failure = require_string (arguments, "describe_tool", "server", &server)) != NULL ||
-      (failure = require_string (arguments, "describe_tool", "tool", &name)) != NULL)
-    return failure;
-
-  listed = mcp_pool_list_tools (expose->pool, server, MCP_TOOL_DETAIL_SUMMARY, &error);
+  if (!mcp_tool_describe_read_request (arguments, TRUE, &request, &error))
+    return text_result (TRUE, error->message);
+  listed = mcp_pool_list_tools (expose->pool, request.server, MCP_TOOL_DETAIL_SUMMARY, &error);
   if (listed == NULL)
-    return failure_result (server, error);
-  tool = mcp_pool_describe_tool (expose->pool, server, name, &error);
+    return failure_result (request.server, error);
+  tool = mcp_pool_describe_tool (expose->pool, request.server, request.tool, &error);
   if (tool == NULL)
     return text_result (TRUE, error->message);
   return json_result (g_steal_pointer (&tool));
