@@ -1373,7 +1373,9 @@ row_context (BenchSetup *s)
   return 0;
 }
 
-/* passthru: a server's reply line to the upstream reply bytes, on one
+/* Row 12: passthru */
+
+/* A server's reply line to the upstream reply bytes, on one
  * thread's CPU clock.  Baseline: parse the whole line with Jansson, put
  * the result under the upstream id, encode it; mcp-pool: scan the line,
  * parse the id, splice the result's bytes.  The reply is shaped like
@@ -1504,6 +1506,9 @@ row_passthru (BenchSetup *s)
                           100.0 * parse_us (line, length - 1, s->calls * 4, TRUE) /
                           parse_us (line, length - 1, s->calls * 4, FALSE));
   emit_row ("passthru", full_us, raw_us, "µs", full_us / raw_us, note->str);
+  return 0;
+}
+
 /* Row 9: shared-overhead */
 
 /* The median round trip of org.freedesktop.DBus.Peer.Ping to the bus at
