@@ -89,6 +89,8 @@ schedule_notify_locked (McpOutputQueue *queue)
   if (queue->notify != NULL)
     return;
   queue->notify = g_idle_source_new ();
+  /* As urgent as the input the owner may have to stop reading. */
+  g_source_set_priority (queue->notify, G_PRIORITY_DEFAULT);
   g_source_set_name (queue->notify, "mcp output queue callbacks");
   g_source_set_callback (queue->notify, on_notify, queue, NULL);
   g_source_attach (queue->notify, queue->context);
@@ -281,10 +283,11 @@ mcp_output_queue_new (int                        fd,
                       const McpOutputQueueFuncs *funcs,
                       gpointer                   user_data)
 {
-  McpOutputQueue *queue = g_new0 (McpOutputQueue, 1);
+  McpOutputQueue *queue;
 
   g_return_val_if_fail (low_mark <= high_mark, NULL);
 
+  queue = g_new0 (McpOutputQueue, 1);
   queue->fd = fd;
   queue->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
   queue->high_mark = high_mark;

@@ -41,7 +41,9 @@ typedef struct {
 } McpOutputQueueFuncs;
 
 /* Any thread.  @fd is not owned (the caller closes it after freeing the
- * queue); it is set O_NONBLOCK.  @high_mark/@low_mark count messages;
+ * queue); it is set O_NONBLOCK, unless it is a terminal (shared with the
+ * shell, which must not find it non-blocking afterwards; writes to it may
+ * block briefly).  @high_mark/@low_mark count messages;
  * @stall_limit_us: a non-empty queue that makes no progress for this long
  * is broken (0: never).  @funcs is copied; either callback may be NULL. */
 McpOutputQueue *mcp_output_queue_new     (int                        fd,
