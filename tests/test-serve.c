@@ -765,6 +765,40 @@ test_pass_through (Fixture       *fixture,
   g_assert_true (json_is_integer (json_object_get (json_object_get (stats, "structuredContent"), "pid")));
 }
 
+/* A server that stops reading its stdin does not hold up the main
+ * context: what it has not taken waits in mcp-pool, and other requests
+ * are answered meanwhile. */
+static void
+test_server_not_reading (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  enum { BIG_CALLS = 4 };
+  TestClient *client = fixture->client;
+  g_autofree char *big = g_strnfill (256 * 1024, 'b');
+  json_int_t ids[BIG_CALLS], ping;
+  g_autoptr(json_t) pong = NULL;
+  g_autoptr(json_t) stopped = NULL;
+
+  json_decref (list_tools (client));
+  stopped = call_tool (client, "fixture__stop_reading", json_object ());
+  assert_result (stopped, FALSE, "stopped reading", NULL);
+
+  /* A megabyte: more than the server reads and its pipe holds. */
+  for (guint i = 0; i < BIG_CALLS; i++)
+    ids[i] = test_client_request (client, "tools/call",
+                                  json_pack ("{s:s, s:{s:s}}", "name", "fixture__echo", "arguments",
+                                             "message", big));
+  ping = test_client_request (client, "ping", NULL);
+  pong = test_client_read_reply (client, ping);
+  g_assert_nonnull (json_object_get (pong, "result"));
+  /* Answered while the calls still wait for the server, not after they
+   * failed.  The first may have been read, and answered, as the server's
+   * reader stopped. */
+  for (guint i = 1; i < BIG_CALLS; i++)
+    for (guint j = 0; j < client->stash->len; j++)
+      g_assert_false (test_message_has_id (g_ptr_array_index (client->stash, j), ids[i]));
+}
+
 /* Large results pass through as the server wrote them, whatever the id
  * of the client's request, and mean the same to the client. */
 static void
@@ -1583,6 +1617,7 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/names", proxy_names_setup, test_proxy_names);
   ADD ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
   ADD ("/serve/warm/no-thread-hop", proxy_setup, test_warm_no_thread_hop);
+  ADD ("/serve/warm/server-not-reading", proxy_setup, test_server_not_reading);
   ADD ("/serve/code/resources", code_setup, test_code_resources);
   ADD ("/serve/code/run-python", code_setup, test_code_run_python);
   ADD ("/serve/code/concurrent-runs", code_setup, test_code_concurrent_runs);

@@ -396,12 +396,12 @@ mcp_output_queue_flush (McpOutputQueue *queue,
   return all_out;
 }
 
-void
-mcp_output_queue_free (McpOutputQueue *queue)
+/* Under the lock: no write, and no callback that has not started yet,
+ * ever again. */
+static void
+close_locked (McpOutputQueue *queue)
 {
-  if (queue == NULL)
-    return;
-  g_mutex_lock (&queue->lock);
+  queue->broken = TRUE;
   stop_watching_locked (queue);
   if (queue->notify != NULL)
     {
@@ -409,7 +409,25 @@ mcp_output_queue_free (McpOutputQueue *queue)
       g_clear_pointer (&queue->notify, g_source_unref);
     }
   g_queue_clear_full (&queue->lines, (GDestroyNotify) g_bytes_unref);
+  queue->head_written = 0;
   g_clear_error (&queue->broken_error);
+}
+
+void
+mcp_output_queue_close (McpOutputQueue *queue)
+{
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&queue->lock);
+
+  close_locked (queue);
+}
+
+void
+mcp_output_queue_free (McpOutputQueue *queue)
+{
+  if (queue == NULL)
+    return;
+  g_mutex_lock (&queue->lock);
+  close_locked (queue);
   g_mutex_unlock (&queue->lock);
   g_mutex_clear (&queue->lock);
   g_main_context_unref (queue->context);

@@ -76,6 +76,11 @@ void            mcp_output_queue_set_stall_limit (McpOutputQueue *queue,
  * meanwhile.  The callbacks it causes run later, on the context. */
 gboolean        mcp_output_queue_flush   (McpOutputQueue *queue,
                                           gint64          deadline);
+/* Any thread: drops what waits and stops for good, like a break without
+ * its callback.  Once it returns no write is under way or will happen, so
+ * the fd may be closed; a callback already running on the context may
+ * still finish, so free the queue on the context afterwards. */
+void            mcp_output_queue_close   (McpOutputQueue *queue);
 /* On the context's thread, or once nothing iterates the context; no push
  * may race it.  Drops what waits; no callback is called afterwards. */
 void            mcp_output_queue_free    (McpOutputQueue *queue);

@@ -1,10 +1,10 @@
 /* mcp-stdio-transport.c — a child process spoken to over its stdin/stdout.
  *
- * Threads: the context reads stdout and stderr and watches the exit.
- * Senders on any thread write under write_lock; `lock` guards the child,
- * the stderr ring and the closing state.  Neither is held across a wait
- * for the child, except write_lock across one line's write, bounded by a
- * deadline.
+ * Threads: the context reads stdout and stderr, watches the exit and
+ * drains the output queue to stdin.  Senders on any thread push to that
+ * queue under write_lock, which only guards the queue's life (a push never
+ * waits); `lock` guards the child, the stderr ring and the closing state.
+ * Neither is held across a wait for the child.
  */
 #include "config.h"
 
@@ -17,6 +17,7 @@
 
 #include "common/mcp-framing.h"
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-output-queue.h"
 #include "common/mcp-ring.h"
 #include "common/mcp-spawner.h"
 
@@ -26,7 +27,7 @@ G_DEFINE_QUARK (mcp-transport-error-quark, mcp_transport_error)
 #define EXIT_AFTER_EOF_WAIT_MS 500
 /* How often the exit is checked when there is no pidfd to watch. */
 #define EXIT_POLL_MS 20
-/* The longest a write to a server's stdin may stall. */
+/* The longest a server may leave its stdin unread while messages wait. */
 #define WRITE_STALL_LIMIT_US (10 * G_USEC_PER_SEC)
 
 typedef struct {
@@ -43,7 +44,11 @@ typedef struct {
   GSource           *exit_source;
   GSource           *exit_wait_source;  /* protected by lock */
 
+  /* What waits for the server's stdin.  It is bounded by the requests in
+   * flight, which the pool and the fronts bound; the queue never pushes
+   * back itself. */
   GMutex             write_lock;
+  McpOutputQueue    *output;            /* protected by write_lock; NULL once closed */
   int                stdin_fd;          /* protected by write_lock; -1 once closed */
 
   GMutex             lock;
@@ -133,35 +138,42 @@ stdio_send (McpTransport  *transport,
             GError       **error)
 {
   StdioTransport *self = (StdioTransport *) transport;
-  g_autoptr(GError) local_error = NULL;
-  gboolean ok;
+  GBytes *line = mcp_jsonrpc_encode_line (message);
+  gboolean sent = FALSE, open;
 
-  g_mutex_lock (&self->write_lock);
-  if (self->stdin_fd < 0)
+  if (line == NULL)
     {
-      g_mutex_unlock (&self->write_lock);
       g_set_error (error, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_CLOSED,
-                   _("Server “%s” is no longer running"), self->config->name);
+                   _("A message to server “%s” could not be encoded as JSON"), self->config->name);
       return FALSE;
     }
-  /* A server that takes no input for this long is broken: the bound also
-   * keeps other writers from waiting on write_lock for a whole call. */
-  ok = mcp_jsonrpc_write_line (self->stdin_fd, message,
-                               g_get_monotonic_time () + WRITE_STALL_LIMIT_US, &local_error);
+  g_mutex_lock (&self->write_lock);
+  open = self->output != NULL;
+  if (open)
+    sent = mcp_output_queue_push (self->output, line);
+  else
+    g_bytes_unref (line);
   g_mutex_unlock (&self->write_lock);
 
-  if (!ok)
-    {
-      GError *reason = g_error_new (MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_CLOSED,
-                                    _("Could not send to server “%s”: %s"),
-                                    self->config->name, local_error->message);
+  /* A queue that broke reports it through on_output_broken, on the
+   * context. */
+  if (!sent)
+    g_set_error (error, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_CLOSED,
+                 open ? _("Could not send to server “%s”: it stopped reading") : _("Server “%s” is no longer running"),
+                 self->config->name);
+  return sent;
+}
 
-      if (error != NULL)
-        *error = g_error_copy (reason);
-      /* The stream may now be cut mid-line: nothing more can go through. */
-      report_closed (self, reason);
-    }
-  return ok;
+/* On the context: the stream may be cut mid-line, so nothing more can go
+ * through. */
+static void
+on_output_broken (const GError *error,
+                  gpointer      user_data)
+{
+  StdioTransport *self = user_data;
+
+  report_closed_with (self, MCP_TRANSPORT_ERROR_CLOSED, _("Could not send to server “%s”: %s"),
+                      self->config->name, error->message);
 }
 
 /* Reading stdout */
@@ -440,12 +452,44 @@ release_io (StdioTransport *self)
   g_clear_pointer (&self->stderr_source, g_source_unref);
 }
 
+typedef struct {
+  SourceHold     *held;
+  McpOutputQueue *output;
+} QueueDisposal;
+
+static gboolean
+free_queue (gpointer data)
+{
+  QueueDisposal *disposal = data;
+
+  mcp_output_queue_free (disposal->output);
+  release_hold (disposal->held);
+  g_free (disposal);
+  return G_SOURCE_REMOVE;
+}
+
+/* Frees @output on the context, holding the owner until then. */
+static void
+free_on_context (StdioTransport *self,
+                 McpOutputQueue *output)
+{
+  QueueDisposal *disposal = g_new (QueueDisposal, 1);
+  GSource *source = g_idle_source_new ();
+
+  disposal->held = hold (self);
+  disposal->output = output;
+  g_source_set_callback (source, free_queue, disposal, NULL);
+  g_source_attach (source, self->context);
+  g_source_unref (source);
+}
+
 static void
 stdio_close (McpTransport *transport,
              gint64        stdin_grace,
              gint64        term_grace)
 {
   StdioTransport *self = (StdioTransport *) transport;
+  McpOutputQueue *output;
   McpChild *child;
 
   g_mutex_lock (&self->lock);
@@ -455,12 +499,16 @@ stdio_close (McpTransport *transport,
   if (child == NULL)
     return;
 
-  /* Closing stdin is the polite request to leave. */
+  /* Closing stdin is the polite request to leave.  Once closed, the queue
+   * writes no more; it is freed on the context, where its own callbacks
+   * run, so that none is under way meanwhile. */
   g_mutex_lock (&self->write_lock);
-  if (self->stdin_fd >= 0)
-    close (self->stdin_fd);
+  output = g_steal_pointer (&self->output);
+  mcp_output_queue_close (output);
+  close (self->stdin_fd);
   self->stdin_fd = -1;
   g_mutex_unlock (&self->write_lock);
+  free_on_context (self, output);
 
   /* The exit watch polls the pidfd that terminating closes. */
   g_source_destroy (self->exit_source);
@@ -482,6 +530,10 @@ stdio_free (McpTransport *transport)
   mcp_server_config_unref (self->config);
   g_free (self);
 }
+
+static const McpOutputQueueFuncs output_funcs = {
+  .on_broken = on_output_broken,
+};
 
 static const McpTransportClass stdio_class = {
   .send = stdio_send,
@@ -531,6 +583,8 @@ mcp_stdio_transport_new (McpServerConfig          *config,
   self->pid = mcp_child_get_pid (child);
   self->child = child;
   self->stdin_fd = stdin_fd;
+  self->output = mcp_output_queue_new (stdin_fd, self->context, G_MAXUINT, 0, WRITE_STALL_LIMIT_US,
+                                       &output_funcs, self);
   g_mutex_init (&self->lock);
   g_mutex_init (&self->write_lock);
   g_cond_init (&self->stderr_cond);
