@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <signal.h>
+#include <time.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 
 #include "sandbox/mcp-code.h"
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-raw-response.h"
 #include "pool/mcp-pool.h"
 #include "daemon/mcp-remote.h"
 #include "pool/mcp-session.h"
@@ -1371,6 +1373,142 @@ row_context (BenchSetup *s)
   return 0;
 }
 
+/* Row 12: passthru */
+
+/* A server's reply line to the upstream reply bytes, on one
+ * thread's CPU clock.  Baseline: parse the whole line with Jansson, put
+ * the result under the upstream id, encode it; mcp-pool: scan the line,
+ * parse the id, splice the result's bytes.  The reply is shaped like
+ * server-memory's read_graph (its graph as indented JSON text). */
+
+static char *
+graph_reply_line (int    entities,
+                  gsize *length)
+{
+  g_autoptr(json_t) graph = json_pack ("{s:[], s:[]}", "entities", "relations");
+  g_autoptr(json_t) id = json_integer (17);
+  g_autoptr(json_t) reply = NULL;
+  g_autofree char *text = NULL;
+
+  for (int i = 0; i < entities; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("entity-%d", i);
+
+      json_array_append_new (json_object_get (graph, "entities"),
+                             json_pack ("{s:s, s:s, s:[s,s]}", "name", name, "entityType", "person",
+                                        "observations", "Works on the \"pool\" project",
+                                        "Prefers tea over coffee"));
+      json_array_append_new (json_object_get (graph, "relations"),
+                             json_pack ("{s:s, s:s, s:s}", "from", name, "to", "entity-0",
+                                        "relationType", "knows"));
+    }
+  text = json_dumps (graph, JSON_INDENT (2));
+  reply = mcp_jsonrpc_result_new (id, json_pack ("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text));
+  return mcp_jsonrpc_to_line (reply, length, NULL);
+}
+
+static double
+thread_cpu_us (void)
+{
+  struct timespec now;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &now);
+  return now.tv_sec * 1e6 + now.tv_nsec / 1e3;
+}
+
+/* CPU µs per reply, the full way and the raw way; FALSE if they differ. */
+static gboolean
+measure_passthru (const char *line,
+                  gsize       length,
+                  int         calls,
+                  double     *full_us,
+                  double     *raw_us)
+{
+  g_autoptr(json_t) upstream_id = json_string ("upstream-5");
+  g_autofree char *full_line = NULL;
+  g_autoptr(GBytes) raw_line = NULL;
+  gsize full_length = 0;
+  double start;
+
+  start = thread_cpu_us ();
+  for (int i = 0; i < calls; i++)
+    {
+      g_autoptr(json_t) message = mcp_jsonrpc_parse (line, length, NULL);
+      g_autoptr(json_t) reply = mcp_jsonrpc_result_new (upstream_id, json_incref (json_object_get (message, "result")));
+
+      g_free (full_line);
+      full_line = mcp_jsonrpc_to_line (reply, &full_length, NULL);
+    }
+  *full_us = (thread_cpu_us () - start) / calls;
+
+  start = thread_cpu_us ();
+  for (int i = 0; i < calls; i++)
+    {
+      g_autoptr(McpRawResponse) response = mcp_raw_response_parse (line, length, NULL);
+      const char *result;
+      gsize result_length;
+
+      result = mcp_raw_response_get_result (response, &result_length);
+      g_clear_pointer (&raw_line, g_bytes_unref);
+      raw_line = mcp_jsonrpc_splice_reply (upstream_id, result, result_length);
+    }
+  *raw_us = (thread_cpu_us () - start) / calls;
+
+  /* The compact line in, the same bytes out. */
+  return g_bytes_get_size (raw_line) == full_length &&
+         memcmp (g_bytes_get_data (raw_line, NULL), full_line, full_length) == 0;
+}
+
+/* CPU µs of the raw parse, or of the Jansson parse, alone. */
+static double
+parse_us (const char *line,
+          gsize       length,
+          int         calls,
+          gboolean    raw)
+{
+  double start = thread_cpu_us ();
+
+  for (int i = 0; i < calls; i++)
+    {
+      if (raw)
+        mcp_raw_response_unref (mcp_raw_response_parse (line, length, NULL));
+      else
+        json_decref (mcp_jsonrpc_parse (line, length, NULL));
+    }
+  return (thread_cpu_us () - start) / calls;
+}
+
+static int
+row_passthru (BenchSetup *s)
+{
+  static const int small_entities[] = { 2, 12 };
+  g_autoptr(GString) note = g_string_new (NULL);
+  gsize length;
+  g_autofree char *line = graph_reply_line (100, &length);
+  double full_us, raw_us;
+
+  if (!measure_passthru (line, length - 1, s->calls * 4, &full_us, &raw_us))
+    {
+      g_printerr ("mcp-bench passthru: the spliced reply differs from the encoded one\n");
+      return 1;
+    }
+  g_string_printf (note, "CPU per reply of %.1f KB, parse + encode / scan + splice", length / 1000.0);
+  for (gsize i = 0; i < G_N_ELEMENTS (small_entities); i++)
+    {
+      g_autofree char *small = graph_reply_line (small_entities[i], &length);
+      double small_full, small_raw;
+
+      measure_passthru (small, length - 1, s->calls * 20, &small_full, &small_raw);
+      g_string_append_printf (note, "; %.1f KB: %.0f µs / %.1f µs", length / 1000.0, small_full, small_raw);
+    }
+  /* A line scanned, then declined and parsed, pays the scan on top. */
+  g_string_append_printf (note, "; a declined line: +%.0f %% over a parse",
+                          100.0 * parse_us (line, length - 1, s->calls * 4, TRUE) /
+                          parse_us (line, length - 1, s->calls * 4, FALSE));
+  emit_row ("passthru", full_us, raw_us, "µs", full_us / raw_us, note->str);
+  return 0;
+}
+
 /* Row 9: shared-overhead */
 
 /* The median round trip of org.freedesktop.DBus.Peer.Ping to the bus at
@@ -1761,6 +1899,7 @@ static const struct {
   { "sandbox",       row_sandbox },
   { "shared",        row_shared },
   { "context",       row_context },
+  { "passthru",      row_passthru },
   { "shared-overhead", row_shared_overhead },
   { "large-reply",   row_large_reply },
   { "peers",         row_peers },

@@ -47,6 +47,8 @@
  *   fail {}                    JSON-RPC error -32603
  *   tool_error {}              result with isError true
  *   nul_name {}                a result with "\u0000" in a member name
+ *   stop_reading {}            answer, then read no more of stdin (after the
+ *                              line that follows, if it is already coming)
  *   stderr {bytes}             write <bytes> bytes to stderr
  *   ask_client {method, params?}  ask the client, return its response
  *   dummy_<i> {}               text "dummy <i>" (with --extra-tools)
@@ -421,7 +423,7 @@ enum
 {
   TOOL_ECHO, TOOL_SLEEP, TOOL_CRASH, TOOL_HANG, TOOL_HUGE, TOOL_PROGRESS,
   TOOL_NOTIFY_LIST_CHANGED, TOOL_STATS, TOOL_FAIL, TOOL_TOOL_ERROR,
-  TOOL_STDERR, TOOL_ASK_CLIENT, TOOL_NUL_NAME, N_TOOLS
+  TOOL_STDERR, TOOL_ASK_CLIENT, TOOL_NUL_NAME, TOOL_STOP_READING, N_TOOLS
 };
 
 /* In enum order.  @args lists the arguments as "name:type",
@@ -446,6 +448,7 @@ static const struct
   { "ask_client", "Send a request to the client, return its answer.",
     "method:string,params?:object" },
   { "nul_name", "Answer with a NUL in a member name.", "" },
+  { "stop_reading", "Answer, then never read stdin again.", "" },
 };
 
 static json_t *
@@ -702,6 +705,9 @@ tool_nul_name (Call *call)
   free (id);
 }
 
+/* Set by stop_reading: the reader blocks after its current line. */
+static int stop_reading;
+
 static void
 run_tool (Call *call, int tool)
 {
@@ -769,6 +775,10 @@ run_tool (Call *call, int tool)
       break;
     case TOOL_NUL_NAME:
       tool_nul_name (call);
+      break;
+    case TOOL_STOP_READING:
+      __atomic_store_n (&stop_reading, 1, __ATOMIC_SEQ_CST);
+      call_reply (call, text_result ("stopped reading"));
       break;
     default:
       /* Past the real tools come the dummies, in tool_list order. */
@@ -1080,7 +1090,7 @@ static const char usage_text[] =
   "  --list-changed-flood\n"
   "  --ping-client  --protocol-version V  --page-size N  --extra-tools N\n"
   "  --help\n\n"
-  "Tools: echo, sleep, crash, hang, huge, progress, notify_list_changed,\n"
+  "Tools: echo, sleep, crash, hang, huge, progress, notify_list_changed, stop_reading,\n"
   "stats, fail, tool_error, stderr, ask_client, dummy_<i>.\n"
   "The comment at the top of mcp-fixture-server.c describes them all.\n";
 
@@ -1237,6 +1247,8 @@ main (int argc, char **argv)
       if (json_is_object (msg) && !opts.hang_start)
         handle_message (msg);
       json_decref (msg);
+      if (__atomic_load_n (&stop_reading, __ATOMIC_SEQ_CST))
+        block_forever ();
     }
   free (line);
   note ("eof\n");

@@ -18,7 +18,8 @@
 
 #include <gio/gunixinputstream.h>
 
-#include "test-util.h"
+#include "common/mcp-jsonrpc.h"
+#include "test-procs.h"
 
 #define CALLERS          16
 #define SERVERS          4

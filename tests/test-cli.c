@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "common/mcp-jsonrpc.h"
-#include "test-util.h"
+#include "test-client.h"
+#include "test-procs.h"
+#include "test-wait.h"
 
 typedef struct {
   int   status;
@@ -727,6 +729,39 @@ test_output_before_shutdown (void)
   g_assert_null (strstr (listed, "eof\nsigterm\n  "));
 }
 
+/* serve's options are read before anything starts: each mistake exits 2
+ * and says which option, and the range where there is one. */
+static void
+test_serve_options (void)
+{
+  static const struct {
+    const char *environment[2];
+    const char *arguments[6];
+    const char *message;
+  } cases[] = {
+    { { NULL }, { "serve", "extra", NULL }, "unexpected argument “extra”" },
+    { { NULL }, { "serve", "--expose", "nonsense", NULL }, "nonsense" },
+    { { "MCP_POOL_EXPOSE=nonsense", NULL }, { "serve", NULL }, "nonsense" },
+    { { NULL }, { "serve", "--max-message-bytes", "10", NULL }, "--max-message-bytes must be from 1024 to 1073741824" },
+    { { "MCP_POOL_MAX_MESSAGE_BYTES=10", NULL }, { "serve", NULL }, "--max-message-bytes must be from 1024" },
+    { { NULL }, { "serve", "--max-pending", "-1", NULL }, "--max-pending must be from 1 to" },
+    { { "MCP_POOL_MAX_PENDING=0", NULL }, { "serve", NULL }, "--max-pending must be from 1 to" },
+    { { NULL }, { "serve", "--shared", "--config", "/nonexistent.json", NULL }, "--config does not go with --shared" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_auto(RunResult) result = { 0 };
+
+      run_argv (&result, cases[i].environment, cases[i].arguments);
+      g_assert_cmpint (result.status, ==, 2);
+      g_assert_cmpstr (result.out, ==, "");
+      if (strstr (result.err, cases[i].message) == NULL)
+        g_error ("“%s” is not in serve's stderr “%s”", cases[i].message, result.err);
+    }
+  test_assert_no_children ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -743,6 +778,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/children-die-with-pool", test_children_die_with_pool);
   g_test_add_func ("/cli/servers", test_servers);
   g_test_add_func ("/cli/tools", test_tools);
+  g_test_add_func ("/cli/serve-options", test_serve_options);
   g_test_add_func ("/cli/doctor", test_doctor);
   g_test_add_func ("/cli/evict", test_evict);
   g_test_add_func ("/cli/run", test_run);

@@ -33,7 +33,10 @@
 #include <glib/gstdio.h>
 
 #include "daemon/mcp-remote.h"
-#include "test-util.h"
+#include "test-client.h"
+#include "test-files.h"
+#include "test-procs.h"
+#include "test-wait.h"
 
 /* Every wait for the daemon or a process to act is bounded by this,
  * scaled by test_timeout_ms(). */
@@ -114,25 +117,6 @@ connect_to_bus (Fixture *fixture)
 
   g_assert_no_error (error);
   return connection;
-}
-
-/* Removes the test's directory tree: files and folders it made. */
-static void
-remove_tree (const char *path)
-{
-  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-
-      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree (child);
-      else
-        g_unlink (child);
-    }
-  g_rmdir (path);
 }
 
 /* An activated daemon is reparented to this process, a subreaper, so
@@ -464,7 +448,7 @@ fixture_tear_down (Fixture       *fixture,
   g_clear_object (&fixture->connection);
   g_assert_true (test_wait_for (reap_and_check_no_children, NULL, WAIT_MS));
   g_ptr_array_unref (fixture->signals);
-  remove_tree (fixture->dir);
+  test_remove_tree (fixture->dir);
   g_free (fixture->dir);
   g_free (fixture->runtime_dir);
   g_free (fixture->address);
@@ -1344,7 +1328,7 @@ test_foreign_uid (void)
   close_connection (own);
   stop_bus (bus);
   g_assert_true (test_wait_for (reap_and_check_no_children, NULL, WAIT_MS));
-  remove_tree (dir);
+  test_remove_tree (dir);
 }
 
 /* Without a session bus, --shared says what is wrong and what to do. */

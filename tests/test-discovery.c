@@ -10,6 +10,7 @@
 
 #include "pool/mcp-config-discovery.h"
 #include "pool/mcp-config-watcher.h"
+#include "test-files.h"
 
 typedef gboolean (*DiscoveryCheck) (McpDiscovery  *discovery,
                                     gconstpointer  data);
@@ -54,24 +55,6 @@ setup (Fixture       *fixture,
 }
 
 static void
-remove_tree (const char *path)
-{
-  if (g_file_test (path, G_FILE_TEST_IS_DIR) && !g_file_test (path, G_FILE_TEST_IS_SYMLINK))
-    {
-      g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-      const char *name;
-
-      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-        {
-          g_autofree char *child = g_build_filename (path, name, NULL);
-
-          remove_tree (child);
-        }
-    }
-  g_assert_cmpint (g_remove (path), ==, 0);
-}
-
-static void
 teardown (Fixture       *fixture,
           gconstpointer  data)
 {
@@ -79,8 +62,8 @@ teardown (Fixture       *fixture,
   g_clear_pointer (&fixture->latest, mcp_discovery_free);
   g_main_loop_unref (fixture->loop);
   g_main_context_unref (fixture->context);
-  remove_tree (fixture->home);
-  remove_tree (fixture->cwd);
+  g_assert_true (test_remove_tree (fixture->home));
+  g_assert_true (test_remove_tree (fixture->cwd));
   g_free (fixture->home);
   g_free (fixture->cwd);
   g_free (fixture->self_path);

@@ -9,6 +9,7 @@
 
 #include "common/mcp-framing.h"
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-raw-response.h"
 
 static void
 collect_line (const char *line,
@@ -98,6 +99,7 @@ typedef struct {
   GPtrArray *noise;
   guint      too_long;
   gboolean   closed;
+  GPtrArray *raw;       /* lines offered to on_response_line */
 } ReaderResults;
 
 static void
@@ -220,6 +222,82 @@ test_paused_hang_up (void)
   g_ptr_array_unref (results.noise);
 }
 
+/* Takes every line offered but those that say "decline". */
+static gboolean
+on_response_line (const char *line, gsize length, gpointer user_data)
+{
+  ReaderResults *results = user_data;
+
+  g_ptr_array_add (results->raw, g_strndup (line, length));
+  return g_strstr_len (line, length, "decline") == NULL;
+}
+
+/* A line of @length bytes or more: @head, a long string member, "}". */
+static void
+append_long_line (GString    *input,
+                  const char *head,
+                  gsize       length)
+{
+  gsize start = input->len;
+
+  g_string_append_printf (input, "{%s,\"pad\":\"", head);
+  while (input->len - start < length)
+    g_string_append (input, "0123456789");
+  g_string_append (input, "\"}\n");
+}
+
+/* Long responses are offered raw before they are parsed; short ones,
+ * requests and notifications are not; a declined one is parsed as before. */
+static void
+test_response_line (void)
+{
+  static const McpLineReaderFuncs funcs = { on_message, on_noise, on_too_long, on_closed, on_response_line };
+  ReaderResults results = { 0 };
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(GString) input = g_string_new (NULL);
+  GSource *reader;
+  int fds[2];
+
+  results.loop = g_main_loop_new (context, FALSE);
+  results.messages = g_ptr_array_new_with_free_func (free);
+  results.noise = g_ptr_array_new_with_free_func (g_free);
+  results.raw = g_ptr_array_new_with_free_func (g_free);
+
+  append_long_line (input, "\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}", MCP_RAW_RESPONSE_MIN);
+  g_string_append (input, "{\"id\":2,\"result\":{}}\n");
+  append_long_line (input, "\"id\":3,\"method\":\"tools/call\",\"params\":{}", MCP_RAW_RESPONSE_MIN);
+  append_long_line (input, "\"method\":\"notifications/message\",\"params\":{}", MCP_RAW_RESPONSE_MIN);
+  append_long_line (input, "\"id\":4,\"error\":{\"code\":1,\"message\":\"decline\"}", MCP_RAW_RESPONSE_MIN);
+  append_long_line (input, "\"id\":5,\"result\":{}", MCP_RAW_RESPONSE_MIN - 100);
+
+  g_assert_true (g_unix_open_pipe (fds, FD_CLOEXEC, NULL));
+  reader = mcp_line_reader_new (fds[0], 0, &funcs, &results, NULL);
+  g_source_attach (reader, context);
+  g_assert_cmpint (write (fds[1], input->str, input->len), ==, (gssize) input->len);
+  close (fds[1]);
+  g_main_loop_run (results.loop);
+
+  g_assert_true (results.closed);
+  g_assert_cmpuint (results.raw->len, ==, 2);
+  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.raw, 0), "{\"jsonrpc\":\"2.0\",\"id\":1,"));
+  g_assert_cmpuint (strlen (g_ptr_array_index (results.raw, 0)), >=, MCP_RAW_RESPONSE_MIN);
+  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.raw, 1), "{\"id\":4,"));
+  /* All but the one taken raw, in order. */
+  g_assert_cmpuint (results.messages->len, ==, 5);
+  g_assert_cmpstr (g_ptr_array_index (results.messages, 0), ==, "{\"id\":2,\"result\":{}}");
+  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.messages, 1), "{\"id\":3,\"method\""));
+  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.messages, 2), "{\"method\""));
+  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.messages, 3), "{\"error\""));
+  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.messages, 4), "{\"id\":5,"));
+  g_assert_cmpuint (results.noise->len, ==, 0);
+
+  g_source_unref (reader);
+  g_main_loop_unref (results.loop);
+  g_ptr_array_unref (results.messages);
+  g_ptr_array_unref (results.noise);
+  g_ptr_array_unref (results.raw);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -229,5 +307,6 @@ main (int argc, char **argv)
   g_test_add_func ("/framing/exact-cap", test_exact_cap);
   g_test_add_func ("/framing/reader", test_reader);
   g_test_add_func ("/framing/paused-hang-up", test_paused_hang_up);
+  g_test_add_func ("/framing/response-line", test_response_line);
   return g_test_run ();
 }

@@ -12,7 +12,9 @@
 #include "pool/mcp-pool.h"
 #include "common/mcp-protocol.h"
 #include "pool/mcp-session.h"
-#include "test-util.h"
+#include "test-client.h"
+#include "test-io-thread.h"
+#include "test-procs.h"
 
 static void
 test_everything (void)

@@ -164,6 +164,62 @@ test_line_is_one_line (void)
   g_assert_null (memchr (line, '\n', length - 1));
 }
 
+static void
+assert_line (GBytes     *line,
+             const char *expected,
+             gsize       expected_length)
+{
+  gsize length;
+  const char *data;
+
+  g_assert_nonnull (line);
+  data = g_bytes_get_data (line, &length);
+  g_assert_cmpmem (data, length, expected, expected_length);
+}
+
+/* One message, one line: the exact compact bytes and the newline, a NUL
+ * inside a string kept as its escape. */
+static void
+test_encode_line (void)
+{
+  static const char nul_text[] = NUL_MESSAGE;
+  static const char expected[] = "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"result\":{\"a\":[1,true,null,\"\\n\"]}}\n";
+  g_autoptr(json_t) id = json_string ("x");
+  g_autoptr(json_t) result = mcp_jsonrpc_result_new (id, json_pack ("{s:[i,b,n,s]}", "a", 1, 1, "\n"));
+  g_autoptr(json_t) nul = parse (nul_text);
+  g_autoptr(GBytes) line = mcp_jsonrpc_encode_line (result);
+  g_autoptr(GBytes) nul_line = mcp_jsonrpc_encode_line (nul);
+
+  assert_line (line, expected, strlen (expected));
+  assert_line (nul_line, NUL_MESSAGE "\n", sizeof nul_text);
+  g_assert_null (mcp_jsonrpc_encode_line (NULL));
+}
+
+/* A message of many megabytes, far past any first guess of its size, comes
+ * out whole and the same as Jansson's own encoding of it. */
+static void
+test_encode_line_big (void)
+{
+  gsize big_length = 5 * 1024 * 1024 + 7;
+  g_autofree char *big = g_malloc (big_length);
+  g_autoptr(json_t) message = mcp_jsonrpc_notification_new ("x", NULL);
+  g_autoptr(json_t) items = json_array ();
+  g_autofree char *expected = NULL;
+  g_autofree char *with_newline = NULL;
+  g_autoptr(GBytes) line = NULL;
+
+  for (gsize i = 0; i < big_length; i++)
+    big[i] = i % 1000 == 999 ? '\0' : 'a' + i % 26;
+  for (guint i = 0; i < 10000; i++)
+    json_array_append_new (items, json_integer (i));
+  json_object_set_new (message, "params", json_pack ("{s:s%, s:o}", "text", big, big_length, "items",
+                                                     json_incref (items)));
+  expected = json_dumps (message, JSON_COMPACT);
+  with_newline = g_strconcat (expected, "\n", NULL);
+  line = mcp_jsonrpc_encode_line (message);
+  assert_line (line, with_newline, strlen (with_newline));
+}
+
 /* A peer that stops reading makes a write time out instead of blocking. */
 static void
 test_write_deadline (void)
@@ -206,6 +262,8 @@ main (int argc, char **argv)
   g_test_add_func ("/jsonrpc/nul-in-name", test_nul_in_name);
   g_test_add_func ("/jsonrpc/build", test_build);
   g_test_add_func ("/jsonrpc/line-is-one-line", test_line_is_one_line);
+  g_test_add_func ("/jsonrpc/encode-line", test_encode_line);
+  g_test_add_func ("/jsonrpc/encode-line/big", test_encode_line_big);
   g_test_add_func ("/jsonrpc/write-deadline", test_write_deadline);
   return g_test_run ();
 }

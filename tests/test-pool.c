@@ -10,7 +10,9 @@
 #include "pool/mcp-config-watcher.h"
 #include "common/mcp-jsonrpc.h"
 #include "pool/mcp-pool.h"
-#include "test-util.h"
+#include "test-io-thread.h"
+#include "test-procs.h"
+#include "test-wait.h"
 
 /* How long a test waits for a callback, scaled for slow runs. */
 #define WAIT_US (test_timeout_ms (10 * 1000) * G_TIME_SPAN_MILLISECOND)

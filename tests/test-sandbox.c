@@ -15,7 +15,9 @@
 #include "common/mcp-jsonrpc.h"
 #include "sandbox/mcp-memory-watch.h"
 #include "common/mcp-spawner.h"
-#include "test-util.h"
+#include "test-io-thread.h"
+#include "test-procs.h"
+#include "test-wait.h"
 
 typedef struct {
   TestIoThread *io;
@@ -1143,6 +1145,38 @@ test_rpc_too_long_raw (Fixture *fixture, gconstpointer data)
   g_assert_nonnull (strstr (stdout_of (result), "Echo: after"));
 }
 
+/* The code's search_tool_docs and query_tool_docs read their arguments as
+ * the gateway's search_tools and describe_tool do (test-serve's
+ * /serve/gateway/bad-arguments): the same bad argument gets the same
+ * message, word for word. */
+static void
+test_tool_search_arguments (Fixture *fixture, gconstpointer data)
+{
+  g_autofree char *out = NULL;
+
+  if (!require_sandbox ())
+    return;
+  out = run_ok (fixture,
+                "for call in (lambda: search_tool_docs('echo', limit=0),\n"
+                "             lambda: search_tool_docs('echo', detail='everything'),\n"
+                "             lambda: search_tool_docs(5),\n"
+                "             lambda: query_tool_docs(None)):\n"
+                "    try:\n"
+                "        await call()\n"
+                "        print('accepted')\n"
+                "    except McpRpcError as error:\n"
+                "        print(error)\n"
+                "await list_tools('fx')\n"
+                "print(len(await search_tool_docs('echo', limit=1)))\n",
+                "fx", 0);
+  g_assert_cmpstr (out, ==,
+                   "The argument “limit” must be a whole number from 1 to 50; leave it out for 10\n"
+                   "The argument “detail” must be “summary” or “full”; leave it out for “summary”\n"
+                   "The argument “query” is required and must be a non-empty string\n"
+                   "The argument “server” is required and must be a non-empty string\n"
+                   "1\n");
+}
+
 /* Code that makes the memory samples slow (a hundred forks sharing
  * pages, so that each sample walks all their page tables) does not
  * stretch the time between two samples past 100 ms. */
@@ -1185,6 +1219,34 @@ test_unavailable (void)
   g_clear_pointer (&code, mcp_code_free);
   mcp_pool_shutdown (pool, 0, 0);
   test_assert_no_children ();
+}
+
+/* Each way a start can fail before the code runs (no runtime, no bwrap
+ * to execute, bwrap ending at once) says why, and leaves no fd open and
+ * no process behind: the fixture's teardown checks both. */
+static void
+test_start_failures (Fixture *fixture, gconstpointer data)
+{
+  static const struct {
+    const char *bwrap, *runtime_dir, *needle;
+  } cases[] = {
+    { NULL, "/nonexistent/runtime", "/nonexistent/runtime/mcp_runtime.py cannot be read" },
+    { "/nonexistent/bwrap", NULL, "/nonexistent/bwrap" },
+    { "/bin/false", NULL, "user namespaces" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      McpCodeOptions options = { .limits.bwrap = cases[i].bwrap, .limits.runtime_dir = cases[i].runtime_dir };
+      g_autoptr(McpCode) code = mcp_code_new (fixture->pool, test_io_thread_get_context (fixture->io), &options);
+      g_autoptr(json_t) arguments = json_pack ("{s:s}", "code", "print(1)");
+      g_autoptr(json_t) result = mcp_code_run_python (code, arguments, NULL);
+      const char *text = mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text");
+
+      g_assert_true (json_is_true (json_object_get (result, "isError")));
+      if (strstr (text, cases[i].needle) == NULL)
+        g_error ("“%s” is not in the error “%s”", cases[i].needle, text);
+    }
 }
 
 /* Whether bwrap can create namespaces here, and if not why.  Through the
@@ -1234,6 +1296,7 @@ main (int argc, char **argv)
   ADD ("/sandbox/runtime-private", NULL, test_runtime_private);
   ADD ("/sandbox/tools", NULL, test_tools);
   ADD ("/sandbox/allow-list", NULL, test_allow_list);
+  ADD ("/sandbox/tool-search-arguments", NULL, test_tool_search_arguments);
   ADD ("/sandbox/warm", "warm", test_warm);
   ADD ("/sandbox/warm-concurrent", "warm", test_warm_concurrent);
   ADD ("/sandbox/rpc/flood", NULL, test_rpc_flood);
@@ -1243,5 +1306,6 @@ main (int argc, char **argv)
   g_test_add_func ("/sandbox/memory-interval", test_memory_interval);
   g_test_add_func ("/sandbox/tool-entry", test_tool_entry);
   g_test_add_func ("/sandbox/unavailable", test_unavailable);
+  ADD ("/sandbox/start-failures", NULL, test_start_failures);
   return g_test_run ();
 }

@@ -14,7 +14,9 @@
 #include <gio/gunixoutputstream.h>
 #include <glib/gstdio.h>
 
-#include "test-util.h"
+#include "test-client.h"
+#include "test-procs.h"
+#include "test-wait.h"
 
 #define GONE_TIMEOUT_MS (10 * 1000)  /* scaled by test_wait_for() */
 #define NULL_ID         TEST_CLIENT_NULL_ID
@@ -370,6 +372,36 @@ test_gateway_call (Fixture       *fixture,
   assert_result (unknown_tool, TRUE, "nosuch", "echo", "sleep", "stats", NULL);
 }
 
+/* The gateway reads search and description arguments as the sandbox's
+ * RPC does (test-sandbox's /sandbox/tool-search-arguments): the same bad
+ * argument gets the same message, word for word. */
+static void
+test_gateway_bad_arguments (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  static const struct {
+    const char *tool, *arguments, *message;
+  } cases[] = {
+    { "search_tools", "{\"query\": \"echo\", \"limit\": 0}",
+      "The argument “limit” must be a whole number from 1 to 50; leave it out for 10" },
+    { "search_tools", "{\"query\": \"echo\", \"detail\": \"everything\"}",
+      "The argument “detail” must be “summary” or “full”; leave it out for “summary”" },
+    { "search_tools", "{\"query\": 5}",
+      "The argument “query” is required and must be a non-empty string" },
+    { "describe_tool", "{\"tool\": \"echo\"}",
+      "The argument “server” is required and must be a non-empty string" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(json_t) result = call_tool (fixture->client, cases[i].tool,
+                                            json_loads (cases[i].arguments, 0, NULL));
+
+      g_assert_true (json_is_true (json_object_get (result, "isError")));
+      g_assert_cmpstr (result_text (result), ==, cases[i].message);
+    }
+}
+
 /* Proxy and code */
 
 static void
@@ -431,6 +463,100 @@ test_proxy_call (Fixture       *fixture,
 
         assert_result (echo, FALSE, "Echo: long", NULL);
       }
+}
+
+/* The context switches of each thread of @pid so far (voluntary and not),
+ * keyed by thread id; each thread's name in @names. */
+static GHashTable *
+thread_switches (GPid        pid,
+                 GHashTable *names)
+{
+  g_autofree char *tasks = g_strdup_printf ("/proc/%d/task", (int) pid);
+  g_autoptr(GDir) dir = g_dir_open (tasks, 0, NULL);
+  GHashTable *switches = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  const char *tid;
+
+  g_assert_nonnull (dir);
+  while ((tid = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *status_path = g_build_filename (tasks, tid, "status", NULL);
+      g_autofree char *comm_path = g_build_filename (tasks, tid, "comm", NULL);
+      g_autofree char *status = NULL;
+      g_autofree char *comm = NULL;
+      g_auto(GStrv) lines = NULL;
+      guint64 count = 0;
+
+      /* A thread may end between the listing and the read. */
+      if (!g_file_get_contents (status_path, &status, NULL, NULL))
+        continue;
+      lines = g_strsplit (status, "\n", -1);
+      for (guint j = 0; lines[j] != NULL; j++)
+        if (g_str_has_prefix (lines[j], "voluntary_ctxt_switches:") ||
+            g_str_has_prefix (lines[j], "nonvoluntary_ctxt_switches:"))
+          count += g_ascii_strtoull (strchr (lines[j], ':') + 1, NULL, 10);
+      g_hash_table_insert (switches, g_strdup (tid), GSIZE_TO_POINTER ((gsize) count));
+      if (g_file_get_contents (comm_path, &comm, NULL, NULL))
+        g_hash_table_insert (names, g_strdup (tid), g_strdup (g_strstrip (comm)));
+    }
+  return switches;
+}
+
+/* A warm call makes no thread hop: once the server is started, its calls
+ * are read, sent, answered and written by the main thread alone, so the
+ * other threads of serve do not run meanwhile. */
+static void
+test_warm_no_thread_hop (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  enum { CALLS = 200 };
+  TestClient *client = fixture->client;
+  GPid pid = atoi (g_subprocess_get_identifier (client->process));
+  g_autofree char *main_tid = g_strdup_printf ("%d", (int) pid);
+  g_autoptr(GHashTable) names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GHashTable) before = NULL;
+  g_autoptr(GHashTable) after = NULL;
+  g_autoptr(GString) report = g_string_new (NULL);
+  GHashTableIter iter;
+  gpointer tid, count;
+  guint64 others = 0, main_thread = 0;
+
+  if (test_under_valgrind ())
+    {
+      g_test_skip ("valgrind runs every thread of serve on one of its own, in turns");
+      return;
+    }
+  /* The first call starts the server, on a worker. */
+  json_decref (list_tools (client));
+  json_decref (call_tool (client, "fixture__echo", json_pack ("{s:s}", "message", "start")));
+
+  before = thread_switches (pid, names);
+  for (guint i = 0; i < CALLS; i++)
+    {
+      g_autoptr(json_t) result = call_tool (client, "fixture__echo", json_pack ("{s:s}", "message", "warm"));
+
+      assert_result (result, FALSE, "Echo: warm", NULL);
+    }
+  after = thread_switches (pid, names);
+
+  g_hash_table_iter_init (&iter, after);
+  while (g_hash_table_iter_next (&iter, &tid, &count))
+    {
+      guint64 delta = GPOINTER_TO_SIZE (count) - GPOINTER_TO_SIZE (g_hash_table_lookup (before, tid));
+
+      if (g_str_equal (tid, main_tid))
+        main_thread = delta;
+      else
+        others += delta;
+      g_string_append_printf (report, " %s (%s): %" G_GUINT64_FORMAT, (char *) tid,
+                              (char *) g_hash_table_lookup (names, tid), delta);
+    }
+  g_test_message ("context switches over %d warm calls:%s", CALLS, report->str);
+  /* The main thread waits for each request; another thread that took part
+   * in the calls would switch at least once per call.  A few switches are
+   * left to threads that wake for their own reasons (an idle worker that
+   * retires, a timer). */
+  g_assert_cmpuint (main_thread, >=, CALLS);
+  g_assert_cmpuint (others, <, CALLS / 10);
 }
 
 /* TRUE after skipping the test: run_python's sandbox does not work here
@@ -637,6 +763,84 @@ test_pass_through (Fixture       *fixture,
   assert_result (failed, TRUE, "tool failed as asked", NULL);
   assert_result (stats, FALSE, "max_inflight", NULL);
   g_assert_true (json_is_integer (json_object_get (json_object_get (stats, "structuredContent"), "pid")));
+}
+
+/* A server that stops reading its stdin does not hold up the main
+ * context: what it has not taken waits in mcp-pool, and other requests
+ * are answered meanwhile. */
+static void
+test_server_not_reading (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  enum { BIG_CALLS = 4 };
+  TestClient *client = fixture->client;
+  g_autofree char *big = g_strnfill (256 * 1024, 'b');
+  json_int_t ids[BIG_CALLS], ping;
+  g_autoptr(json_t) pong = NULL;
+  g_autoptr(json_t) stopped = NULL;
+
+  json_decref (list_tools (client));
+  stopped = call_tool (client, "fixture__stop_reading", json_object ());
+  assert_result (stopped, FALSE, "stopped reading", NULL);
+
+  /* A megabyte: more than the server reads and its pipe holds. */
+  for (guint i = 0; i < BIG_CALLS; i++)
+    ids[i] = test_client_request (client, "tools/call",
+                                  json_pack ("{s:s, s:{s:s}}", "name", "fixture__echo", "arguments",
+                                             "message", big));
+  ping = test_client_request (client, "ping", NULL);
+  pong = test_client_read_reply (client, ping);
+  g_assert_nonnull (json_object_get (pong, "result"));
+  /* Answered while the calls still wait for the server, not after they
+   * failed.  The first may have been read, and answered, as the server's
+   * reader stopped. */
+  for (guint i = 1; i < BIG_CALLS; i++)
+    for (guint j = 0; j < client->stash->len; j++)
+      g_assert_false (test_message_has_id (g_ptr_array_index (client->stash, j), ids[i]));
+}
+
+/* Large results pass through as the server wrote them, whatever the id
+ * of the client's request, and mean the same to the client. */
+static void
+test_large_results (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(GString) message = g_string_new (NULL);
+  g_autoptr(json_t) huge = NULL;
+  g_autoptr(json_t) echo = NULL;
+  g_autoptr(json_t) reply = NULL;
+  json_t *echoed;
+  const char *text;
+
+  json_decref (list_tools (client));
+  /* A warm server: these go the main context's way. */
+  json_decref (call_tool (client, "fixture__echo", json_pack ("{s:s}", "message", "start")));
+
+  huge = call_tool (client, "fixture__huge", json_pack ("{s:i}", "bytes", 200000));
+  text = result_text (huge);
+  g_assert_nonnull (text);
+  g_assert_cmpuint (strlen (text), ==, 200000);
+  g_assert_true (text[0] == 'x' && text[199999] == 'x');
+
+  /* Escapes, non-ASCII text and an embedded NUL survive. */
+  while (message->len < 10000)
+    g_string_append (message, "quote \" \\ tab\t é ✓ 𝄞 ");
+  g_string_append_len (message, "nul\0end", 7);
+  echo = call_tool (client, "fixture__echo",
+                    json_pack ("{s:s%}", "message", message->str, (size_t) message->len));
+  echoed = json_object_get (json_array_get (json_object_get (echo, "content"), 0), "text");
+  g_assert_cmpuint (json_string_length (echoed), ==, strlen ("Echo: ") + message->len);
+  g_assert_true (memcmp (json_string_value (echoed), "Echo: ", 6) == 0);
+  g_assert_true (memcmp (json_string_value (echoed) + 6, message->str, message->len) == 0);
+
+  /* The spliced reply carries the client's own id, here a string. */
+  test_client_send_line (client, "{\"jsonrpc\":\"2.0\",\"id\":\"big-one\",\"method\":\"tools/call\","
+                                 "\"params\":{\"name\":\"fixture__huge\",\"arguments\":{\"bytes\":50000}}}");
+  reply = test_client_read_message (client);
+  g_assert_cmpstr (mcp_json_get_string (reply, "id"), ==, "big-one");
+  g_assert_cmpstr (mcp_json_get_string (reply, "jsonrpc"), ==, "2.0");
+  g_assert_cmpuint (strlen (result_text (json_object_get (reply, "result"))), ==, 50000);
 }
 
 /* Failures evict; the next call starts afresh */
@@ -1048,6 +1252,143 @@ test_slow_client (Fixture       *fixture,
   g_assert_not_reached ();
 }
 
+/* A client that reads a little at a time, slowly, so that replies far
+ * larger than the pipe go out in many pieces: each arrives whole, in order. */
+#define SLOW_READER_REPLIES 40
+#define SLOW_READER_ID_SIZE (30 * 1024)
+#define SLOW_READER_BITE    4096
+#define SLOW_READER_PAUSE_US 500    /* the slowness under test, not a wait */
+
+static char *
+slow_reader_id (guint index)
+{
+  g_autofree char *head = g_strdup_printf ("slow-%03u-", index);
+  GString *id = g_string_new (head);
+
+  while (id->len < SLOW_READER_ID_SIZE)
+    g_string_append_c (id, 'a' + (index + id->len) % 26);
+  return g_string_free (id, FALSE);
+}
+
+/* Lines of @text that are complete, parsed into @lines; the rest stays. */
+static void
+take_complete_lines (GString   *text,
+                     GPtrArray *lines)
+{
+  char *newline;
+
+  while ((newline = memchr (text->str, '\n', text->len)) != NULL)
+    {
+      json_t *message = json_loadb (text->str, newline - text->str, 0, NULL);
+
+      g_assert_true (json_is_object (message));
+      g_ptr_array_add (lines, message);
+      g_string_erase (text, 0, newline - text->str + 1);
+    }
+}
+
+static void
+test_slow_reader (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(GPtrArray) replies = g_ptr_array_new_with_free_func ((GDestroyNotify) json_decref);
+  gint64 deadline;
+
+  /* Everything before this is read: what follows are the pings' replies. */
+  serve_settle (client);
+  for (guint i = 0; i < SLOW_READER_REPLIES; i++)
+    {
+      g_autofree char *id = slow_reader_id (i);
+
+      test_client_send (client, json_pack ("{s:s, s:s, s:s}", "jsonrpc", "2.0", "id", id, "method", "ping"));
+    }
+  deadline = g_get_monotonic_time () + TEST_CLIENT_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
+  while (replies->len < SLOW_READER_REPLIES)
+    {
+      struct pollfd pfd = { .fd = client->output_fd, .events = POLLIN };
+      char bite[SLOW_READER_BITE];
+      ssize_t n;
+
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      if (poll (&pfd, 1, 100) <= 0)
+        continue;
+      n = read (client->output_fd, bite, sizeof bite);
+      if (n < 0 && errno == EINTR)
+        continue;
+      g_assert_cmpint (n, >, 0);
+      g_string_append_len (text, bite, n);
+      take_complete_lines (text, replies);
+      g_usleep (SLOW_READER_PAUSE_US);
+    }
+  g_assert_cmpuint (text->len, ==, 0);
+  for (guint i = 0; i < SLOW_READER_REPLIES; i++)
+    {
+      json_t *reply = g_ptr_array_index (replies, i);
+      g_autofree char *id = slow_reader_id (i);
+
+      g_assert_cmpstr (mcp_json_get_string (reply, "id"), ==, id);
+      g_assert_true (json_is_object (json_object_get (reply, "result")));
+    }
+  serve_settle (client);
+}
+
+/* The names of @pid's threads that start with @prefix. */
+static guint
+count_threads_named (GPid        pid,
+                     const char *prefix)
+{
+  g_autofree char *tasks = g_strdup_printf ("/proc/%d/task", (int) pid);
+  g_autoptr(GDir) dir = g_dir_open (tasks, 0, NULL);
+  const char *task;
+  guint count = 0;
+
+  g_assert_nonnull (dir);
+  while ((task = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (tasks, task, "comm", NULL);
+      g_autofree char *name = NULL;
+
+      /* A thread may end between the listing and the read. */
+      if (!g_file_get_contents (path, &name, NULL, NULL))
+        continue;
+      g_test_message ("thread %s: %s", task, g_strchomp (name));
+      count += g_str_has_prefix (name, prefix);
+    }
+  return count;
+}
+
+#define NO_WRITER_PINGS 1000
+
+/* Replies go out from the main context: serving pings (which need no
+ * worker), even a burst that waits for a client that reads late, starts
+ * no thread of a GThreadPool, as the writer thread was. */
+static void
+test_no_writer_thread (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  GPid pid = atoi (g_subprocess_get_identifier (client->process));
+  json_int_t first = 0;
+
+  /* Under valgrind (check-valgrind's wrapper) the threads are still
+   * mcp-pool's, with their names. */
+  for (guint i = 0; i < NO_WRITER_PINGS; i++)
+    {
+      json_int_t id = test_client_request (client, "ping", NULL);
+
+      first = i == 0 ? id : first;
+    }
+  for (guint i = 0; i < NO_WRITER_PINGS; i++)
+    {
+      g_autoptr(json_t) reply = test_client_read_reply (client, first + i);
+
+      g_assert_true (json_is_object (json_object_get (reply, "result")));
+    }
+  g_assert_cmpuint (count_threads_named (pid, "pool-"), ==, 0);
+}
+
 /* Limits */
 
 #define MAX_PENDING     4
@@ -1272,13 +1613,17 @@ main (int argc, char **argv)
   ADD ("/serve/gateway/list", gateway_setup, test_gateway_list);
   ADD ("/serve/gateway/discovery", gateway_setup, test_gateway_discovery);
   ADD ("/serve/gateway/call", gateway_setup, test_gateway_call);
+  ADD ("/serve/gateway/bad-arguments", gateway_setup, test_gateway_bad_arguments);
   ADD ("/serve/proxy/names", proxy_names_setup, test_proxy_names);
   ADD ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
+  ADD ("/serve/warm/no-thread-hop", proxy_setup, test_warm_no_thread_hop);
+  ADD ("/serve/warm/server-not-reading", proxy_setup, test_server_not_reading);
   ADD ("/serve/code/resources", code_setup, test_code_resources);
   ADD ("/serve/code/run-python", code_setup, test_code_run_python);
   ADD ("/serve/code/concurrent-runs", code_setup, test_code_concurrent_runs);
   ADD ("/serve/code/rpc-flood", code_setup, test_code_rpc_flood);
   ADD ("/serve/results/pass-through", gateway_setup, test_pass_through);
+  ADD ("/serve/results/large", proxy_setup, test_large_results);
   ADD ("/serve/failure/crash", gateway_setup, test_crash);
   ADD ("/serve/failure/timeout", gateway_setup, test_timeout);
   ADD ("/serve/bad-input/messages", gateway_setup, test_bad_input);
@@ -1296,6 +1641,8 @@ main (int argc, char **argv)
   ADD ("/serve/end/stdout-closed", gateway_setup, test_end_stdout_closed);
   ADD ("/serve/busy/ping", gateway_setup, test_ping_while_busy);
   ADD ("/serve/busy/slow-client", gateway_setup, test_slow_client);
+  ADD ("/serve/busy/slow-reader", gateway_setup, test_slow_reader);
+  ADD ("/serve/threads/no-writer", gateway_setup, test_no_writer_thread);
   g_test_add_func ("/serve/busy/max-pending", test_max_pending);
   ADD ("/serve/busy/push-back", gateway_setup, test_push_back);
   ADD ("/serve/busy/push-back-eof", gateway_setup, test_push_back_eof);

@@ -9,7 +9,10 @@
 #include "common/mcp-jsonrpc.h"
 #include "common/mcp-protocol.h"
 #include "pool/mcp-session.h"
-#include "test-util.h"
+#include "test-client.h"
+#include "test-io-thread.h"
+#include "test-procs.h"
+#include "test-wait.h"
 
 typedef struct {
   TestIoThread *io;

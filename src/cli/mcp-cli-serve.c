@@ -34,6 +34,89 @@ log_to_stderr (GLogLevelFlags   level,
   return G_LOG_WRITER_HANDLED;
 }
 
+/* --expose, or $MCP_POOL_EXPOSE; FALSE after saying what is wrong. */
+static gboolean
+read_expose (const char     *expose,
+             McpExposeFlags *flags)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (expose == NULL)
+    expose = g_getenv ("MCP_POOL_EXPOSE");
+  if (mcp_expose_parse (expose, flags, &error))
+    return TRUE;
+  g_printerr ("mcp-pool serve: %s\n", error->message);
+  return FALSE;
+}
+
+/* --max-message-bytes and --max-pending, or their variables, into
+ * @options; FALSE after saying which is out of range. */
+static gboolean
+read_bounds (gint64           max_message,
+             gint64           max_pending,
+             McpServeOptions *options)
+{
+  if (max_message == 0 && g_getenv ("MCP_POOL_MAX_MESSAGE_BYTES") != NULL)
+    max_message = g_ascii_strtoll (g_getenv ("MCP_POOL_MAX_MESSAGE_BYTES"), NULL, 10);
+  if (max_message != 0 && (max_message < 1024 || max_message > 1024 * 1024 * 1024))
+    {
+      g_printerr ("%s\n", _("mcp-pool serve: --max-message-bytes must be from 1024 to 1073741824"));
+      return FALSE;
+    }
+  options->max_line = (gsize) max_message;
+
+  if (max_pending == 0 && g_getenv ("MCP_POOL_MAX_PENDING") != NULL)
+    max_pending = g_ascii_strtoll (g_getenv ("MCP_POOL_MAX_PENDING"), NULL, 10);
+  if (max_pending < 0 || max_pending > MCP_SERVE_MAX_PENDING_LIMIT ||
+      (max_pending == 0 && g_getenv ("MCP_POOL_MAX_PENDING") != NULL))
+    {
+      g_printerr (_("mcp-pool serve: --max-pending must be from 1 to %d\n"), MCP_SERVE_MAX_PENDING_LIMIT);
+      return FALSE;
+    }
+  options->max_pending = (guint) max_pending;
+  return TRUE;
+}
+
+/* Settles --shared: off where it cannot apply; FALSE after saying that
+ * --config does not go with it. */
+static gboolean
+resolve_shared (McpCliCommon *common)
+{
+  /* A serve --shared started as a server of the daemon would call the
+   * daemon, which would call it: nested, it serves its own empty pool. */
+  if (common->shared && mcp_config_is_nested (NULL))
+    {
+      g_message (_("--shared is ignored: this mcp-pool runs as a server of another mcp-pool "
+                   "(%s is set), and serves no servers"), MCP_POOL_PARENT_ENV);
+      common->shared = FALSE;
+    }
+  if (common->shared && common->config_files != NULL)
+    {
+      g_printerr ("%s\n", _("mcp-pool serve: --config does not go with --shared: the shared daemon reads "
+                            "the servers of the session (see mcp-poold(8)); leave out one of the two"));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static int
+run_serve (const McpDiscoveryOptions *discovery,
+           const McpServeOptions     *options)
+{
+  g_autoptr(GError) error = NULL;
+  McpServe *serve = mcp_serve_new (discovery, NULL, STDIN_FILENO, STDOUT_FILENO, options, &error);
+  int status;
+
+  if (serve == NULL)
+    {
+      g_printerr ("mcp-pool serve: %s\n", error->message);
+      return 1;
+    }
+  status = mcp_serve_run (serve);
+  mcp_serve_free (serve);
+  return status;
+}
+
 int
 mcp_cli_serve (int    argc,
                char **argv)
@@ -41,7 +124,6 @@ mcp_cli_serve (int    argc,
   g_auto(McpCliCommon) common = { 0 };
   g_autofree char *expose = NULL;
   g_auto(GStrv) storage = NULL;
-  g_autoptr(GError) error = NULL;
   gint64 max_message = 0;
   gint64 max_pending = 0;
   GOptionEntry entries[] = {
@@ -61,8 +143,6 @@ mcp_cli_serve (int    argc,
                                         "kept warm behind it. This is what MCP clients launch."));
   McpDiscoveryOptions discovery;
   McpServeOptions options = { 0 };
-  McpServe *serve;
-  int status;
 
   g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
   mcp_cli_add_common_options (context, &common);
@@ -74,42 +154,12 @@ mcp_cli_serve (int    argc,
       g_printerr (_("mcp-pool serve: unexpected argument “%s”\n"), argv[1]);
       return 2;
     }
-  if (expose == NULL && g_getenv ("MCP_POOL_EXPOSE") != NULL)
-    expose = g_strdup (g_getenv ("MCP_POOL_EXPOSE"));
-  if (!mcp_expose_parse (expose, &options.expose, &error))
-    {
-      g_printerr ("mcp-pool serve: %s\n", error->message);
-      return 2;
-    }
-
-  if (max_message == 0 && g_getenv ("MCP_POOL_MAX_MESSAGE_BYTES") != NULL)
-    max_message = g_ascii_strtoll (g_getenv ("MCP_POOL_MAX_MESSAGE_BYTES"), NULL, 10);
-  if (max_message != 0 && (max_message < 1024 || max_message > 1024 * 1024 * 1024))
-    {
-      g_printerr ("%s\n", _("mcp-pool serve: --max-message-bytes must be from 1024 to 1073741824"));
-      return 2;
-    }
-  options.max_line = (gsize) max_message;
-
-  if (max_pending == 0 && g_getenv ("MCP_POOL_MAX_PENDING") != NULL)
-    max_pending = g_ascii_strtoll (g_getenv ("MCP_POOL_MAX_PENDING"), NULL, 10);
-  if (max_pending < 0 || max_pending > MCP_SERVE_MAX_PENDING_LIMIT ||
-      (max_pending == 0 && g_getenv ("MCP_POOL_MAX_PENDING") != NULL))
-    {
-      g_printerr (_("mcp-pool serve: --max-pending must be from 1 to %d\n"), MCP_SERVE_MAX_PENDING_LIMIT);
-      return 2;
-    }
-  options.max_pending = (guint) max_pending;
+  if (!read_expose (expose, &options.expose) || !read_bounds (max_message, max_pending, &options))
+    return 2;
 
   g_log_set_writer_func (log_to_stderr, NULL, NULL);
-  /* A serve --shared started as a server of the daemon would call the
-   * daemon, which would call it: nested, it serves its own empty pool. */
-  if (common.shared && mcp_config_is_nested (NULL))
-    {
-      g_message (_("--shared is ignored: this mcp-pool runs as a server of another mcp-pool "
-                   "(%s is set), and serves no servers"), MCP_POOL_PARENT_ENV);
-      common.shared = FALSE;
-    }
+  if (!resolve_shared (&common))
+    return 2;
   /* Before any server starts: the keeper tracks only groups started after
    * it, and a client may end serve by SIGKILL, which no cleanup here
    * survives.  In shared mode the daemon starts the servers, and keeps them. */
@@ -118,20 +168,5 @@ mcp_cli_serve (int    argc,
   mcp_cli_discovery_options (&common, &discovery, &storage);
   options.call_timeout_ms = mcp_cli_timeout_ms (&common);
   options.shared = common.shared;
-  if (common.shared && common.config_files != NULL)
-    {
-      g_printerr ("%s\n", _("mcp-pool serve: --config does not go with --shared: the shared daemon reads "
-                            "the servers of the session (see mcp-poold(8)); leave out one of the two"));
-      return 2;
-    }
-
-  serve = mcp_serve_new (&discovery, NULL, STDIN_FILENO, STDOUT_FILENO, &options, &error);
-  if (serve == NULL)
-    {
-      g_printerr ("mcp-pool serve: %s\n", error->message);
-      return 1;
-    }
-  status = mcp_serve_run (serve);
-  mcp_serve_free (serve);
-  return status;
+  return run_serve (&discovery, &options);
 }

@@ -202,6 +202,80 @@ list_server_tools (gpointer data)
   return NULL;
 }
 
+/* Lists the tools of @servers (those that are not skipped, or only
+ * @job->server) on a thread each, into @items; returns how many. */
+static guint
+list_tools_at_once (ListJob       *job,
+                    json_t        *servers,
+                    McpPool       *pool,
+                    McpRemote     *remote,
+                    ToolsOfServer *items)
+{
+  g_autoptr(GPtrArray) threads = g_ptr_array_new ();
+  json_t *server;
+  size_t index;
+  guint n = 0;
+
+  json_array_foreach (servers, index, server)
+    {
+      const char *name = mcp_json_get_string (server, "name");
+
+      if ((job->server != NULL && !g_str_equal (job->server, name)) ||
+          g_strcmp0 (mcp_json_get_string (server, "state"), "skipped") == 0)
+        continue;
+      items[n] = (ToolsOfServer) { pool, remote, name, job->json_output };
+      g_ptr_array_add (threads, g_thread_new ("mcp-cli-tools", list_server_tools, &items[n]));
+      n++;
+    }
+  for (guint i = 0; i < threads->len; i++)
+    g_thread_join (g_ptr_array_index (threads, i));
+  return n;
+}
+
+/* Prints the @n lists of @items, as one JSON array or a block per
+ * server, and takes them; the failures go to stderr and make it 1. */
+static int
+print_tools (ToolsOfServer *items,
+             guint          n,
+             gboolean       json_output)
+{
+  g_autoptr(json_t) all = json_array ();
+  int status = 0;
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(json_t) tools = g_steal_pointer (&items[i].tools);
+      json_t *tool;
+      size_t position;
+
+      if (tools == NULL)
+        {
+          g_printerr ("mcp-pool: %s\n", items[i].error->message);
+          g_clear_error (&items[i].error);
+          status = 1;
+          continue;
+        }
+      if (!json_output)
+        printf (g_dngettext (GETTEXT_PACKAGE, "%s (%zu tool)\n", "%s (%zu tools)\n", json_array_size (tools)),
+                items[i].server, json_array_size (tools));
+      json_array_foreach (tools, position, tool)
+        {
+          g_autofree char *summary = first_line (mcp_json_get_string (tool, "description"));
+
+          if (json_output)
+            json_array_append (all, tool);
+          else
+            printf ("  %-28s %s\n", mcp_json_get_string (tool, "name"), summary);
+        }
+    }
+  if (json_output)
+    {
+      g_autofree char *dump = json_dumps (all, JSON_INDENT (2));
+      printf ("%s\n", dump);
+    }
+  return status;
+}
+
 static int
 run_tools (gpointer data)
 {
@@ -210,14 +284,11 @@ run_tools (gpointer data)
   g_autoptr(McpRemote) remote = NULL;
   g_autoptr(json_t) servers = NULL;
   g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) threads = g_ptr_array_new ();
   g_autofree ToolsOfServer *items = NULL;
-  g_autoptr(json_t) all = json_array ();
   McpCliPool *cli = NULL;
-  json_t *server;
-  size_t index;
-  guint n = 0;
-  int status = 0;
+  McpPool *pool = NULL;
+  guint n;
+  int status;
 
   if (job->common->shared)
     {
@@ -230,64 +301,20 @@ run_tools (gpointer data)
     {
       discovery = mcp_cli_discover (job->common);
       cli = mcp_cli_pool_new (discovery);
-      servers = mcp_pool_describe_servers (cli->pool, NULL);
+      pool = cli->pool;
+      servers = mcp_pool_describe_servers (pool, NULL);
     }
 
   items = g_new0 (ToolsOfServer, json_array_size (servers) + 1);
-  json_array_foreach (servers, index, server)
-    {
-      const char *name = mcp_json_get_string (server, "name");
-
-      if ((job->server != NULL && !g_str_equal (job->server, name)) ||
-          g_strcmp0 (mcp_json_get_string (server, "state"), "skipped") == 0)
-        continue;
-      items[n] = (ToolsOfServer) { cli ? cli->pool : NULL, remote, name, job->json_output };
-      g_ptr_array_add (threads, g_thread_new ("mcp-cli-tools", list_server_tools, &items[n]));
-      n++;
-    }
-  for (guint i = 0; i < threads->len; i++)
-    g_thread_join (g_ptr_array_index (threads, i));
-
+  n = list_tools_at_once (job, servers, pool, remote, items);
   if (job->server != NULL && n == 0)
     {
       /* Let the pool word the error, with the names it knows. */
-      items[0] = (ToolsOfServer) { cli ? cli->pool : NULL, remote, job->server, FALSE };
+      items[0] = (ToolsOfServer) { pool, remote, job->server, FALSE };
       list_server_tools (&items[0]);
       n = 1;
     }
-
-  for (guint i = 0; i < n; i++)
-    {
-      json_t *tool;
-      size_t position;
-
-      if (items[i].tools == NULL)
-        {
-          g_printerr ("mcp-pool: %s\n", items[i].error->message);
-          g_clear_error (&items[i].error);
-          status = 1;
-          continue;
-        }
-      if (!job->json_output)
-        printf (g_dngettext (GETTEXT_PACKAGE, "%s (%zu tool)\n", "%s (%zu tools)\n",
-                             json_array_size (items[i].tools)),
-                items[i].server, json_array_size (items[i].tools));
-      json_array_foreach (items[i].tools, position, tool)
-        {
-          g_autofree char *summary = first_line (mcp_json_get_string (tool, "description"));
-
-          if (job->json_output)
-            json_array_append (all, tool);
-          else
-            printf ("  %-28s %s\n", mcp_json_get_string (tool, "name"), summary);
-        }
-      json_decref (items[i].tools);
-    }
-  if (job->json_output)
-    {
-      g_autofree char *dump = json_dumps (all, JSON_INDENT (2));
-      printf ("%s\n", dump);
-    }
+  status = print_tools (items, n, job->json_output);
   /* The listing is out before the servers are ended. */
   if (cli != NULL)
     mcp_cli_pool_free (cli);

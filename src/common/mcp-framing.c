@@ -8,6 +8,7 @@
 
 #include "common/mcp-framing.h"
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-raw-response.h"
 
 #include <errno.h>
 #include <string.h>
@@ -169,6 +170,11 @@ on_framed_line (const char *line,
 
   /* A callback may have destroyed the source earlier in this chunk. */
   if (g_source_is_destroyed (&self->source))
+    return;
+
+  if (self->line_funcs.on_response_line != NULL && length >= MCP_RAW_RESPONSE_MIN &&
+      mcp_raw_response_sniff (line, length) &&
+      self->line_funcs.on_response_line (line, length, self->user_data))
     return;
 
   message = mcp_jsonrpc_parse (line, length, &error);

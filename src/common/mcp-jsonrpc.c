@@ -196,28 +196,53 @@ mcp_jsonrpc_error_new (json_t     *id,
   return message;
 }
 
-/* Compact JSON plus the newline that ends a stdio frame.  Compact output
- * never contains a raw newline: those inside strings are escaped. */
+static int
+append_to_line (const char *buffer,
+                size_t      size,
+                void       *data)
+{
+  g_byte_array_append (data, (const guint8 *) buffer, size);
+  return 0;
+}
+
+/* Compact JSON plus the newline that ends a stdio frame, encoded in one
+ * pass into one growing buffer (sizing first would encode twice).  Compact
+ * output never contains a raw newline: those inside strings are escaped.
+ * NULL if @message cannot be encoded. */
+GBytes *
+mcp_jsonrpc_encode_line (json_t *message)
+{
+  /* Most messages are small; a big one grows the buffer by doubling. */
+  g_autoptr(GByteArray) line = g_byte_array_sized_new (256);
+
+  if (message == NULL || json_dump_callback (message, append_to_line, line, JSON_COMPACT) != 0 ||
+      line->len == 0)
+    return NULL;
+  g_byte_array_append (line, (const guint8 *) "\n", 1);
+  return g_byte_array_free_to_bytes (g_steal_pointer (&line));
+}
+
+static GBytes *
+encode_line_or_error (json_t  *message,
+                      GError **error)
+{
+  GBytes *line = mcp_jsonrpc_encode_line (message);
+
+  if (line == NULL)
+    g_set_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_ENCODE,
+                 _("A message could not be encoded as JSON"));
+  return line;
+}
+
+/* As mcp_jsonrpc_encode_line(), for callers that want a plain buffer. */
 char *
 mcp_jsonrpc_to_line (json_t  *message,
                      gsize   *length,
                      GError **error)
 {
-  gsize size;
-  g_autofree char *line = NULL;
+  GBytes *line = encode_line_or_error (message, error);
 
-  size = json_dumpb (message, NULL, 0, JSON_COMPACT);
-  if (size == 0)
-    {
-      g_set_error (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_ENCODE,
-                   _("A message could not be encoded as JSON"));
-      return NULL;
-    }
-  line = g_malloc (size + 1);
-  json_dumpb (message, line, size, JSON_COMPACT);
-  line[size] = '\n';
-  *length = size + 1;
-  return g_steal_pointer (&line);
+  return line != NULL ? g_bytes_unref_to_data (line, length) : NULL;
 }
 
 /* Writes everything to a (possibly non-blocking) fd, waiting for room until
@@ -279,12 +304,39 @@ mcp_jsonrpc_write_line (int      fd,
                         gint64   deadline,
                         GError **error)
 {
+  g_autoptr(GBytes) line = encode_line_or_error (message, error);
   gsize length;
-  g_autofree char *line = mcp_jsonrpc_to_line (message, &length, error);
+  const char *data;
 
   if (line == NULL)
     return FALSE;
-  return mcp_jsonrpc_write_all (fd, line, length, deadline, error);
+  data = g_bytes_get_data (line, &length);
+  return mcp_jsonrpc_write_all (fd, data, length, deadline, error);
+}
+
+/* The reply line to a request of id @id (borrowed) whose result is
+ * already JSON text, as mcp_jsonrpc_result_new() and
+ * mcp_jsonrpc_to_line() would write it, without parsing and encoding the
+ * result again.  @raw_result must be one JSON value without a newline,
+ * such as a span that mcp_json_scan() found in a line. */
+GBytes *
+mcp_jsonrpc_splice_reply (json_t     *id,
+                          const char *raw_result,
+                          gsize       length)
+{
+  g_autofree char *id_text = json_dumps (id != NULL ? id : json_null (), JSON_COMPACT | JSON_ENCODE_ANY);
+  static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
+  static const char middle[] = ",\"result\":";
+  GString *line;
+
+  g_return_val_if_fail (id_text != NULL, NULL);
+  line = g_string_sized_new (sizeof head + strlen (id_text) + sizeof middle + length + 2);
+  g_string_append_len (line, head, sizeof head - 1);
+  g_string_append (line, id_text);
+  g_string_append_len (line, middle, sizeof middle - 1);
+  g_string_append_len (line, raw_result, length);
+  g_string_append_len (line, "}\n", 2);
+  return g_string_free_to_bytes (line);
 }
 
 /* The string member @key of @object, or NULL if absent or not a string. */

@@ -67,6 +67,8 @@ json_t        *mcp_jsonrpc_error_new        (json_t       *id,
                                              const char   *message,
                                              json_t       *data);
 
+/* One message as one stdio line (compact JSON and '\n'), encoded once. */
+GBytes        *mcp_jsonrpc_encode_line   (json_t       *message);
 char          *mcp_jsonrpc_to_line       (json_t       *message,
                                           gsize        *length,
                                           GError      **error);
@@ -79,6 +81,10 @@ gboolean       mcp_jsonrpc_write_line    (int           fd,
                                           json_t       *message,
                                           gint64        deadline,
                                           GError      **error);
+
+GBytes        *mcp_jsonrpc_splice_reply  (json_t       *id,
+                                          const char   *raw_result,
+                                          gsize         length);
 
 const char    *mcp_json_get_string       (json_t       *object,
                                           const char   *key);

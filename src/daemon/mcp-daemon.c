@@ -2,8 +2,11 @@
  *
  * See mcp-daemon.h.  A call is a DaemonCall: registered on the main context
  * under "SENDER SERIAL" (so that Cancel and a vanished caller can find it),
- * run on a worker, finished on the main context.  Everything but the uid
- * cache and the exposure table lives on the main context and has no lock.
+ * run on a worker, finished on the main context.  A tool call of a warm
+ * server (CallTool, HandleRequest of tools/call) runs on the main context
+ * instead, once its Accepted is on the bus, and its reply finishes it
+ * there.  Everything but the uid cache and the exposure table lives on the
+ * main context and has no lock.
  *
  * Idleness: the daemon exits after options.idle_timeout_s with no call in
  * flight and no client connected.  A client is a bus name that has called
@@ -49,6 +52,7 @@ struct _McpDaemon {
   guint                      owner_id;    /* main context */
   gboolean                   owns_name;   /* main context */
   gboolean                   ending;      /* main context */
+  gboolean                   ended;       /* main context: the pool is shut down */
   GSource                   *idle_timer;  /* main context; NULL while busy */
   GSource                   *signals[2];  /* main context */
 
@@ -70,6 +74,16 @@ typedef struct _DaemonCall DaemonCall;
 
 /* Blocking, on a worker: the reply body, or NULL with @error. */
 typedef GVariant *(*DaemonWork) (DaemonCall *call, GError **error);
+/* Main context: starts the call without blocking and returns TRUE if it
+ * can; its reply then finishes it. */
+typedef gboolean (*DaemonWarm) (DaemonCall *call);
+
+/* Where a call's progress goes: to its caller alone. */
+typedef struct {
+  McpDaemon  *daemon;
+  const char *destination;               /* the invocation's sender */
+  guint32     serial;
+} ProgressRoute;
 
 struct _DaemonCall {
   McpDaemon             *daemon;
@@ -78,6 +92,9 @@ struct _DaemonCall {
   guint32                serial;
   GCancellable          *cancellable;
   DaemonWork             work;
+  DaemonWarm             warm;          /* NULL: always on a worker */
+  gboolean               accepted;      /* Accepted is on the bus */
+  ProgressRoute          route;         /* warm calls */
   json_t                *args;          /* the method's arguments, as JSON */
   McpExpose             *expose;        /* HandleRequest only */
   gint64                 timeout_ms;    /* HandleRequest only: the client's default */
@@ -246,6 +263,8 @@ finish_call (gpointer data)
     g_dbus_method_invocation_return_gerror (call->invocation, call->error);
   daemon_call_free (call);
   update_idleness (daemon);
+  if (daemon->ended && g_hash_table_size (daemon->in_flight) == 0)
+    g_main_loop_quit (daemon->loop);
   return G_SOURCE_REMOVE;
 }
 
@@ -274,7 +293,7 @@ run_call_job (gpointer data,
 {
   DaemonCall *call = data;
 
-  if (send_accepted (call, &call->error))
+  if (call->accepted || send_accepted (call, &call->error))
     call->reply = call->work (call, &call->error);
   g_main_context_invoke (call->daemon->context, finish_call, call);
 }
@@ -326,6 +345,63 @@ run_call (McpDaemon  *daemon,
   return TRUE;
 }
 
+/* Main context, once Accepted is on the bus (or could not be sent). */
+static void
+on_accepted_flushed (GObject      *connection,
+                     GAsyncResult *result,
+                     gpointer      data)
+{
+  DaemonCall *call = data;
+
+  if (!g_dbus_connection_flush_finish (G_DBUS_CONNECTION (connection), result, &call->error))
+    {
+      finish_call (call);
+      return;
+    }
+  call->accepted = TRUE;
+  if (call->daemon->ending)
+    {
+      g_set_error (&call->error, MCP_POOL_ERROR, MCP_POOL_ERROR_SHUT_DOWN, _("The pool is shutting down"));
+      finish_call (call);
+    }
+  else if (!call->warm (call))
+    g_thread_pool_push (call->daemon->workers, call, NULL);
+}
+
+/* Main context: a registered call (or NULL, a refused one) that may be
+ * warm.  Accepted goes out first, as on a worker, but without blocking:
+ * the flush's completion tries the warm path, and hands the call to a
+ * worker when it is not warm. */
+static gboolean
+run_call_warm (McpDaemon  *daemon,
+               DaemonCall *call,
+               DaemonWarm  warm)
+{
+  const char *sender;
+
+  if (call == NULL)
+    return TRUE;
+  sender = g_dbus_method_invocation_get_sender (call->invocation);
+  call->warm = warm;
+  call->route = (ProgressRoute) { daemon, sender, call->serial };
+  if (sender == NULL)
+    {
+      call->accepted = TRUE;
+      if (!warm (call))
+        g_thread_pool_push (daemon->workers, call, NULL);
+      return TRUE;
+    }
+  if (!g_dbus_connection_emit_signal (daemon->connection, sender, MCP_DAEMON_OBJECT_PATH,
+                                      MCP_DAEMON_INTERFACE, "Accepted", g_variant_new ("(u)", call->serial),
+                                      &call->error))
+    {
+      finish_call (call);
+      return TRUE;
+    }
+  g_dbus_connection_flush (daemon->connection, NULL, on_accepted_flushed, call);
+  return TRUE;
+}
+
 static gboolean
 start_call (McpDaemon             *daemon,
             GDBusMethodInvocation *invocation,
@@ -334,12 +410,6 @@ start_call (McpDaemon             *daemon,
 {
   return run_call (daemon, register_call (daemon, invocation, work, args));
 }
-
-typedef struct {
-  McpDaemon *daemon;
-  char      *destination;
-  guint32    serial;
-} ProgressRoute;
 
 /* On the pool's context: progress goes to the caller alone. */
 static void
@@ -377,14 +447,11 @@ static GVariant *
 work_call_tool (DaemonCall  *call,
                 GError     **error)
 {
-  ProgressRoute route = {
-    call->daemon, (char *) g_dbus_method_invocation_get_sender (call->invocation), call->serial,
-  };
   McpCallOptions options = {
     .timeout_ms = json_integer_value (json_object_get (call->args, "timeout_ms")),
     .cancellable = call->cancellable,
-    .progress = route.destination != NULL ? send_progress : NULL,
-    .progress_data = &route,
+    .progress = call->route.destination != NULL ? send_progress : NULL,
+    .progress_data = &call->route,
   };
   json_t *result = mcp_pool_call_tool (call->daemon->pool, mcp_json_get_string (call->args, "server"),
                                        mcp_json_get_string (call->args, "tool"),
@@ -404,13 +471,93 @@ static GVariant *
 work_handle_request (DaemonCall  *call,
                      GError     **error)
 {
-  ProgressRoute route = {
-    call->daemon, (char *) g_dbus_method_invocation_get_sender (call->invocation), call->serial,
+  return json_reply (mcp_upstream_handle_request (call->expose, call->args, call->timeout_ms, call->cancellable,
+                                                  call->route.destination != NULL ? send_progress : NULL,
+                                                  &call->route));
+}
+
+/* Warm calls, on the main context */
+
+static void
+on_warm_reply (json_t       *result,
+               const GError *error,
+               gpointer      data)
+{
+  DaemonCall *call = data;
+
+  if (result != NULL)
+    call->reply = json_reply (result);
+  else
+    call->error = g_error_copy (error);
+  finish_call (call);
+}
+
+/* A reply string without a parse, for replies that passed through. */
+static GVariant *
+line_reply (const char *text,
+            gsize       length)
+{
+  g_autofree char *copy = g_strndup (text, length);
+
+  return g_variant_new ("(s)", copy);
+}
+
+static void
+on_warm_raw_result (McpRawResponse *response,
+                    gpointer        data)
+{
+  DaemonCall *call = data;
+  gsize length;
+  const char *result = mcp_raw_response_get_result (response, &length);
+
+  call->reply = line_reply (result, length);
+  finish_call (call);
+}
+
+static gboolean
+warm_call_tool (DaemonCall *call)
+{
+  McpCallOptions options = {
+    .timeout_ms = json_integer_value (json_object_get (call->args, "timeout_ms")),
+    .cancellable = call->cancellable,
+    .progress = call->route.destination != NULL ? send_progress : NULL,
+    .progress_data = &call->route,
+    .raw_reply = on_warm_raw_result,
   };
 
-  return json_reply (mcp_upstream_handle_request (call->expose, call->args, call->timeout_ms, call->cancellable,
-                                                  route.destination != NULL ? send_progress : NULL,
-                                                  &route));
+  return mcp_pool_call_tool_warm (call->daemon->pool, mcp_json_get_string (call->args, "server"),
+                                  mcp_json_get_string (call->args, "tool"),
+                                  json_object_get (call->args, "arguments"), &options,
+                                  on_warm_reply, call);
+}
+
+static void
+on_warm_request_reply (json_t   *id,
+                       json_t   *reply,
+                       GBytes   *line,
+                       gpointer  data)
+{
+  DaemonCall *call = data;
+
+  if (line != NULL)
+    {
+      gsize length;
+      const char *text = g_bytes_get_data (line, &length);
+
+      /* Without its '\n'. */
+      call->reply = line_reply (text, length > 0 ? length - 1 : 0);
+    }
+  else
+    call->reply = json_reply (reply);
+  finish_call (call);
+}
+
+static gboolean
+warm_handle_request (DaemonCall *call)
+{
+  return mcp_upstream_handle_request_warm (call->expose, call->args, call->timeout_ms, call->cancellable,
+                                           call->route.destination != NULL ? send_progress : NULL,
+                                           &call->route, on_warm_request_reply, call);
 }
 
 /* D-Bus methods, on the main context */
@@ -468,9 +615,11 @@ handle_call_tool (McpDBusPool1          *skeleton,
 
   if (refuse_bad_json (invocation, "arguments", arguments_text[0] ? arguments_text : "{}", &arguments, TRUE))
     return TRUE;
-  return start_call (daemon, invocation, work_call_tool,
-                     json_pack ("{s:s, s:s, s:o, s:I}", "server", server, "tool", tool,
-                                "arguments", arguments, "timeout_ms", (json_int_t) timeout_ms));
+  return run_call_warm (daemon,
+                        register_call (daemon, invocation, work_call_tool,
+                                       json_pack ("{s:s, s:s, s:o, s:I}", "server", server, "tool", tool,
+                                                  "arguments", arguments, "timeout_ms", (json_int_t) timeout_ms)),
+                        warm_call_tool);
 }
 
 static gboolean
@@ -625,7 +774,7 @@ handle_handle_request (McpDBusPool1          *skeleton,
       call->expose = lookup_exposure (daemon, flags);
       call->timeout_ms = (gint64) MIN (timeout_ms, MCP_CALL_TIMEOUT_MAX_MS);
     }
-  return run_call (daemon, call);
+  return run_call_warm (daemon, call, warm_handle_request);
 }
 
 static gboolean
@@ -723,6 +872,19 @@ on_config_changed (McpDiscovery *discovery,
 
 /* Ending */
 
+/* Main context: the loop ends once the pool is down and the last call in
+ * flight is answered (warm calls end here, after the shutdown). */
+static gboolean
+on_pool_down (gpointer user_data)
+{
+  McpDaemon *daemon = user_data;
+
+  daemon->ended = TRUE;
+  if (g_hash_table_size (daemon->in_flight) == 0)
+    g_main_loop_quit (daemon->loop);
+  return G_SOURCE_REMOVE;
+}
+
 static gpointer
 end_in_thread (gpointer data)
 {
@@ -732,7 +894,7 @@ end_in_thread (gpointer data)
   /* The calls in flight have failed or been cancelled by now. */
   g_thread_pool_free (g_steal_pointer (&daemon->workers), FALSE, TRUE);
   g_clear_pointer (&daemon->code, mcp_code_free);
-  g_main_loop_quit (daemon->loop);
+  g_main_context_invoke (daemon->context, on_pool_down, daemon);
   return NULL;
 }
 

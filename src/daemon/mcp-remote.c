@@ -42,17 +42,31 @@ struct _McpRemote {
   GHashTable         *calls;          /* protected by lock; serial → PendingCall */
 };
 
-typedef struct {
-  McpRemote       *remote;
-  guint32          serial;
-  McpProgressFunc  progress;
-  gpointer         progress_data;
-  gboolean         accepted;          /* protected by remote->lock: Accepted or Progress came */
-  GDBusMessage    *reply;             /* set on the call's own context */
-  GError          *error;
-  gboolean         done;
-} PendingCall;
+/* The function that gets a call's reply body (checked against its type),
+ * or NULL and @error, on the context the call was started on. */
+typedef void (*RemoteReplyFunc) (GVariant     *body,
+                                 const GError *error,
+                                 gpointer      user_data);
 
+/* One call of a daemon method, from its first send to its reply; its
+ * sends run on the thread-default context it was started on, where its
+ * reply arrives too. */
+typedef struct {
+  McpRemote          *remote;
+  char               *method;
+  GVariant           *body;               /* what every attempt sends */
+  const GVariantType *reply_type;
+  gboolean            replay_safe;
+  GCancellable       *cancellable;
+  gulong              cancel_handler;
+  McpProgressFunc     progress;
+  gpointer            progress_data;
+  RemoteReplyFunc     callback;
+  gpointer            user_data;
+  guint               attempt;
+  guint32             serial;             /* protected by remote->lock while registered */
+  gboolean            accepted;           /* protected by remote->lock: Accepted or Progress came */
+} PendingCall;
 
 /* GDBus's thread: Accepted or progress of one of our calls.  Everything
  * else passes. */
@@ -203,27 +217,19 @@ mcp_remote_daemon_is_running (McpRemote *remote)
 
 /* Calls */
 
-static void
-on_reply (GObject      *source,
-          GAsyncResult *result,
-          gpointer      user_data)
-{
-  PendingCall *call = user_data;
-
-  call->reply = g_dbus_connection_send_message_with_reply_finish (G_DBUS_CONNECTION (source), result,
-                                                                  &call->error);
-  call->done = TRUE;
-}
-
 /* Any thread: the daemon cancels the call; its reply still comes. */
 static void
 on_cancelled (GCancellable *cancellable,
               gpointer      user_data)
 {
   PendingCall *call = user_data;
+  guint32 serial;
 
+  g_mutex_lock (&call->remote->lock);
+  serial = call->serial;
+  g_mutex_unlock (&call->remote->lock);
   g_dbus_connection_call (call->remote->connection, MCP_DAEMON_BUS_NAME, MCP_DAEMON_OBJECT_PATH,
-                          MCP_DAEMON_INTERFACE, "Cancel", g_variant_new ("(u)", call->serial), NULL,
+                          MCP_DAEMON_INTERFACE, "Cancel", g_variant_new ("(u)", serial), NULL,
                           G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, NULL, NULL);
 }
 
@@ -237,52 +243,168 @@ daemon_vanished (const GError *error)
          g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER);
 }
 
-/* Blocking: sends @message and waits for the reply, or fails with
- * @error; *@accepted says whether the daemon said it started the call. */
-static GDBusMessage *
-send_call (McpRemote        *remote,
-           GDBusMessage     *message,
-           GCancellable     *cancellable,
-           McpProgressFunc   progress,
-           gpointer          progress_data,
-           gboolean         *accepted,
-           GError          **error)
+static void
+pending_call_free (PendingCall *call)
 {
-  g_autoptr(GMainContext) context = g_main_context_new ();
-  PendingCall call = { remote, 0, progress, progress_data };
-  gulong cancel_handler = 0;
+  g_free (call->method);
+  g_clear_pointer (&call->body, g_variant_unref);
+  g_clear_object (&call->cancellable);
+  g_free (call);
+}
 
-  g_main_context_push_thread_default (context);
+static void send_attempt (PendingCall *call);
+
+/* Ends @call with its reply body or the error that says what happened. */
+static void
+finish_call (PendingCall  *call,
+             GDBusMessage *reply,
+             GError       *error)
+{
+  g_autoptr(GError) failure = NULL;
+  GVariant *body = NULL;
+
+  g_cancellable_disconnect (call->cancellable, call->cancel_handler);
+  if (reply == NULL)
+    {
+      g_dbus_error_strip_remote_error (error);
+      if (call->accepted && !call->replay_safe && daemon_vanished (error))
+        failure = g_error_new (G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED,
+                               _("The shared pool (mcp-poold) ended while it ran %s, which was not sent again "
+                                 "since it may have taken effect; check, and call again if that is safe (%s)"),
+                               call->method, error->message);
+      else
+        failure = g_error_new (error->domain, error->code, _("The shared pool (mcp-poold): %s"),
+                               error->message);
+    }
+  else
+    {
+      body = g_dbus_message_get_body (reply);
+      if (body == NULL ? !g_variant_type_equal (call->reply_type, G_VARIANT_TYPE_UNIT)
+                       : !g_variant_is_of_type (body, call->reply_type))
+        failure = g_error_new (G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                               _("The shared pool (mcp-poold) answered %s with a reply of the wrong type; "
+                                 "is an older version running? Restart it with mcp-poold --replace."),
+                               call->method);
+    }
+  g_clear_error (&error);
+
+  if (failure != NULL)
+    call->callback (NULL, failure, call->user_data);
+  else
+    {
+      g_autoptr(GVariant) kept = body != NULL ? g_variant_ref (body) : g_variant_ref_sink (g_variant_new ("()"));
+
+      call->callback (kept, NULL, call->user_data);
+    }
+  g_clear_object (&reply);
+  pending_call_free (call);
+}
+
+/* On the call's context: the reply, or a failure after which the call is
+ * sent once more if it reached no live daemon; see the top of the file
+ * for which calls are (replay_safe: doing it twice does no harm). */
+static void
+on_reply (GObject      *source,
+          GAsyncResult *result,
+          gpointer      user_data)
+{
+  PendingCall *call = user_data;
+  McpRemote *remote = call->remote;
+  GError *error = NULL;
+  GDBusMessage *reply = g_dbus_connection_send_message_with_reply_finish (G_DBUS_CONNECTION (source), result,
+                                                                          &error);
+
+  /* Once out of the table, nothing else touches accepted. */
+  g_mutex_lock (&remote->lock);
+  g_hash_table_remove (remote->calls, GUINT_TO_POINTER (call->serial));
+  g_mutex_unlock (&remote->lock);
+
+  if (reply != NULL && g_dbus_message_to_gerror (reply, &error))
+    g_clear_object (&reply);
+  if (reply == NULL && call->attempt == 0 && daemon_vanished (error) &&
+      (!call->accepted || call->replay_safe) && !g_cancellable_is_cancelled (call->cancellable))
+    {
+      g_debug ("mcp-poold went away before it %s %s (%s); sending it again",
+               call->accepted ? "answered" : "took", call->method, error->message);
+      g_error_free (error);
+      call->attempt++;
+      send_attempt (call);
+      return;
+    }
+  finish_call (call, reply, error);
+}
+
+/* Sends @call once more, registered under its serial so that the filter
+ * finds its progress; the lock is held across the send so that early
+ * progress waits for the registration. */
+static void
+send_attempt (PendingCall *call)
+{
+  McpRemote *remote = call->remote;
+  g_autoptr(GDBusMessage) message =
+    g_dbus_message_new_method_call (MCP_DAEMON_BUS_NAME, MCP_DAEMON_OBJECT_PATH, MCP_DAEMON_INTERFACE,
+                                    call->method);
+
+  g_dbus_message_set_body (message, call->body);
   g_mutex_lock (&remote->lock);
   /* The daemon bounds every call itself, so D-Bus must not time it out. */
   g_dbus_connection_send_message_with_reply (remote->connection, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
-                                             G_MAXINT, &call.serial, NULL, on_reply, &call);
-  g_hash_table_insert (remote->calls, GUINT_TO_POINTER (call.serial), &call);
+                                             G_MAXINT, &call->serial, NULL, on_reply, call);
+  g_hash_table_insert (remote->calls, GUINT_TO_POINTER (call->serial), call);
   g_mutex_unlock (&remote->lock);
-  if (cancellable != NULL)
-    cancel_handler = g_cancellable_connect (cancellable, G_CALLBACK (on_cancelled), &call, NULL);
-
-  while (!call.done)
-    g_main_context_iteration (context, TRUE);
-
-  g_cancellable_disconnect (cancellable, cancel_handler);
-  g_mutex_lock (&remote->lock);
-  g_hash_table_remove (remote->calls, GUINT_TO_POINTER (call.serial));
-  *accepted = call.accepted;
-  g_mutex_unlock (&remote->lock);
-  g_main_context_pop_thread_default (context);
-
-  if (call.reply != NULL && g_dbus_message_to_gerror (call.reply, &call.error))
-    g_clear_object (&call.reply);
-  if (call.reply == NULL)
-    g_propagate_error (error, call.error);
-  return call.reply;
 }
 
-/* Blocking: @method with @parameters (floating, taken); the reply's body,
- * checked against @reply_type.  A call that reached no live daemon is sent
- * once more, which activates a new one; see the top of the file for which
- * calls are (@replay_safe: doing it twice does no harm). */
+/* Any thread: @method with @parameters (floating, taken); @callback gets
+ * the reply's body, checked against @reply_type, on the calling thread's
+ * thread-default context, which must be iterated. */
+static void
+call_daemon_async (McpRemote          *remote,
+                   const char         *method,
+                   GVariant           *parameters,
+                   const GVariantType *reply_type,
+                   gboolean            replay_safe,
+                   GCancellable       *cancellable,
+                   McpProgressFunc     progress,
+                   gpointer            progress_data,
+                   RemoteReplyFunc     callback,
+                   gpointer            user_data)
+{
+  PendingCall *call = g_new0 (PendingCall, 1);
+
+  call->remote = remote;
+  call->method = g_strdup (method);
+  call->body = parameters != NULL ? g_variant_ref_sink (parameters) : NULL;
+  call->reply_type = reply_type;
+  call->replay_safe = replay_safe;
+  call->cancellable = cancellable != NULL ? g_object_ref (cancellable) : NULL;
+  call->progress = progress;
+  call->progress_data = progress_data;
+  call->callback = callback;
+  call->user_data = user_data;
+  send_attempt (call);
+  if (cancellable != NULL)
+    call->cancel_handler = g_cancellable_connect (cancellable, G_CALLBACK (on_cancelled), call, NULL);
+}
+
+typedef struct {
+  GVariant *body;
+  GError   *error;
+  gboolean  done;
+} WaitedCall;
+
+static void
+on_waited_reply (GVariant     *body,
+                 const GError *error,
+                 gpointer      user_data)
+{
+  WaitedCall *waited = user_data;
+
+  waited->body = body != NULL ? g_variant_ref (body) : NULL;
+  waited->error = error != NULL ? g_error_copy (error) : NULL;
+  waited->done = TRUE;
+}
+
+/* Blocking: call_daemon_async() on a context of its own. */
 static GVariant *
 call_daemon (McpRemote          *remote,
              const char         *method,
@@ -294,52 +416,35 @@ call_daemon (McpRemote          *remote,
              gpointer            progress_data,
              GError            **error)
 {
-  g_autoptr(GVariant) body_in = parameters != NULL ? g_variant_ref_sink (parameters) : NULL;
-  g_autoptr(GDBusMessage) reply = NULL;
-  g_autoptr(GError) local_error = NULL;
-  gboolean accepted = FALSE;
-  GVariant *body;
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  WaitedCall waited = { 0 };
 
-  for (guint attempt = 0; reply == NULL && attempt < 2; attempt++)
-    {
-      g_autoptr(GDBusMessage) message =
-        g_dbus_message_new_method_call (MCP_DAEMON_BUS_NAME, MCP_DAEMON_OBJECT_PATH, MCP_DAEMON_INTERFACE, method);
+  g_main_context_push_thread_default (context);
+  call_daemon_async (remote, method, parameters, reply_type, replay_safe, cancellable, progress,
+                     progress_data, on_waited_reply, &waited);
+  while (!waited.done)
+    g_main_context_iteration (context, TRUE);
+  g_main_context_pop_thread_default (context);
+  if (waited.error != NULL)
+    g_propagate_error (error, waited.error);
+  return waited.body;
+}
 
-      if (attempt > 0)
-        {
-          if (!daemon_vanished (local_error) || (accepted && !replay_safe) ||
-              g_cancellable_is_cancelled (cancellable))
-            break;
-          g_debug ("mcp-poold went away before it %s %s (%s); sending it again", accepted ? "answered" : "took",
-                   method, local_error->message);
-          g_clear_error (&local_error);
-        }
-      g_dbus_message_set_body (message, body_in);
-      reply = send_call (remote, message, cancellable, progress, progress_data, &accepted, &local_error);
-    }
+/* The JSON of a reply body "(s)". */
+static json_t *
+parse_json_body (GVariant    *body,
+                 const char  *method,
+                 GError     **error)
+{
+  const char *text;
+  json_t *value;
 
-  if (reply == NULL)
-    {
-      g_dbus_error_strip_remote_error (local_error);
-      if (accepted && !replay_safe && daemon_vanished (local_error))
-        g_set_error (error, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED,
-                     _("The shared pool (mcp-poold) ended while it ran %s, which was not sent again "
-                       "since it may have taken effect; check, and call again if that is safe (%s)"),
-                     method, local_error->message);
-      else
-        g_propagate_prefixed_error (error, g_steal_pointer (&local_error), _("The shared pool (mcp-poold): "));
-      return NULL;
-    }
-  body = g_dbus_message_get_body (reply);
-  if (body == NULL ? !g_variant_type_equal (reply_type, G_VARIANT_TYPE_UNIT)
-                   : !g_variant_is_of_type (body, reply_type))
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                   _("The shared pool (mcp-poold) answered %s with a reply of the wrong type; "
-                     "is an older version running? Restart it with mcp-poold --replace."), method);
-      return NULL;
-    }
-  return body != NULL ? g_variant_ref (body) : g_variant_ref_sink (g_variant_new ("()"));
+  g_variant_get (body, "(&s)", &text);
+  value = json_loads (text, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+  if (value == NULL)
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                 _("The shared pool (mcp-poold) answered %s with something that is not JSON"), method);
+  return value;
 }
 
 /* For methods that answer one JSON string. */
@@ -355,17 +460,8 @@ call_for_json (McpRemote       *remote,
 {
   g_autoptr(GVariant) reply = call_daemon (remote, method, parameters, G_VARIANT_TYPE ("(s)"), replay_safe,
                                            cancellable, progress, progress_data, error);
-  const char *text;
-  json_t *value;
 
-  if (reply == NULL)
-    return NULL;
-  g_variant_get (reply, "(&s)", &text);
-  value = json_loads (text, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-  if (value == NULL)
-    g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                 _("The shared pool (mcp-poold) answered %s with something that is not JSON"), method);
-  return value;
+  return reply != NULL ? parse_json_body (reply, method, error) : NULL;
 }
 
 static char *
@@ -468,6 +564,20 @@ request_is_replay_safe (json_t *request)
   return method != NULL && (g_str_equal (method, "ping") || g_str_has_suffix (method, "/list"));
 }
 
+static GVariant *
+handle_request_parameters (McpExposeFlags  expose,
+                           gint64          timeout_ms,
+                           json_t         *request)
+{
+  g_autoptr(GVariantBuilder) options = g_variant_builder_new (G_VARIANT_TYPE_VARDICT);
+  g_autofree char *expose_text = mcp_expose_flags_to_string (expose);
+  g_autofree char *text = dump (request);
+
+  g_variant_builder_add (options, "{sv}", "expose", g_variant_new_string (expose_text));
+  g_variant_builder_add (options, "{sv}", "timeout-ms", g_variant_new_uint64 (MAX (timeout_ms, 0)));
+  return g_variant_new ("(a{sv}s)", options, text);
+}
+
 json_t *
 mcp_remote_handle_request (McpRemote       *remote,
                            McpExposeFlags   expose,
@@ -478,12 +588,44 @@ mcp_remote_handle_request (McpRemote       *remote,
                            gpointer         progress_data,
                            GError         **error)
 {
-  g_autoptr(GVariantBuilder) options = g_variant_builder_new (G_VARIANT_TYPE_VARDICT);
-  g_autofree char *expose_text = mcp_expose_flags_to_string (expose);
-  g_autofree char *text = dump (request);
-
-  g_variant_builder_add (options, "{sv}", "expose", g_variant_new_string (expose_text));
-  g_variant_builder_add (options, "{sv}", "timeout-ms", g_variant_new_uint64 (MAX (timeout_ms, 0)));
-  return call_for_json (remote, "HandleRequest", g_variant_new ("(a{sv}s)", options, text),
+  return call_for_json (remote, "HandleRequest", handle_request_parameters (expose, timeout_ms, request),
                         request_is_replay_safe (request), cancellable, progress, progress_data, error);
+}
+
+typedef struct {
+  McpReplyFunc callback;
+  gpointer     user_data;
+} JsonReply;
+
+static void
+on_json_reply (GVariant     *body,
+               const GError *error,
+               gpointer      user_data)
+{
+  JsonReply *reply = user_data;
+  g_autoptr(GError) local_error = NULL;
+  json_t *value = body != NULL ? parse_json_body (body, "HandleRequest", &local_error) : NULL;
+
+  reply->callback (value, value != NULL ? NULL : local_error != NULL ? local_error : error,
+                   reply->user_data);
+  g_free (reply);
+}
+
+void
+mcp_remote_handle_request_async (McpRemote       *remote,
+                                 McpExposeFlags   expose,
+                                 gint64           timeout_ms,
+                                 json_t          *request,
+                                 GCancellable    *cancellable,
+                                 McpProgressFunc  progress,
+                                 gpointer         progress_data,
+                                 McpReplyFunc     callback,
+                                 gpointer         user_data)
+{
+  JsonReply *reply = g_new (JsonReply, 1);
+
+  *reply = (JsonReply) { callback, user_data };
+  call_daemon_async (remote, "HandleRequest", handle_request_parameters (expose, timeout_ms, request),
+                     G_VARIANT_TYPE ("(s)"), request_is_replay_safe (request), cancellable, progress,
+                     progress_data, on_json_reply, reply);
 }

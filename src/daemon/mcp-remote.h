@@ -9,8 +9,9 @@
  * it; the call still returns the daemon's answer.  A call that the daemon
  * had not taken when it went away is sent once more (see mcp-remote.c).
  *
- * Threads: every call blocks and may run on any thread, several at once;
- * progress functions run on GDBus's own thread and must only queue.
+ * Threads: every call but mcp_remote_handle_request_async() blocks; all
+ * may run on any thread, several at once.  Progress functions run on
+ * GDBus's own thread and must only queue.
  */
 #pragma once
 
@@ -75,6 +76,19 @@ json_t    *mcp_remote_handle_request   (McpRemote                  *remote,
                                         McpProgressFunc             progress,
                                         gpointer                    progress_data,
                                         GError                    **error);
+
+/* Any thread, never blocking: mcp_remote_handle_request(), whose reply (or
+ * error) reaches @callback on the calling thread's thread-default context,
+ * which must be iterated; progress as for the blocking call. */
+void       mcp_remote_handle_request_async (McpRemote             *remote,
+                                            McpExposeFlags         expose,
+                                            gint64                 timeout_ms,
+                                            json_t                *request,
+                                            GCancellable          *cancellable,
+                                            McpProgressFunc        progress,
+                                            gpointer               progress_data,
+                                            McpReplyFunc           callback,
+                                            gpointer               user_data);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpRemote, mcp_remote_free)
 

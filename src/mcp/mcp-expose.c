@@ -14,14 +14,13 @@
 #include <glib/gi18n-lib.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "pool/mcp-tool-search.h"
 
 G_DEFINE_QUARK (mcp-expose-error-quark, mcp_expose_error)
 
 /* A first tools/list waits this long for servers still starting; a server
  * that comes later is announced with tools/list_changed. */
 #define LIST_WAIT_MS            (20 * 1000)
-#define SEARCH_LIMIT_DEFAULT    10
-#define SEARCH_LIMIT_MAX        50
 #define TOOL_NAME_MAX           64
 #define PROXY_SEPARATOR         "__"
 #define NAMES_IN_ERRORS         20
@@ -171,7 +170,7 @@ static json_t *
 failure_result (const char   *server,
                 const GError *error)
 {
-  if (mcp_session_error_is_fatal (error))
+  if (mcp_call_error_is_fatal (error))
     return error_result (_("%s\nmcp-pool closed this session of “%s”; the next call starts the server afresh."),
                          error->message, server);
   return text_result (TRUE, error->message);
@@ -388,7 +387,8 @@ static const char gateway_tools_json[] =
   " \"description\":\"Find tools of every server by what they do; ranked by name and description. Use describe_tool for a tool's parameters, then call_tool.\","
   " \"inputSchema\":{\"type\":\"object\",\"properties\":{"
   "   \"query\":{\"type\":\"string\",\"description\":\"Words describing the task, e.g. 'read file'\"},"
-  "   \"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50,\"description\":\"At most this many tools (default 10)\"},"
+  "   \"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" G_STRINGIFY (MCP_TOOL_SEARCH_LIMIT_MAX) ","
+  "     \"description\":\"At most this many tools (default " G_STRINGIFY (MCP_TOOL_SEARCH_LIMIT_DEFAULT) ")\"},"
   "   \"detail\":{\"type\":\"string\",\"enum\":[\"summary\",\"full\"],\"description\":\"summary: name and description; full: with the input schema\"}},"
   "  \"required\":[\"query\"]}},"
   "{\"name\":\"describe_tool\","
@@ -448,26 +448,14 @@ static json_t *
 gateway_search_tools (McpExpose *expose,
                       json_t    *arguments)
 {
-  json_t *limit_value = json_object_get (arguments, "limit");
-  McpToolDetail detail;
-  const char *query;
-  json_int_t limit = SEARCH_LIMIT_DEFAULT;
+  g_autoptr(GError) error = NULL;
   g_autoptr(json_t) found = NULL;
-  json_t *failure;
+  McpToolSearchRequest request;
 
-  if ((failure = require_string (arguments, "search_tools", "query", &query)) != NULL)
-    return failure;
-  if (limit_value != NULL)
-    {
-      if (!json_is_integer (limit_value) || json_integer_value (limit_value) < 1)
-        return error_result (_("search_tools: “limit” must be a whole number from 1 to %d"), SEARCH_LIMIT_MAX);
-      limit = MIN (json_integer_value (limit_value), SEARCH_LIMIT_MAX);
-    }
-  if (!mcp_tool_detail_from_string (mcp_json_get_string (arguments, "detail"), &detail))
-    return error_result (_("search_tools: “detail” must be “summary” or “full”"));
-
+  if (!mcp_tool_search_read_request (arguments, &request, &error))
+    return text_result (TRUE, error->message);
   list_every_server (expose);
-  found = mcp_pool_search_tools (expose->pool, query, (guint) limit, detail);
+  found = mcp_pool_search_tools (expose->pool, request.query, request.limit, request.detail);
   return json_result (json_pack ("{s:O}", "tools", found));
 }
 
@@ -478,17 +466,14 @@ gateway_describe_tool (McpExpose *expose,
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) listed = NULL;
   g_autoptr(json_t) tool = NULL;
-  const char *server, *name;
-  json_t *failure;
+  McpToolDescribeRequest request;
 
-  if ((failure = require_string (arguments, "describe_tool", "server", &server)) != NULL ||
-      (failure = require_string (arguments, "describe_tool", "tool", &name)) != NULL)
-    return failure;
-
-  listed = mcp_pool_list_tools (expose->pool, server, MCP_TOOL_DETAIL_SUMMARY, &error);
+  if (!mcp_tool_describe_read_request (arguments, TRUE, &request, &error))
+    return text_result (TRUE, error->message);
+  listed = mcp_pool_list_tools (expose->pool, request.server, MCP_TOOL_DETAIL_SUMMARY, &error);
   if (listed == NULL)
-    return failure_result (server, error);
-  tool = mcp_pool_describe_tool (expose->pool, server, name, &error);
+    return failure_result (request.server, error);
+  tool = mcp_pool_describe_tool (expose->pool, request.server, request.tool, &error);
   if (tool == NULL)
     return text_result (TRUE, error->message);
   return json_result (g_steal_pointer (&tool));
@@ -507,31 +492,52 @@ call_server_tool (McpExpose             *expose,
   return result != NULL ? result : failure_result (server, error);
 }
 
+/* What the gateway's call_tool asks for: the server, the tool, its
+ * arguments (borrowed) and the options; or the failure to answer with. */
 static json_t *
-gateway_call_tool (McpExpose             *expose,
-                   json_t                *arguments,
-                   const McpCallOptions  *options)
+gateway_call_target (json_t                *arguments,
+                     const McpCallOptions  *options,
+                     const char           **server,
+                     const char           **tool,
+                     json_t               **tool_arguments,
+                     McpCallOptions        *call_options)
 {
-  McpCallOptions call_options = *options;
-  json_t *tool_arguments = json_object_get (arguments, "arguments");
   json_t *timeout = json_object_get (arguments, "timeout");
-  const char *server, *tool;
   json_t *failure;
 
-  if ((failure = require_string (arguments, "call_tool", "server", &server)) != NULL ||
-      (failure = require_string (arguments, "call_tool", "tool", &tool)) != NULL)
+  *call_options = *options;
+  *tool_arguments = json_object_get (arguments, "arguments");
+  if ((failure = require_string (arguments, "call_tool", "server", server)) != NULL ||
+      (failure = require_string (arguments, "call_tool", "tool", tool)) != NULL)
     return failure;
-  if (tool_arguments != NULL && !json_is_object (tool_arguments) && !json_is_null (tool_arguments))
+  if (*tool_arguments != NULL && !json_is_object (*tool_arguments) && !json_is_null (*tool_arguments))
     return error_result (_("call_tool: “arguments” must be an object of the tool's arguments"));
+  if (!json_is_object (*tool_arguments))
+    *tool_arguments = NULL;
   if (timeout != NULL)
     {
       if (!json_is_number (timeout) || json_number_value (timeout) <= 0)
         return error_result (_("call_tool: “timeout” must be a positive number of seconds (at most %d)"),
                              MCP_CALL_TIMEOUT_MAX_MS / 1000);
-      call_options.timeout_ms = (gint64) (MIN (json_number_value (timeout), MCP_CALL_TIMEOUT_MAX_MS / 1000) * 1000);
+      call_options->timeout_ms = (gint64) (MIN (json_number_value (timeout), MCP_CALL_TIMEOUT_MAX_MS / 1000) * 1000);
     }
-  return call_server_tool (expose, server, tool, json_is_object (tool_arguments) ? tool_arguments : NULL,
-                           &call_options);
+  return NULL;
+}
+
+static json_t *
+gateway_call_tool (McpExpose             *expose,
+                   json_t                *arguments,
+                   const McpCallOptions  *options)
+{
+  McpCallOptions call_options;
+  json_t *tool_arguments;
+  const char *server, *tool;
+  json_t *failure = gateway_call_target (arguments, options, &server, &tool, &tool_arguments,
+                                         &call_options);
+
+  if (failure != NULL)
+    return failure;
+  return call_server_tool (expose, server, tool, tool_arguments, &call_options);
 }
 
 static gboolean
@@ -651,6 +657,91 @@ mcp_expose_call_tool (McpExpose             *expose,
                  _("Unknown tool “%s”; the tools are: %s"), name, known);
   }
   return NULL;
+}
+
+/* The warm path: a server's result, or its failure as the model sees it. */
+
+typedef struct {
+  char            *server;
+  McpReplyFunc     callback;
+  McpRawReplyFunc  raw_reply;
+  gpointer         user_data;
+} WarmCall;
+
+static void
+warm_call_free (WarmCall *call)
+{
+  g_free (call->server);
+  g_free (call);
+}
+
+static void
+on_warm_result (json_t       *result,
+                const GError *error,
+                gpointer      data)
+{
+  WarmCall *call = data;
+
+  call->callback (result != NULL ? result : failure_result (call->server, error), NULL,
+                  call->user_data);
+  warm_call_free (call);
+}
+
+/* A server's result passes through as it came: no exposure rewrites one. */
+static void
+on_warm_raw_result (McpRawResponse *response,
+                    gpointer        data)
+{
+  WarmCall *call = data;
+
+  call->raw_reply (response, call->user_data);
+  warm_call_free (call);
+}
+
+gboolean
+mcp_expose_call_tool_warm (McpExpose             *expose,
+                           const char            *name,
+                           json_t                *arguments,
+                           const McpCallOptions  *options,
+                           McpReplyFunc           callback,
+                           gpointer               user_data)
+{
+  McpCallOptions call_options = *options;
+  g_autofree char *server = NULL;
+  g_autofree char *tool = NULL;
+  json_t *tool_arguments = arguments;
+  WarmCall *call;
+
+  if (call_options.timeout_ms <= 0)
+    call_options.timeout_ms = expose->default_timeout_ms;
+
+  if ((expose->flags & MCP_EXPOSE_GATEWAY) && g_str_equal (name, "call_tool"))
+    {
+      const char *asked_server, *asked_tool;
+      g_autoptr(json_t) failure = gateway_call_target (arguments, &call_options, &asked_server,
+                                                       &asked_tool, &tool_arguments, &call_options);
+
+      /* The blocking call answers with the same failure. */
+      if (failure != NULL)
+        return FALSE;
+      server = g_strdup (asked_server);
+      tool = g_strdup (asked_tool);
+    }
+  else if (!(expose->flags & MCP_EXPOSE_PROXY) || is_gateway_tool (name) ||
+           g_str_equal (name, "run_python") || !find_proxy_target (expose, name, &server, &tool))
+    return FALSE;
+
+  call = g_new0 (WarmCall, 1);
+  call->server = g_strdup (server);
+  call->callback = callback;
+  call->raw_reply = options->raw_reply;
+  call->user_data = user_data;
+  call_options.raw_reply = call->raw_reply != NULL ? on_warm_raw_result : NULL;
+  if (mcp_pool_call_tool_warm (expose->pool, server, tool, tool_arguments, &call_options,
+                               on_warm_result, call))
+    return TRUE;
+  warm_call_free (call);
+  return FALSE;
 }
 
 /* Resources: one overview of the servers and how to reach their tools. */

@@ -8,7 +8,8 @@
  *
  * Threads: every function may be called from any worker thread and may
  * block on the pool (starting servers, calling tools); none holds a lock
- * while it does.
+ * while it does.  mcp_expose_call_tool_warm() is the one that never
+ * blocks, for the main context.
  */
 #pragma once
 
@@ -62,6 +63,20 @@ json_t    *mcp_expose_call_tool      (McpExpose             *expose,
                                       json_t                *arguments,
                                       const McpCallOptions  *options,
                                       GError               **error);
+/* Non-blocking, any thread: the warm path of mcp_expose_call_tool().
+ * When @name is a call of one server's tool (a proxied tool, or the
+ * gateway's call_tool) that the pool can make warm, starts it and returns
+ * TRUE; @callback then gets the result on the pool's context, failures
+ * given as isError results as mcp_expose_call_tool() gives them (its
+ * error is always NULL), or, if @options->raw_reply is set, a large result
+ * as the server sent it (no exposure rewrites a server's result).  FALSE:
+ * call mcp_expose_call_tool() on a worker. */
+gboolean   mcp_expose_call_tool_warm (McpExpose             *expose,
+                                      const char            *name,
+                                      json_t                *arguments,
+                                      const McpCallOptions  *options,
+                                      McpReplyFunc           callback,
+                                      gpointer               user_data);
 json_t    *mcp_expose_list_resources (McpExpose             *expose);
 json_t    *mcp_expose_read_resource  (McpExpose             *expose,
                                       const char            *uri,

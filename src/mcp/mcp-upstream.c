@@ -149,3 +149,85 @@ mcp_upstream_handle_request (McpExpose       *expose,
     }
   return mcp_upstream_error_reply (id, MCP_JSONRPC_METHOD_NOT_FOUND, _("Method not found: %s"), method);
 }
+
+/* The warm path of a tools/call */
+
+typedef struct {
+  ProgressForward  forward;      /* progress under the client's token */
+  json_t          *id;
+  McpUpstreamReplyFunc callback;
+  gpointer         user_data;
+} WarmRequest;
+
+static void
+warm_request_free (WarmRequest *warm)
+{
+  json_decref (warm->forward.token);
+  json_decref (warm->id);
+  g_free (warm);
+}
+
+static void
+on_warm_result (json_t       *result,
+                const GError *error,
+                gpointer      data)
+{
+  WarmRequest *warm = data;
+
+  warm->callback (warm->id, mcp_jsonrpc_result_new (warm->id, result), NULL, warm->user_data);
+  warm_request_free (warm);
+}
+
+/* The server's result, spliced into the reply without a parse. */
+static void
+on_warm_raw_result (McpRawResponse *response,
+                    gpointer        data)
+{
+  WarmRequest *warm = data;
+  gsize length;
+  const char *result = mcp_raw_response_get_result (response, &length);
+  g_autoptr(GBytes) line = mcp_jsonrpc_splice_reply (warm->id, result, length);
+
+  warm->callback (warm->id, NULL, line, warm->user_data);
+  warm_request_free (warm);
+}
+
+gboolean
+mcp_upstream_handle_request_warm (McpExpose       *expose,
+                                  json_t          *request,
+                                  gint64           timeout_ms,
+                                  GCancellable    *cancellable,
+                                  McpProgressFunc  progress,
+                                  gpointer         progress_data,
+                                  McpUpstreamReplyFunc callback,
+                                  gpointer         user_data)
+{
+  json_t *params = json_object_get (request, "params");
+  const char *name = mcp_json_get_string (params, "name");
+  json_t *arguments = json_object_get (params, "arguments");
+  json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
+  McpCallOptions options = {
+    .timeout_ms = timeout_ms, .cancellable = cancellable, .raw_reply = on_warm_raw_result,
+  };
+  WarmRequest *warm;
+
+  /* Malformed calls get their errors from mcp_upstream_handle_request(). */
+  if (g_strcmp0 (mcp_json_get_string (request, "method"), "tools/call") != 0 ||
+      !json_is_object (params) || name == NULL || (arguments != NULL && !json_is_object (arguments)))
+    return FALSE;
+
+  warm = g_new0 (WarmRequest, 1);
+  warm->id = json_incref (json_object_get (request, "id"));
+  warm->callback = callback;
+  warm->user_data = user_data;
+  if (progress != NULL && mcp_jsonrpc_id_is_valid (token))
+    {
+      warm->forward = (ProgressForward) { progress, progress_data, json_incref (token) };
+      options.progress = forward_progress;
+      options.progress_data = &warm->forward;
+    }
+  if (mcp_expose_call_tool_warm (expose, name, arguments, &options, on_warm_result, warm))
+    return TRUE;
+  warm_request_free (warm);
+  return FALSE;
+}

@@ -5,8 +5,8 @@
  * stdin) and mcp-poold (which receives them from `serve --shared` over
  * D-Bus), so that both answer every request alike.
  *
- * Threads: blocking; runs on workers.  @progress is called on the pool's
- * context.
+ * Threads: blocking; runs on workers, except the warm path, which never
+ * blocks.  @progress is called on the pool's context.
  */
 #pragma once
 
@@ -32,6 +32,26 @@ json_t  *mcp_upstream_handle_request  (McpExpose       *expose,
                                        McpProgressFunc  progress,
                                        gpointer         progress_data);
 
+/* The reply to a request, for the request's @id: @reply (the callee owns
+ * it), or, when a large result passed through without being parsed, the
+ * whole reply already encoded as one line, @line (borrowed). */
+typedef void (*McpUpstreamReplyFunc) (json_t   *id,
+                                      json_t   *reply,
+                                      GBytes   *line,
+                                      gpointer  user_data);
+
+/* Non-blocking, any thread: when @request is a tools/call that the pool
+ * can make warm, starts it and returns TRUE; @callback then gets the
+ * reply on the pool's context, after the call's progress.  FALSE: answer
+ * @request with mcp_upstream_handle_request() on a worker. */
+gboolean mcp_upstream_handle_request_warm (McpExpose       *expose,
+                                           json_t          *request,
+                                           gint64           timeout_ms,
+                                           GCancellable    *cancellable,
+                                           McpProgressFunc  progress,
+                                           gpointer         progress_data,
+                                           McpUpstreamReplyFunc callback,
+                                           gpointer         user_data);
 /* The error reply that both ends use for failures of their own. */
 json_t  *mcp_upstream_error_reply     (json_t          *id,
                                        int              code,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "pool/mcp-pool.h"
+#include "pool/mcp-session.h"
 
 G_BEGIN_DECLS
 

@@ -371,7 +371,7 @@ mcp_pool_release_session (PoolEntry    *entry,
                           gboolean      took_slot,
                           const GError *failure)
 {
-  gboolean evict = mcp_session_error_is_fatal (failure);
+  gboolean evict = mcp_call_error_is_fatal (failure);
 
   g_mutex_lock (&entry->lock);
   entry->calls++;
@@ -393,21 +393,6 @@ mcp_pool_release_session (PoolEntry    *entry,
   if (evict)
     mcp_pool_detach_and_retire (entry, session);
   mcp_session_unref (session);
-}
-
-/* A server that crashed or hung usually said why on stderr. */
-static void
-append_stderr_tail (McpSession *session,
-                    GError     *error)
-{
-  g_autofree char *tail = mcp_session_dup_stderr_tail (session, MCP_SESSION_STDERR_TAIL);
-  char *message;
-
-  if (tail[0] == '\0')
-    return;
-  message = g_strdup_printf (_("%s\nLast lines of its stderr:\n%s"), error->message, tail);
-  g_free (error->message);
-  error->message = message;
 }
 
 /* Lookup */
@@ -480,61 +465,6 @@ mcp_pool_start_server (McpPool     *pool,
     return FALSE;
   session = mcp_pool_acquire_session (entry, FALSE, error);
   return session != NULL;
-}
-
-json_t *
-mcp_pool_call_tool (McpPool               *pool,
-                    const char            *server,
-                    const char            *tool,
-                    json_t                *arguments,
-                    const McpCallOptions  *options,
-                    GError               **error)
-{
-  g_autoptr(PoolEntry) entry = mcp_pool_lookup_entry (pool, server, error);
-  g_autoptr(json_t) params = NULL;
-  g_autoptr(GError) failure = NULL;
-  McpCallOptions call_options = { 0 };
-  McpSession *session;
-  json_t *result;
-
-  if (entry == NULL)
-    return NULL;
-
-  session = mcp_pool_acquire_session (entry, TRUE, error);
-  if (session == NULL)
-    return NULL;
-
-  /* Refuse a tool that a fresh list does not have, naming the real ones;
-   * a stale list may be out of date, so then the server decides. */
-  if (options != NULL)
-    call_options = *options;
-
-  g_mutex_lock (&entry->lock);
-  if (entry->tools != NULL && !entry->tools_stale && mcp_pool_find_tool (entry->tools, tool) == NULL)
-    {
-      mcp_pool_set_unknown_tool_error (entry, tool, error);
-      g_mutex_unlock (&entry->lock);
-      mcp_pool_release_session (entry, session, TRUE, NULL);
-      return NULL;
-    }
-  /* The config may be replaced by a reload at any time: read it locked. */
-  if (call_options.timeout_ms <= 0)
-    call_options.timeout_ms = entry->config->call_timeout_ms;
-  g_mutex_unlock (&entry->lock);
-
-  call_options.timeout_ms = MIN (call_options.timeout_ms, MCP_CALL_TIMEOUT_MAX_MS);
-
-  params = arguments != NULL
-           ? json_pack ("{s:s, s:O}", "name", tool, "arguments", arguments)
-           : json_pack ("{s:s, s:{}}", "name", tool, "arguments");
-  /* Never replayed: a crash mid-call may already have had effects. */
-  result = mcp_session_call_full (session, "tools/call", params, &call_options, &failure);
-  if (mcp_session_error_is_fatal (failure))
-    append_stderr_tail (session, failure);
-  mcp_pool_release_session (entry, session, TRUE, failure);
-  if (failure != NULL)
-    g_propagate_error (error, g_steal_pointer (&failure));
-  return result;
 }
 
 void

@@ -23,7 +23,7 @@
 #include <jansson.h>
 
 #include "common/mcp-server-config.h"
-#include "pool/mcp-session.h"
+#include "pool/mcp-call.h"
 
 G_BEGIN_DECLS
 
@@ -145,6 +145,20 @@ json_t     *mcp_pool_call_tool      (McpPool                 *pool,
                                      json_t                  *arguments,
                                      const McpCallOptions    *options,
                                      GError                 **error);
+
+/* Non-blocking, any thread: the warm path.  When @server is READY with a
+ * free slot (and @tool not missing from a fresh list), sends the call and
+ * returns TRUE; @callback then runs on the pool's context with the result
+ * or the error, as mcp_pool_call_tool() would return them, never before
+ * this returns.  FALSE, and nothing sent, otherwise: the caller makes the
+ * blocking call on a worker, which starts the server or waits as needed. */
+gboolean    mcp_pool_call_tool_warm (McpPool                 *pool,
+                                     const char              *server,
+                                     const char              *tool,
+                                     json_t                  *arguments,
+                                     const McpCallOptions    *options,
+                                     McpReplyFunc             callback,
+                                     gpointer                 user_data);
 
 /* The whole pool's budget when its client is done with it (stdin EOF of
  * serve, the end of a one-shot command): inside the window MCP clients

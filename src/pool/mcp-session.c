@@ -1,26 +1,23 @@
-/* mcp-session.c — one child MCP server and its initialized session.
+/* mcp-session.c — one MCP server and its initialized session.
  *
- * Threads: the session's GMainContext reads the child's stdout (replies,
- * notifications, server→client requests), drains its stderr into a bounded
- * ring and watches its pidfd.  Callers on other threads write requests under
- * write_lock and sleep on a per-request GCond under lock until the reader
- * hands them their reply.  Neither lock is ever held across a wait for the
- * child, except write_lock across one line's write, bounded by a deadline.
+ * Threads: the transport hands the server's messages over on the
+ * session's context, where replies complete their requests.  A request
+ * may be started from any thread: it is registered under `lock` and sent
+ * through the transport, which never waits for the server.  Every way a
+ * request ends (its reply, its timeout, its cancellation, the end of the
+ * session) first takes it out of `pending` under `lock`; whoever does so
+ * owns its completion, which always runs on the context.  `lock` is never
+ * held across a callback or a send.
  */
 #include "config.h"
 
 #include "pool/mcp-session.h"
 
-#include "common/mcp-framing.h"
+#include <glib/gi18n-lib.h>
+
 #include "common/mcp-jsonrpc.h"
 #include "common/mcp-protocol.h"
-#include "common/mcp-ring.h"
-#include "common/mcp-spawner.h"
-
-#include <unistd.h>
-
-#include <glib-unix.h>
-#include <glib/gi18n-lib.h>
+#include "transport/mcp-stdio-transport.h"
 
 G_DEFINE_QUARK (mcp-session-error-quark, mcp_session_error)
 
@@ -28,16 +25,8 @@ G_DEFINE_QUARK (mcp-session-error-quark, mcp_session_error)
 #define MAX_TOOL_PAGES 1000
 /* Bound on waiting for a dead child's stderr to reach the ring. */
 #define STDERR_DRAIN_WAIT_US (G_USEC_PER_SEC / 2)
-/* Bound on sending a small message that is not part of a caller's request. */
-#define SMALL_WRITE_TIMEOUT_US (5 * G_USEC_PER_SEC)
-/* How long a closed stdout waits for the exit status to explain it. */
-#define EXIT_AFTER_EOF_WAIT_MS 500
-/* How often the exit is checked when there is no pidfd to watch. */
-#define EXIT_POLL_MS 20
-/* The longest a write to a server's stdin may stall. */
-#define WRITE_STALL_LIMIT_US (10 * G_USEC_PER_SEC)
-/* Threads that write replies to server→client requests (pings). */
-#define REPLY_THREADS 2
+/* How long a failed start waits for the exit status to explain it. */
+#define EXIT_AFTER_FAILURE_WAIT_US (G_USEC_PER_SEC / 2)
 
 typedef enum {
   SESSION_STARTING,
@@ -45,16 +34,24 @@ typedef enum {
   SESSION_CLOSED,
 } SessionState;
 
-/* One request waiting for its reply; lives on the caller's stack and is in
- * session->pending exactly while the reader may complete it. */
+/* One request in flight.  In session->pending while nothing has ended it;
+ * freed on the context by complete(). */
 typedef struct {
-  GCond            cond;
-  gboolean         done;              /* protected by session->lock */
-  json_t          *reply;             /* protected by session->lock */
-  GError          *error;             /* protected by session->lock */
-  guint            progress_running;  /* protected by session->lock */
-  McpProgressFunc  progress;
+  McpSession      *session;          /* a reference */
+  char            *key;              /* the id's key in pending */
+  json_int_t       id;
+  char            *method;
+  McpReplyFunc     callback;
+  gpointer         user_data;
+  McpRawReplyFunc  raw_reply;        /* may be NULL */
+  McpProgressFunc  progress;         /* called on the context only */
   gpointer         progress_data;
+  GSource         *timeout_source;   /* owned; destroyed by complete() */
+  GCancellable    *cancellable;
+  gulong           cancel_handler;
+  json_t          *reply;            /* set by whoever ends the request */
+  McpRawResponse  *raw;              /* idem, instead of reply */
+  GError          *error;            /* idem */
 } PendingRequest;
 
 struct _McpSession {
@@ -62,29 +59,17 @@ struct _McpSession {
   McpServerConfig     *config;          /* immutable */
   GMainContext        *context;         /* immutable */
   McpSessionCallbacks  callbacks;       /* immutable */
-  GPid                 pid;             /* immutable after spawn */
-
-  /* Sources on context; destroyed by mcp_session_shutdown(). */
-  GSource             *stdout_source;
-  GSource             *stderr_source;
-  GSource             *exit_source;
-  GSource             *exit_wait_source; /* protected by lock */
-
-  GMutex               write_lock;
-  int                  stdin_fd;        /* protected by write_lock; -1 once closed */
+  McpTransport        *transport;       /* immutable after start; freed with the session */
 
   GMutex               lock;
-  GCond                stderr_cond;     /* signalled when stderr reaches EOF */
   GCond                idle_cond;       /* signalled when in_flight drops to 0 */
   SessionState         state;           /* protected by lock */
   GError              *close_reason;    /* protected by lock */
   gboolean             closed_notified; /* protected by lock */
-  McpChild            *child;           /* protected by lock; NULL once shut down */
+  gboolean             shut_down;       /* protected by lock */
   GHashTable          *pending;         /* protected by lock; id key → PendingRequest */
   json_int_t           next_id;         /* protected by lock */
-  guint                in_flight;       /* protected by lock */
-  McpRing             *stderr_ring;     /* protected by lock */
-  gboolean             stderr_closed;   /* protected by lock */
+  guint                in_flight;       /* protected by lock; requests not completed yet */
   char                *protocol_version;/* set once before the session is shared */
   json_t              *server_info;     /* idem */
   json_t              *tools;           /* idem */
@@ -103,16 +88,14 @@ mcp_session_unref (McpSession *session)
   if (session == NULL || !g_atomic_ref_count_dec (&session->ref_count))
     return;
 
-  /* The I/O sources hold references, so this only runs after shutdown. */
-  g_warn_if_fail (session->child == NULL);
+  /* The transport's sources hold references, so this only runs after
+   * shutdown. */
+  mcp_transport_free (session->transport);
   g_mutex_clear (&session->lock);
-  g_mutex_clear (&session->write_lock);
-  g_cond_clear (&session->stderr_cond);
   g_cond_clear (&session->idle_cond);
   if (session->callbacks.destroy != NULL)
     session->callbacks.destroy (session->callbacks.user_data);
   g_clear_pointer (&session->pending, g_hash_table_unref);
-  g_clear_pointer (&session->stderr_ring, mcp_ring_free);
   g_clear_error (&session->close_reason);
   g_free (session->protocol_version);
   json_decref (session->server_info);
@@ -125,7 +108,7 @@ mcp_session_unref (McpSession *session)
 GPid
 mcp_session_get_pid (McpSession *session)
 {
-  return session->pid;
+  return mcp_transport_get_pid (session->transport);
 }
 
 const char *
@@ -166,13 +149,11 @@ char *
 mcp_session_dup_stderr_tail (McpSession *session,
                              gsize       max_bytes)
 {
-  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&session->lock);
-
-  return mcp_ring_tail (session->stderr_ring, max_bytes);
+  return mcp_transport_dup_log_tail (session->transport, max_bytes);
 }
 
 gboolean
-mcp_session_error_is_fatal (const GError *error)
+mcp_call_error_is_fatal (const GError *error)
 {
   return error != NULL && error->domain == MCP_SESSION_ERROR &&
          (error->code == MCP_SESSION_ERROR_TIMEOUT ||
@@ -190,6 +171,112 @@ mcp_session_wait_idle (McpSession *session,
     if (!g_cond_wait_until (&session->idle_cond, &session->lock, deadline))
       break;
   return session->in_flight == 0;
+}
+
+/* Completing requests */
+
+static void
+pending_request_free (PendingRequest *request)
+{
+  if (request->timeout_source != NULL)
+    {
+      g_source_destroy (request->timeout_source);
+      g_source_unref (request->timeout_source);
+    }
+  g_clear_object (&request->cancellable);
+  json_decref (request->reply);
+  g_clear_pointer (&request->raw, mcp_raw_response_unref);
+  g_clear_error (&request->error);
+  g_free (request->method);
+  g_free (request->key);
+  mcp_session_unref (request->session);
+  g_free (request);
+}
+
+/* Turns a reply into its result or a GError. */
+static json_t *
+unpack_reply (McpSession  *session,
+              const char  *method,
+              json_t      *reply,
+              GError     **error)
+{
+  json_t *remote_error = json_object_get (reply, "error");
+
+  if (remote_error != NULL)
+    {
+      g_set_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_REMOTE,
+                   _("Server “%s” answered %s with error %lld: %s"),
+                   session->config->name, method,
+                   (long long) json_integer_value (json_object_get (remote_error, "code")),
+                   mcp_json_get_string (remote_error, "message") ?: _("(no message)"));
+      return NULL;
+    }
+  return json_incref (json_object_get (reply, "result"));
+}
+
+/* On the context, for a request taken out of pending: runs its callback
+ * and frees it. */
+static void
+complete (PendingRequest *request)
+{
+  McpSession *session = request->session;
+  g_autoptr(GError) error = g_steal_pointer (&request->error);
+  json_t *result = NULL;
+  gboolean pass_raw;
+
+  /* Disconnecting waits for a cancel handler running on another thread;
+   * that handler takes no lock, so this cannot deadlock. */
+  if (request->cancel_handler != 0)
+    g_cancellable_disconnect (request->cancellable, request->cancel_handler);
+  pass_raw = error == NULL && request->raw != NULL && request->raw_reply != NULL;
+  if (error == NULL && request->raw != NULL && !pass_raw)
+    result = mcp_raw_response_dup_result (request->raw, &error);
+  else if (error == NULL && request->raw == NULL)
+    result = unpack_reply (session, request->method, request->reply, &error);
+
+  g_mutex_lock (&session->lock);
+  if (--session->in_flight == 0)
+    g_cond_broadcast (&session->idle_cond);
+  g_mutex_unlock (&session->lock);
+
+  if (pass_raw)
+    request->raw_reply (request->raw, request->user_data);
+  else
+    request->callback (result, error, request->user_data);
+  pending_request_free (request);
+}
+
+static gboolean
+complete_in_idle (gpointer data)
+{
+  complete (data);
+  return G_SOURCE_REMOVE;
+}
+
+/* Any thread: completes @request on the context. */
+static void
+complete_later (PendingRequest *request)
+{
+  GSource *source = g_idle_source_new ();
+
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (source, complete_in_idle, request, NULL);
+  g_source_attach (source, request->session->context);
+  g_source_unref (source);
+}
+
+/* Takes the request of @key out of pending; NULL if something else ended
+ * it already. */
+static PendingRequest *
+take_pending (McpSession *session,
+              const char *key)
+{
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&session->lock);
+  PendingRequest *request = key != NULL ? g_hash_table_lookup (session->pending, key) : NULL;
+
+  if (request != NULL)
+    g_hash_table_steal (session->pending, key);
+  return request;
 }
 
 static gboolean
@@ -212,6 +299,7 @@ static void
 close_session (McpSession *session,
                GError     *reason)
 {
+  g_autoptr(GPtrArray) failed = g_ptr_array_new ();
   GHashTableIter iter;
   PendingRequest *request;
   gboolean notify = FALSE;
@@ -232,17 +320,18 @@ close_session (McpSession *session,
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &request))
     {
       request->error = g_error_copy (reason);
-      request->done = TRUE;
-      g_cond_signal (&request->cond);
-      g_hash_table_iter_remove (&iter);
+      g_ptr_array_add (failed, request);
+      g_hash_table_iter_steal (&iter);
     }
 
   if (session->callbacks.on_closed != NULL && !session->closed_notified)
     notify = session->closed_notified = TRUE;
   g_mutex_unlock (&session->lock);
 
-  /* Queued, never run here: this may be a worker thread, and the callback
-   * belongs to the session's context. */
+  /* Queued, never run here: this may be a worker thread, and the
+   * callbacks belong to the session's context. */
+  for (guint i = 0; i < failed->len; i++)
+    complete_later (g_ptr_array_index (failed, i));
   if (notify)
     {
       GSource *source = g_idle_source_new ();
@@ -275,42 +364,21 @@ close_session_with (McpSession *session,
   close_session (session, reason);
 }
 
-/* Writes one message; a failure ends the session, since the stream may now
- * be cut mid-line.  Any thread. */
+/* Sending */
+
+/* A failed send closes the transport, which closes the session through
+ * on_transport_closed(); @error is for the caller's own message. */
 static gboolean
 send_message (McpSession  *session,
               json_t      *message,
-              gint64       deadline,
               GError     **error)
 {
   g_autoptr(GError) local_error = NULL;
-  gboolean ok;
 
-  g_mutex_lock (&session->write_lock);
-  if (session->stdin_fd < 0)
-    {
-      g_mutex_unlock (&session->write_lock);
-      g_set_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_CLOSED,
-                   _("Server “%s” is no longer running"), session->config->name);
-      return FALSE;
-    }
-  /* A server that takes no input for this long is broken: the bound also
-   * keeps other writers from waiting on write_lock for a whole call. */
-  deadline = MIN (deadline, g_get_monotonic_time () + WRITE_STALL_LIMIT_US);
-  ok = mcp_jsonrpc_write_line (session->stdin_fd, message, deadline, &local_error);
-  g_mutex_unlock (&session->write_lock);
-
-  if (!ok)
-    {
-      GError *reason = g_error_new (MCP_SESSION_ERROR, MCP_SESSION_ERROR_CLOSED,
-                                    _("Could not send to server “%s”: %s"),
-                                    session->config->name, local_error->message);
-
-      if (error != NULL)
-        *error = g_error_copy (reason);
-      close_session (session, reason);
-    }
-  return ok;
+  if (mcp_transport_send (session->transport, message, &local_error))
+    return TRUE;
+  g_set_error_literal (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_CLOSED, local_error->message);
+  return FALSE;
 }
 
 gboolean
@@ -321,345 +389,161 @@ mcp_session_notify (McpSession  *session,
 {
   g_autoptr(json_t) message = mcp_jsonrpc_notification_new (method, params);
 
-  return send_message (session, message,
-                       g_get_monotonic_time () + SMALL_WRITE_TIMEOUT_US, error);
+  return send_message (session, message, error);
 }
 
-/* Replies to server→client requests are written from a small thread pool,
- * so that a server that stops reading its stdin cannot block the context. */
+static void
+tell_cancelled (PendingRequest *request,
+                const char     *reason)
+{
+  g_autoptr(json_t) params = json_pack ("{s:I, s:s}", "requestId", request->id, "reason", reason);
+
+  mcp_session_notify (request->session, "notifications/cancelled", params, NULL);
+}
+
+static gboolean
+on_request_timeout (gpointer data)
+{
+  PendingRequest *timed_out = data;
+  McpSession *session = timed_out->session;
+  PendingRequest *request = take_pending (session, timed_out->key);
+
+  /* Else a reply or a cancellation is completing it meanwhile. */
+  if (request == NULL)
+    return G_SOURCE_REMOVE;
+  tell_cancelled (request, "timeout");
+  g_set_error (&request->error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_TIMEOUT,
+               _("Server “%s” did not answer %s in time; the request was cancelled"),
+               session->config->name, request->method);
+  complete (request);
+  return G_SOURCE_REMOVE;
+}
+
 typedef struct {
   McpSession *session;
-  json_t     *reply;
-} ReplyJob;
+  char       *key;
+} CancelJob;
 
 static void
-reply_job_free (ReplyJob *job)
+cancel_job_free (CancelJob *job)
 {
   mcp_session_unref (job->session);
-  json_decref (job->reply);
+  g_free (job->key);
   g_free (job);
 }
 
-static void
-send_reply_job (gpointer data,
-                gpointer unused)
+static gboolean
+cancel_in_idle (gpointer data)
 {
-  ReplyJob *job = data;
+  CancelJob *job = data;
+  PendingRequest *request = take_pending (job->session, job->key);
 
-  send_message (job->session, job->reply,
-                g_get_monotonic_time () + SMALL_WRITE_TIMEOUT_US, NULL);
-  reply_job_free (job);
-}
-
-static gpointer
-create_reply_pool (gpointer unused)
-{
-  return g_thread_pool_new (send_reply_job, NULL, REPLY_THREADS, FALSE, NULL);
-}
-
-static void
-send_reply_later (McpSession *session,
-                  json_t     *reply)
-{
-  static GOnce once = G_ONCE_INIT;
-  ReplyJob *job = g_new0 (ReplyJob, 1);
-
-  job->session = mcp_session_ref (session);
-  job->reply = reply;
-  g_once (&once, create_reply_pool, NULL);
-  g_thread_pool_push (once.retval, job, NULL);
-}
-
-static void
-answer_server_request (McpSession *session,
-                       json_t     *request)
-{
-  const char *method = mcp_json_get_string (request, "method");
-  json_t *id = json_object_get (request, "id");
-  json_t *reply;
-
-  /* mcp-pool declares no client capabilities, so only ping is answered. */
-  if (g_strcmp0 (method, "ping") == 0)
-    {
-      reply = mcp_jsonrpc_result_new (id, json_object ());
-    }
-  else
-    {
-      g_autofree char *text = g_strdup_printf ("mcp-pool does not support the client method %s",
-                                               method);
-      reply = mcp_jsonrpc_error_new (id, MCP_JSONRPC_METHOD_NOT_FOUND, text, NULL);
-    }
-
-  send_reply_later (session, reply);
-}
-
-static void
-complete_request (McpSession *session,
-                  json_t     *reply)
-{
-  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (reply, "id"));
-  PendingRequest *request;
-
-  g_mutex_lock (&session->lock);
-  request = key != NULL ? g_hash_table_lookup (session->pending, key) : NULL;
-  if (request != NULL)
-    {
-      request->reply = json_incref (reply);
-      request->done = TRUE;
-      g_cond_signal (&request->cond);
-      g_hash_table_remove (session->pending, key);
-    }
-  g_mutex_unlock (&session->lock);
-
-  /* A reply to a request that timed out or was cancelled. */
   if (request == NULL)
-    g_debug ("Server “%s”: dropping a reply to no pending request (%s)",
-             session->config->name, key != NULL ? key : "no id");
+    return G_SOURCE_REMOVE;
+  tell_cancelled (request, "cancelled");
+  g_set_error (&request->error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_CANCELLED,
+               _("The %s request to server “%s” was cancelled"),
+               request->method, job->session->config->name);
+  complete (request);
+  return G_SOURCE_REMOVE;
 }
 
-/* Our progress tokens are the ids of the requests that asked for progress. */
+/* On the thread that cancels: the request ends on the context.  Only the
+ * key and the session are used, so the request may be gone already. */
 static void
-route_progress (McpSession *session,
-                json_t     *params)
+on_cancelled (GCancellable *cancellable,
+              gpointer      data)
 {
-  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (params, "progressToken"));
-  PendingRequest *request;
+  PendingRequest *request = data;
+  CancelJob *job = g_new (CancelJob, 1);
+  GSource *source = g_idle_source_new ();
+
+  job->session = mcp_session_ref (request->session);
+  job->key = g_strdup (request->key);
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (source, cancel_in_idle, job, (GDestroyNotify) cancel_job_free);
+  g_source_attach (source, job->session->context);
+  g_source_unref (source);
+}
+
+static json_t *
+request_message (json_int_t   id,
+                 const char  *method,
+                 json_t      *params,
+                 gboolean     wants_progress)
+{
+  g_autoptr(json_t) copy = NULL;
+  json_t *meta;
+
+  if (!wants_progress)
+    return mcp_jsonrpc_request_new (id, method, params);
+
+  /* Our progress token is the request id, so progress finds its request. */
+  copy = params != NULL ? json_copy (params) : json_object ();
+  meta = json_object_get (copy, "_meta");
+  meta = json_is_object (meta) ? json_copy (meta) : json_object ();
+  json_object_set_new (meta, "progressToken", json_integer (id));
+  json_object_set_new (copy, "_meta", meta);
+  return mcp_jsonrpc_request_new (id, method, copy);
+}
+
+/* Registers and sends a request that ends by @deadline (monotonic µs). */
+static void
+request_async (McpSession            *session,
+               const char            *method,
+               json_t                *params,
+               gint64                 deadline,
+               const McpCallOptions  *options,
+               McpReplyFunc           callback,
+               gpointer               user_data)
+{
+  PendingRequest *request = g_new0 (PendingRequest, 1);
+  g_autoptr(json_t) message = NULL;
+  gint64 timeout_ms = MAX (0, (deadline - g_get_monotonic_time ()) / G_TIME_SPAN_MILLISECOND);
+  gboolean wants_progress = options != NULL && options->progress != NULL;
+  json_int_t id;
+
+  request->session = mcp_session_ref (session);
+  request->method = g_strdup (method);
+  request->callback = callback;
+  request->user_data = user_data;
+  if (options != NULL)
+    {
+      request->raw_reply = options->raw_reply;
+      request->progress = options->progress;
+      request->progress_data = options->progress_data;
+      if (options->cancellable != NULL)
+        request->cancellable = g_object_ref (options->cancellable);
+    }
 
   g_mutex_lock (&session->lock);
-  request = key != NULL ? g_hash_table_lookup (session->pending, key) : NULL;
-  if (request == NULL || request->progress == NULL)
+  session->in_flight++;
+  if (session->state == SESSION_CLOSED)
     {
+      request->error = g_error_copy (session->close_reason);
       g_mutex_unlock (&session->lock);
+      complete_later (request);
       return;
     }
-  /* The caller waits for this count to drop before it leaves. */
-  request->progress_running++;
+  id = request->id = session->next_id++;
+  request->key = g_strdup_printf ("i:%" JSON_INTEGER_FORMAT, id);
+  g_hash_table_insert (session->pending, request->key, request);
+  /* Set up under the lock: nothing can complete (and free) the request
+   * before its timeout and cancellation are in place.  The cancel handler
+   * takes no lock, so connecting here is safe even when it runs at once. */
+  request->timeout_source = g_timeout_source_new ((guint) MIN (timeout_ms, G_MAXUINT));
+  g_source_set_callback (request->timeout_source, on_request_timeout, request, NULL);
+  g_source_attach (request->timeout_source, session->context);
+  if (request->cancellable != NULL)
+    request->cancel_handler = g_cancellable_connect (request->cancellable, G_CALLBACK (on_cancelled),
+                                                     request, NULL);
   g_mutex_unlock (&session->lock);
 
-  request->progress (params, request->progress_data);
-
-  g_mutex_lock (&session->lock);
-  request->progress_running--;
-  g_cond_signal (&request->cond);
-  g_mutex_unlock (&session->lock);
-}
-
-static void
-on_stdout_message (json_t   *message,
-                   gpointer  user_data)
-{
-  McpSession *session = user_data;
-  const char *method = mcp_json_get_string (message, "method");
-
-  switch (mcp_jsonrpc_classify (message))
-    {
-    case MCP_MESSAGE_RESPONSE:
-      complete_request (session, message);
-      break;
-    case MCP_MESSAGE_REQUEST:
-      answer_server_request (session, message);
-      break;
-    case MCP_MESSAGE_NOTIFICATION:
-      if (g_strcmp0 (method, "notifications/progress") == 0)
-        route_progress (session, json_object_get (message, "params"));
-      else if (session->callbacks.on_notification != NULL)
-        session->callbacks.on_notification (session, method,
-                                            json_object_get (message, "params"),
-                                            session->callbacks.user_data);
-      break;
-    case MCP_MESSAGE_INVALID:
-    default:
-      g_debug ("Server “%s”: ignoring a message that is not JSON-RPC", session->config->name);
-      break;
-    }
-}
-
-/* A reply that is valid JSON but that Jansson cannot hold (a NUL in a
- * member name) still ends its request, with an error that says why, rather
- * than leaving the caller to time out.  Other noise is skipped. */
-static void
-on_stdout_noise (const char *line,
-                 gsize       length,
-                 GError     *error,
-                 gpointer    user_data)
-{
-  McpSession *session = user_data;
-  g_autoptr(json_t) salvaged = NULL;
-  g_autoptr(json_t) reply = NULL;
-
-  if (g_error_matches (error, MCP_JSONRPC_ERROR, MCP_JSONRPC_ERROR_UNSUPPORTED))
-    salvaged = mcp_jsonrpc_parse_salvaged (line, length);
-  if (mcp_jsonrpc_classify (salvaged) != MCP_MESSAGE_RESPONSE)
-    {
-      g_debug ("Server “%s”: skipping a line that is not a JSON-RPC message (%s): %.*s",
-               session->config->name, error->message, (int) MIN (length, 200), line);
-      return;
-    }
-  reply = mcp_jsonrpc_error_new (json_object_get (salvaged, "id"), MCP_JSONRPC_INTERNAL_ERROR,
-                                 error->message, NULL);
-  complete_request (session, reply);
-}
-
-static void
-on_stdout_too_long (GError   *error,
-                    gpointer  user_data)
-{
-  McpSession *session = user_data;
-
-  close_session_with (session, MCP_SESSION_ERROR_PROTOCOL,
-                      _("Server “%s” broke the protocol: %s"),
-                      session->config->name, error->message);
-}
-
-/* Describes how the child ended, if it has; NULL while it runs. */
-static char *
-describe_exit (McpSession *session)
-{
-  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&session->lock);
-  int status;
-
-  if (session->child == NULL || !mcp_child_has_exited (session->child, &status))
-    return NULL;
-  return mcp_child_describe_status (status);
-}
-
-static void
-close_because_gone (McpSession *session)
-{
-  g_autofree char *how = describe_exit (session);
-
-  if (how != NULL)
-    close_session_with (session, MCP_SESSION_ERROR_CLOSED,
-                        _("Server “%s” %s"), session->config->name, how);
-  else
-    close_session_with (session, MCP_SESSION_ERROR_CLOSED,
-                        _("Server “%s” closed its output"), session->config->name);
-}
-
-static gboolean
-on_exit_overdue (gpointer user_data)
-{
-  close_because_gone (user_data);
-  return G_SOURCE_REMOVE;
-}
-
-static void
-on_stdout_closed (GError   *error,
-                  gpointer  user_data)
-{
-  McpSession *session = user_data;
-  g_autofree char *how = describe_exit (session);
-  gboolean waiting = FALSE;
-
-  /* EOF usually comes a moment before the exit: give the exit watch a
-   * chance to say how the server ended.  Not after shutdown, which
-   * destroys this timer with the other sources. */
-  g_mutex_lock (&session->lock);
-  if (how == NULL && session->child != NULL && session->exit_source != NULL)
-    {
-      session->exit_wait_source = g_timeout_source_new (EXIT_AFTER_EOF_WAIT_MS);
-      g_source_set_callback (session->exit_wait_source, on_exit_overdue,
-                             mcp_session_ref (session), (GDestroyNotify) mcp_session_unref);
-      g_source_attach (session->exit_wait_source, session->context);
-      waiting = TRUE;
-    }
-  g_mutex_unlock (&session->lock);
-
-  if (!waiting)
-    close_because_gone (session);
-}
-
-static void
-on_stderr_chunk (const char *data,
-                 gsize       length,
-                 gpointer    user_data)
-{
-  McpSession *session = user_data;
-
-  g_mutex_lock (&session->lock);
-  mcp_ring_append (session->stderr_ring, data, length);
-  g_mutex_unlock (&session->lock);
-}
-
-static void
-on_stderr_closed (GError   *error,
-                  gpointer  user_data)
-{
-  McpSession *session = user_data;
-
-  g_mutex_lock (&session->lock);
-  session->stderr_closed = TRUE;
-  g_cond_broadcast (&session->stderr_cond);
-  g_mutex_unlock (&session->lock);
-}
-
-static gboolean
-on_child_exit (gint          fd,
-               GIOCondition  condition,
-               gpointer      user_data)
-{
-  close_because_gone (user_data);
-  return G_SOURCE_REMOVE;
-}
-
-/* Without a pidfd the exit is polled for.  waitid (WNOWAIT) leaves the
- * child to be reaped by the shutdown, as with a pidfd. */
-static gboolean
-on_exit_poll (gpointer user_data)
-{
-  McpSession *session = user_data;
-  g_autofree char *how = describe_exit (session);
-
-  if (how == NULL)
-    return G_SOURCE_CONTINUE;
-  close_because_gone (session);
-  return G_SOURCE_REMOVE;
-}
-
-static GSource *
-attach (McpSession *session,
-        GSource    *source)
-{
-  g_source_attach (source, session->context);
-  return source;
-}
-
-static void
-watch_child (McpSession *session,
-             McpChild   *child,
-             int         stdout_fd,
-             int         stderr_fd)
-{
-  static const McpLineReaderFuncs stdout_funcs = {
-    .on_message = on_stdout_message,
-    .on_noise = on_stdout_noise,
-    .on_too_long = on_stdout_too_long,
-    .on_closed = on_stdout_closed,
-  };
-  GSource *exit_source;
-
-  session->stdout_source = attach (session,
-                                   mcp_line_reader_new (stdout_fd, session->config->max_line,
-                                                        &stdout_funcs, mcp_session_ref (session),
-                                                        (GDestroyNotify) mcp_session_unref));
-  session->stderr_source = attach (session,
-                                   mcp_chunk_reader_new (stderr_fd, on_stderr_chunk, on_stderr_closed,
-                                                         mcp_session_ref (session),
-                                                         (GDestroyNotify) mcp_session_unref));
-  if (mcp_child_get_pidfd (child) >= 0)
-    {
-      exit_source = g_unix_fd_source_new (mcp_child_get_pidfd (child), G_IO_IN);
-      g_source_set_callback (exit_source, G_SOURCE_FUNC (on_child_exit),
-                             mcp_session_ref (session), (GDestroyNotify) mcp_session_unref);
-      session->exit_source = attach (session, exit_source);
-    }
-  else
-    {
-      exit_source = g_timeout_source_new (EXIT_POLL_MS);
-      g_source_set_callback (exit_source, on_exit_poll, mcp_session_ref (session),
-                             (GDestroyNotify) mcp_session_unref);
-      session->exit_source = attach (session, exit_source);
-    }
+  /* @request may be complete already (the session closed meanwhile): only
+   * local values from here on.  A failed send closes the session, which
+   * completes this request. */
+  message = request_message (id, method, params, wants_progress);
+  send_message (session, message, NULL);
 }
 
 static gint64
@@ -668,49 +552,46 @@ deadline_after_ms (gint64 timeout_ms)
   return g_get_monotonic_time () + timeout_ms * G_TIME_SPAN_MILLISECOND;
 }
 
+void
+mcp_session_call_async (McpSession            *session,
+                        const char            *method,
+                        json_t                *params,
+                        const McpCallOptions  *options,
+                        McpReplyFunc           callback,
+                        gpointer               user_data)
+{
+  gint64 timeout_ms = options != NULL && options->timeout_ms > 0 ? options->timeout_ms
+                                                                : session->config->call_timeout_ms;
+
+  request_async (session, method, params, deadline_after_ms (timeout_ms), options, callback, user_data);
+}
+
+/* Waiting for a request */
+
+typedef struct {
+  GMutex    lock;
+  GCond     cond;
+  gboolean  done;      /* protected by lock */
+  json_t   *result;    /* protected by lock */
+  GError   *error;     /* protected by lock */
+} Waiter;
+
 static void
-on_cancelled (GCancellable *cancellable,
-              gpointer      user_data)
+on_waited_reply (json_t       *result,
+                 const GError *error,
+                 gpointer      data)
 {
-  McpSession *session = user_data;
+  Waiter *waiter = data;
 
-  /* Wake every waiter; each checks its own cancellable. */
-  g_mutex_lock (&session->lock);
-  {
-    GHashTableIter iter;
-    PendingRequest *request;
-
-    g_hash_table_iter_init (&iter, session->pending);
-    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &request))
-      g_cond_signal (&request->cond);
-  }
-  g_mutex_unlock (&session->lock);
+  g_mutex_lock (&waiter->lock);
+  waiter->result = result;
+  waiter->error = error != NULL ? g_error_copy (error) : NULL;
+  waiter->done = TRUE;
+  g_cond_signal (&waiter->cond);
+  g_mutex_unlock (&waiter->lock);
 }
 
-/* Turns a reply into its result or a GError. */
-static json_t *
-unpack_reply (McpSession  *session,
-              const char  *method,
-              json_t      *reply,
-              GError     **error)
-{
-  json_t *remote_error = json_object_get (reply, "error");
-
-  if (remote_error != NULL)
-    {
-      g_set_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_REMOTE,
-                   _("Server “%s” answered %s with error %lld: %s"),
-                   session->config->name, method,
-                   (long long) json_integer_value (json_object_get (remote_error, "code")),
-                   mcp_json_get_string (remote_error, "message") ?: _("(no message)"));
-      return NULL;
-    }
-  return json_incref (json_object_get (reply, "result"));
-}
-
-/* Sends a request and waits for its reply until @deadline.  On timeout or
- * cancellation the server is told with notifications/cancelled and a late
- * reply is dropped by complete_request(). */
+/* Any thread but the context's: a request, waited for until @deadline. */
 static json_t *
 request (McpSession            *session,
          const char            *method,
@@ -719,105 +600,23 @@ request (McpSession            *session,
          const McpCallOptions  *options,
          GError               **error)
 {
-  static const McpCallOptions no_options = { 0 };
-  const McpCallOptions *opts = options != NULL ? options : &no_options;
-  GCancellable *cancellable = opts->cancellable;
-  PendingRequest pending = { .progress = opts->progress, .progress_data = opts->progress_data };
-  g_autoptr(json_t) message = NULL;
-  g_autoptr(json_t) reply = NULL;
-  g_autoptr(GError) failure = NULL;
-  g_autofree char *key = NULL;
-  gboolean timed_out = FALSE, cancelled = FALSE;
-  gulong cancel_handler = 0;
-  json_int_t id;
+  Waiter waiter = { 0 };
 
-  g_mutex_lock (&session->lock);
-  if (session->state == SESSION_CLOSED)
-    {
-      g_propagate_error (error, g_error_copy (session->close_reason));
-      g_mutex_unlock (&session->lock);
-      return NULL;
-    }
-  id = session->next_id++;
-  key = g_strdup_printf ("i:%" JSON_INTEGER_FORMAT, id);
-  g_cond_init (&pending.cond);
-  g_hash_table_insert (session->pending, g_strdup (key), &pending);
-  session->in_flight++;
-  g_mutex_unlock (&session->lock);
+  g_mutex_init (&waiter.lock);
+  g_cond_init (&waiter.cond);
+  request_async (session, method, params, deadline, options, on_waited_reply, &waiter);
 
-  if (pending.progress != NULL)
-    {
-      /* Our token is the request id, so progress finds its request. */
-      json_t *copy = params != NULL ? json_copy (params) : json_object ();
-      json_t *meta = json_object_get (copy, "_meta");
+  /* The timeout ends the request on the context, so this wait ends. */
+  g_mutex_lock (&waiter.lock);
+  while (!waiter.done)
+    g_cond_wait (&waiter.cond, &waiter.lock);
+  g_mutex_unlock (&waiter.lock);
 
-      meta = json_is_object (meta) ? json_copy (meta) : json_object ();
-      json_object_set_new (meta, "progressToken", json_integer (id));
-      json_object_set_new (copy, "_meta", meta);
-      message = mcp_jsonrpc_request_new (id, method, copy);
-      json_decref (copy);
-    }
-  else
-    {
-      message = mcp_jsonrpc_request_new (id, method, params);
-    }
-
-  if (cancellable != NULL)
-    cancel_handler = g_cancellable_connect (cancellable, G_CALLBACK (on_cancelled), session, NULL);
-
-  /* A failed write closes the session, which completes this request. */
-  send_message (session, message, deadline, NULL);
-
-  g_mutex_lock (&session->lock);
-  while (!pending.done)
-    {
-      if (g_cancellable_is_cancelled (cancellable))
-        {
-          cancelled = TRUE;
-          break;
-        }
-      if (!g_cond_wait_until (&pending.cond, &session->lock, deadline) && !pending.done)
-        {
-          timed_out = TRUE;
-          break;
-        }
-    }
-  if (!pending.done)
-    g_hash_table_remove (session->pending, key);
-  while (pending.progress_running > 0)
-    g_cond_wait (&pending.cond, &session->lock);
-  if (--session->in_flight == 0)
-    g_cond_broadcast (&session->idle_cond);
-  reply = g_steal_pointer (&pending.reply);
-  failure = g_steal_pointer (&pending.error);
-  g_mutex_unlock (&session->lock);
-
-  g_cancellable_disconnect (cancellable, cancel_handler);
-  g_cond_clear (&pending.cond);
-
-  if (timed_out || cancelled)
-    {
-      g_autoptr(json_t) params_cancel = json_pack ("{s:I, s:s}", "requestId", (json_int_t) id,
-                                                   "reason", timed_out ? "timeout" : "cancelled");
-
-      mcp_session_notify (session, "notifications/cancelled", params_cancel, NULL);
-      if (timed_out)
-        g_set_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_TIMEOUT,
-                     _("Server “%s” did not answer %s in time; the request was cancelled"),
-                     session->config->name, method);
-      else
-        g_set_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_CANCELLED,
-                     _("The %s request to server “%s” was cancelled"),
-                     method, session->config->name);
-      return NULL;
-    }
-
-  if (failure != NULL)
-    {
-      g_propagate_error (error, g_steal_pointer (&failure));
-      return NULL;
-    }
-  return unpack_reply (session, method, reply, error);
+  g_mutex_clear (&waiter.lock);
+  g_cond_clear (&waiter.cond);
+  if (waiter.error != NULL)
+    g_propagate_error (error, waiter.error);
+  return waiter.result;
 }
 
 json_t *
@@ -844,6 +643,141 @@ mcp_session_call (McpSession  *session,
 
   return mcp_session_call_full (session, method, params, &options, error);
 }
+
+/* Messages from the server, on the context */
+
+static void
+answer_server_request (McpSession *session,
+                       json_t     *message)
+{
+  const char *method = mcp_json_get_string (message, "method");
+  json_t *id = json_object_get (message, "id");
+  g_autoptr(json_t) reply = NULL;
+
+  /* mcp-pool declares no client capabilities, so only ping is answered. */
+  if (g_strcmp0 (method, "ping") == 0)
+    {
+      reply = mcp_jsonrpc_result_new (id, json_object ());
+    }
+  else
+    {
+      g_autofree char *text = g_strdup_printf ("mcp-pool does not support the client method %s",
+                                               method);
+      reply = mcp_jsonrpc_error_new (id, MCP_JSONRPC_METHOD_NOT_FOUND, text, NULL);
+    }
+  send_message (session, reply, NULL);
+}
+
+static void
+complete_with_reply (McpSession *session,
+                     json_t     *reply)
+{
+  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (reply, "id"));
+  PendingRequest *request = take_pending (session, key);
+
+  /* A reply to a request that timed out or was cancelled. */
+  if (request == NULL)
+    {
+      g_debug ("Server “%s”: dropping a reply to no pending request (%s)",
+               session->config->name, key != NULL ? key : "no id");
+      return;
+    }
+  request->reply = json_incref (reply);
+  complete (request);
+}
+
+/* A large reply, not parsed: a result goes to its request as it is; an
+ * error is small, and parsed as any other reply. */
+static gboolean
+on_transport_raw_response (McpRawResponse *response,
+                           gpointer        user_data)
+{
+  McpSession *session = user_data;
+  g_autofree char *key = NULL;
+  PendingRequest *request;
+
+  if (mcp_raw_response_get_error (response) != NULL)
+    return FALSE;
+  key = mcp_jsonrpc_id_key (mcp_raw_response_get_id (response));
+  request = take_pending (session, key);
+  if (request == NULL)
+    {
+      g_debug ("Server “%s”: dropping a reply to no pending request (%s)",
+               session->config->name, key != NULL ? key : "no id");
+      return TRUE;
+    }
+  request->raw = mcp_raw_response_ref (response);
+  complete (request);
+  return TRUE;
+}
+
+/* Our progress tokens are the ids of the requests that asked for progress.
+ * A request is only freed on the context, so it cannot go away while its
+ * progress function runs here. */
+static void
+route_progress (McpSession *session,
+                json_t     *params)
+{
+  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (params, "progressToken"));
+  PendingRequest *request;
+
+  g_mutex_lock (&session->lock);
+  request = key != NULL ? g_hash_table_lookup (session->pending, key) : NULL;
+  g_mutex_unlock (&session->lock);
+
+  if (request != NULL && request->progress != NULL)
+    request->progress (params, request->progress_data);
+}
+
+static void
+on_transport_message (json_t   *message,
+                      gpointer  user_data)
+{
+  McpSession *session = user_data;
+  const char *method = mcp_json_get_string (message, "method");
+
+  switch (mcp_jsonrpc_classify (message))
+    {
+    case MCP_MESSAGE_RESPONSE:
+      complete_with_reply (session, message);
+      break;
+    case MCP_MESSAGE_REQUEST:
+      answer_server_request (session, message);
+      break;
+    case MCP_MESSAGE_NOTIFICATION:
+      if (g_strcmp0 (method, "notifications/progress") == 0)
+        route_progress (session, json_object_get (message, "params"));
+      else if (session->callbacks.on_notification != NULL)
+        session->callbacks.on_notification (session, method,
+                                            json_object_get (message, "params"),
+                                            session->callbacks.user_data);
+      break;
+    case MCP_MESSAGE_INVALID:
+    default:
+      g_debug ("Server “%s”: ignoring a message that is not JSON-RPC", session->config->name);
+      break;
+    }
+}
+
+static void
+on_transport_closed (GError   *reason,
+                     gpointer  user_data)
+{
+  McpSession *session = user_data;
+
+  reason->domain = MCP_SESSION_ERROR;
+  reason->code = reason->code == MCP_TRANSPORT_ERROR_PROTOCOL ? MCP_SESSION_ERROR_PROTOCOL
+                                                              : MCP_SESSION_ERROR_CLOSED;
+  close_session (session, reason);
+}
+
+static const McpTransportFuncs transport_funcs = {
+  .on_message = on_transport_message,
+  .on_raw_response = on_transport_raw_response,
+  .on_closed = on_transport_closed,
+  .ref = (gpointer (*) (gpointer)) mcp_session_ref,
+  .unref = (void (*) (gpointer)) mcp_session_unref,
+};
 
 /* Follows nextCursor to the end; a cursor seen twice is a broken server. */
 static json_t *
@@ -945,72 +879,6 @@ handshake (McpSession    *session,
   return session->tools != NULL;
 }
 
-/* Ends the process group.  Returns FALSE if it was already ended. */
-static gboolean
-stop_child (McpSession *session,
-            gint64      stdin_grace,
-            gint64      term_grace)
-{
-  McpChild *child;
-
-  g_mutex_lock (&session->lock);
-  child = g_steal_pointer (&session->child);
-  g_mutex_unlock (&session->lock);
-  if (child == NULL)
-    return FALSE;
-
-  close_session_with (session, MCP_SESSION_ERROR_CLOSED,
-                      _("Server “%s” was shut down"), session->config->name);
-
-  /* Closing stdin is the polite request to leave. */
-  g_mutex_lock (&session->write_lock);
-  if (session->stdin_fd >= 0)
-    close (session->stdin_fd);
-  session->stdin_fd = -1;
-  g_mutex_unlock (&session->write_lock);
-
-  /* The exit watch polls the pidfd that terminating closes. */
-  if (session->exit_source != NULL)
-    g_source_destroy (session->exit_source);
-  mcp_child_terminate (child, stdin_grace, term_grace);
-  return TRUE;
-}
-
-/* The readers hold references to the session: destroying them ends the
- * cycle. */
-static void
-release_io (McpSession *session)
-{
-  GSource *wait_source;
-
-  g_source_destroy (session->stdout_source);
-  g_source_destroy (session->stderr_source);
-  g_mutex_lock (&session->lock);
-  wait_source = g_steal_pointer (&session->exit_wait_source);
-  g_mutex_unlock (&session->lock);
-  if (wait_source != NULL)
-    {
-      g_source_destroy (wait_source);
-      g_source_unref (wait_source);
-    }
-  g_clear_pointer (&session->exit_source, g_source_unref);
-  g_clear_pointer (&session->stdout_source, g_source_unref);
-  g_clear_pointer (&session->stderr_source, g_source_unref);
-}
-
-/* After a failed start: make sure the child's last words are in the ring. */
-static void
-wait_for_stderr (McpSession *session)
-{
-  gint64 deadline = g_get_monotonic_time () + STDERR_DRAIN_WAIT_US;
-
-  g_mutex_lock (&session->lock);
-  while (!session->stderr_closed &&
-         g_cond_wait_until (&session->stderr_cond, &session->lock, deadline))
-    ;
-  g_mutex_unlock (&session->lock);
-}
-
 /* Ends a session that did not start, with an error that says why in the
  * user's terms: how the server ended, or that it was too slow, and the last
  * lines it wrote on stderr.  The session is not shared yet, so nothing else
@@ -1027,16 +895,14 @@ fail_start (McpSession  *session,
 
   /* A server that died by itself has an exit status to tell; its broken
    * pipe or EOF may have reached us a moment before its exit did. */
-  if (!cancelled && !g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_TIMEOUT) &&
-      mcp_child_wait_exit (session->child, g_get_monotonic_time () + EXIT_AFTER_EOF_WAIT_MS * 1000))
-    exit_status = describe_exit (session);
+  if (!cancelled && !g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_TIMEOUT))
+    exit_status = mcp_transport_describe_end (session->transport, EXIT_AFTER_FAILURE_WAIT_US);
 
   /* Kill first: a hung server keeps stderr open until it is gone.  A start
    * cancelled by a shutdown keeps to the shutdown's tight budget. */
-  stop_child (session, 0, cancelled ? G_USEC_PER_SEC / 10 : G_USEC_PER_SEC / 2);
+  mcp_session_shutdown (session, 0, cancelled ? G_USEC_PER_SEC / 10 : G_USEC_PER_SEC / 2);
   if (!cancelled)
-    wait_for_stderr (session);
-  release_io (session);
+    mcp_transport_wait_log_end (session->transport, STDERR_DRAIN_WAIT_US);
   tail = mcp_session_dup_stderr_tail (session, MCP_SESSION_STDERR_TAIL);
 
   if (g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_VERSION))
@@ -1070,34 +936,9 @@ mcp_session_start (McpServerConfig            *config,
                    GCancellable               *cancellable,
                    GError                    **error)
 {
-  g_auto(GStrv) argv = mcp_server_config_build_argv (config);
-  g_auto(GStrv) envp = mcp_server_config_build_envp (config);
-  McpSpawnRequest spawn = {
-    .argv = (const char * const *) argv,
-    .envp = (const char * const *) envp,
-    .cwd = config->cwd,
-  };
   g_autoptr(McpSession) session = NULL;
+  g_autoptr(GError) spawn_error = NULL;
   GError *cause = NULL;
-  McpChild *child;
-  int stdin_fd, stdout_fd, stderr_fd;
-
-  /* A pool that is shutting down starts nothing new. */
-  if (g_cancellable_set_error_if_cancelled (cancellable, &cause))
-    child = NULL;
-  else
-    child = mcp_spawner_spawn (&spawn, &stdin_fd, &stdout_fd, &stderr_fd, &cause);
-  if (child == NULL)
-    {
-      if (callbacks != NULL && callbacks->destroy != NULL)
-        callbacks->destroy (callbacks->user_data);
-      g_set_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_START,
-                   _("Server “%s” (from %s) could not be started: %s"),
-                   config->name, config->source ? config->source : _("the command line"),
-                   cause->message);
-      g_error_free (cause);
-      return NULL;
-    }
 
   session = g_new0 (McpSession, 1);
   g_atomic_ref_count_init (&session->ref_count);
@@ -1105,18 +946,21 @@ mcp_session_start (McpServerConfig            *config,
   session->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
   if (callbacks != NULL)
     session->callbacks = *callbacks;
-  session->pid = mcp_child_get_pid (child);
-  session->child = child;
-  session->stdin_fd = stdin_fd;
   g_mutex_init (&session->lock);
-  g_mutex_init (&session->write_lock);
-  g_cond_init (&session->stderr_cond);
   g_cond_init (&session->idle_cond);
   session->state = SESSION_STARTING;
-  session->pending = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  session->stderr_ring = mcp_ring_new (config->stderr_capacity);
+  session->pending = g_hash_table_new (g_str_hash, g_str_equal);
 
-  watch_child (session, child, stdout_fd, stderr_fd);
+  /* A pool that is shutting down starts nothing new. */
+  if (!g_cancellable_set_error_if_cancelled (cancellable, &spawn_error))
+    session->transport = mcp_stdio_transport_new (config, session->context, &transport_funcs,
+                                                  session, &spawn_error);
+  if (session->transport == NULL)
+    {
+      g_set_error_literal (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_START, spawn_error->message);
+      session->shut_down = TRUE;
+      return NULL;
+    }
 
   if (!handshake (session, deadline_after_ms (config->start_timeout_ms), cancellable, &cause))
     {
@@ -1137,6 +981,16 @@ mcp_session_shutdown (McpSession *session,
                       gint64      stdin_grace,
                       gint64      term_grace)
 {
-  if (stop_child (session, stdin_grace, term_grace))
-    release_io (session);
+  gboolean first;
+
+  g_mutex_lock (&session->lock);
+  first = !session->shut_down;
+  session->shut_down = TRUE;
+  g_mutex_unlock (&session->lock);
+  if (!first)
+    return;
+
+  close_session_with (session, MCP_SESSION_ERROR_CLOSED,
+                      _("Server “%s” was shut down"), session->config->name);
+  mcp_transport_close (session->transport, stdin_grace, term_grace);
 }

@@ -1,11 +1,15 @@
-/* mcp-session.h — one child MCP server and its initialized session.
+/* mcp-session.h — one MCP server and its initialized session.
  *
- * A session owns the child process, its pipes and the bookkeeping of the
- * requests in flight.  Reading happens on the GMainContext given at start
- * (the main thread's, which must be iterated while the session lives);
- * requests may be made from any number of other threads at once and are
- * matched to their replies by id.  The session does not retry, reconnect or
- * evict: that is the pool's job.  Every session must end with
+ * A session owns a transport (today a child process on stdio, see
+ * transport/mcp-transport.h) and the bookkeeping of the requests in
+ * flight.  Messages arrive on the GMainContext given at start (the main
+ * thread's, which must be iterated while the session lives).  A request
+ * is asynchronous: it holds a completion callback, which the reply, its
+ * timeout, its cancellation or the end of the session runs on that
+ * context; requests may be made from any thread, many at once, and are
+ * matched to their replies by id.  Blocking wrappers serve the threads
+ * that want to wait.  The session does not retry, reconnect or evict:
+ * that is the pool's job.  Every session must end with
  * mcp_session_shutdown().
  */
 #pragma once
@@ -14,21 +18,9 @@
 #include <jansson.h>
 
 #include "common/mcp-server-config.h"
+#include "pool/mcp-call.h"
 
 G_BEGIN_DECLS
-
-#define MCP_SESSION_ERROR (mcp_session_error_quark ())
-GQuark mcp_session_error_quark (void);
-
-typedef enum {
-  MCP_SESSION_ERROR_START,     /* spawn, handshake or first tools/list failed */
-  MCP_SESSION_ERROR_VERSION,   /* the server answered a revision we do not speak */
-  MCP_SESSION_ERROR_PROTOCOL,  /* the server broke the protocol */
-  MCP_SESSION_ERROR_TIMEOUT,   /* no reply in time; the request was cancelled */
-  MCP_SESSION_ERROR_CANCELLED, /* the caller cancelled the request */
-  MCP_SESSION_ERROR_CLOSED,    /* the server exited, closed its pipes or failed a write */
-  MCP_SESSION_ERROR_REMOTE,    /* the server answered with a JSON-RPC error */
-} McpSessionError;
 
 typedef struct _McpSession McpSession;
 
@@ -41,11 +33,6 @@ typedef void (*McpNotificationFunc)  (McpSession   *session,
 typedef void (*McpSessionClosedFunc) (McpSession   *session,
                                       const GError *reason,
                                       gpointer      user_data);
-/* Called on the session's context for each progress notification that the
- * server sends for a request; @params is borrowed. */
-typedef void (*McpProgressFunc)      (json_t       *params,
-                                      gpointer      user_data);
-
 /* The session owns @user_data from mcp_session_start() on, even when the
  * start fails, and releases it with @destroy (may be NULL). */
 typedef struct {
@@ -54,13 +41,6 @@ typedef struct {
   gpointer             user_data;
   GDestroyNotify       destroy;
 } McpSessionCallbacks;
-
-typedef struct {
-  gint64           timeout_ms;   /* <= 0: the server's call timeout */
-  GCancellable    *cancellable;
-  McpProgressFunc  progress;     /* asks the server for progress when set */
-  gpointer         progress_data;
-} McpCallOptions;
 
 /* Any thread but the context's; blocks for the spawn, the handshake and the
  * whole tool list (bounded by the config's start timeout, or until
@@ -74,8 +54,22 @@ McpSession *mcp_session_start          (McpServerConfig            *config,
 McpSession *mcp_session_ref            (McpSession      *session);
 void        mcp_session_unref          (McpSession      *session);
 
-/* Any thread but the context's; blocks until the reply, the timeout or the
- * end of the session.  Returns the `result` member of the reply. */
+/* Any thread; never blocks on the server.  @callback runs on the
+ * session's context, never before this returns, with the `result` member
+ * of the reply, or an error: the server's JSON-RPC error
+ * (MCP_SESSION_ERROR_REMOTE), the timeout (after which the server is told
+ * with notifications/cancelled and a late reply is dropped), the
+ * cancellation of @options->cancellable (idem), or the end of the session.
+ * Progress of the request reaches @options->progress on the context,
+ * before the callback. */
+void        mcp_session_call_async     (McpSession      *session,
+                                        const char      *method,
+                                        json_t          *params,
+                                        const McpCallOptions *options,
+                                        McpReplyFunc     callback,
+                                        gpointer         user_data);
+/* Any thread but the context's; mcp_session_call_async() waited for.
+ * Returns the `result` member of the reply. */
 json_t     *mcp_session_call           (McpSession      *session,
                                         const char      *method,
                                         json_t          *params,
@@ -86,7 +80,7 @@ json_t     *mcp_session_call_full      (McpSession      *session,
                                         json_t          *params,
                                         const McpCallOptions *options,
                                         GError         **error);
-/* Any thread; blocks only while the server's stdin pipe is full. */
+/* Any thread; never blocks on the server. */
 gboolean    mcp_session_notify         (McpSession      *session,
                                         const char      *method,
                                         json_t          *params,
@@ -123,10 +117,6 @@ void        mcp_session_shutdown       (McpSession      *session,
 /* How much of a server's stderr goes into an error message. */
 #define MCP_SESSION_STDERR_TAIL 2000
 
-/* TRUE for failures after which the session cannot be trusted (a timeout,
- * the server gone, a protocol error): the pool retires it.  Answers, even
- * JSON-RPC errors, and cancellations are not. */
-gboolean    mcp_session_error_is_fatal (const GError *error);
 #define MCP_SESSION_TERM_GRACE  (2 * G_USEC_PER_SEC)
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpSession, mcp_session_unref)

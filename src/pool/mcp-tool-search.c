@@ -1,9 +1,12 @@
-/* mcp-tool-search.c — ranking tools against a free-text query. */
+/* mcp-tool-search.c — ranking tools against a free-text query, and the
+ * arguments of a search or a description. */
 #include "config.h"
 
 #include "pool/mcp-tool-search.h"
 
 #include <string.h>
+
+#include <glib/gi18n-lib.h>
 
 #include "common/mcp-jsonrpc.h"
 
@@ -128,4 +131,117 @@ mcp_tool_search_rank (json_t     *tools,
   for (guint i = 0; i < ranked->len && (limit == 0 || i < limit); i++)
     json_array_append (result, g_array_index (ranked, Ranked, i).tool);
   return result;
+}
+
+/* Arguments */
+
+G_DEFINE_QUARK (mcp-tool-search-error-quark, mcp_tool_search_error)
+
+static gboolean
+invalid_argument (GError     **error,
+                  const char  *format,
+                  ...) G_GNUC_PRINTF (2, 3);
+
+static gboolean
+invalid_argument (GError     **error,
+                  const char  *format,
+                  ...)
+{
+  va_list args;
+
+  va_start (args, format);
+  g_propagate_error (error, g_error_new_valist (MCP_TOOL_SEARCH_ERROR,
+                                                MCP_TOOL_SEARCH_ERROR_INVALID_ARGUMENT, format, args));
+  va_end (args);
+  return FALSE;
+}
+
+/* Absent and null alike mean "not given": clients write either. */
+static json_t *
+get_given (json_t     *arguments,
+           const char *key)
+{
+  json_t *value = json_object_get (arguments, key);
+
+  return json_is_null (value) ? NULL : value;
+}
+
+static gboolean
+read_string (json_t       *arguments,
+             const char   *key,
+             gboolean      required,
+             const char  **value,
+             GError      **error)
+{
+  json_t *given = get_given (arguments, key);
+
+  *value = json_string_value (given);
+  if (given == NULL && !required)
+    return TRUE;
+  if (*value != NULL && (*value)[0] != '\0')
+    return TRUE;
+  if (required)
+    return invalid_argument (error, _("The argument “%s” is required and must be a non-empty string"), key);
+  return invalid_argument (error, _("The argument “%s” must be a non-empty string, or be left out"), key);
+}
+
+static gboolean
+read_detail (json_t         *arguments,
+             McpToolDetail  *detail,
+             GError        **error)
+{
+  json_t *given = get_given (arguments, "detail");
+
+  if (given == NULL)
+    {
+      *detail = MCP_TOOL_DETAIL_SUMMARY;
+      return TRUE;
+    }
+  if (json_is_string (given) && mcp_tool_detail_from_string (json_string_value (given), detail))
+    return TRUE;
+  return invalid_argument (error, _("The argument “detail” must be “summary” or “full”; "
+                                    "leave it out for “summary”"));
+}
+
+static gboolean
+read_limit (json_t   *arguments,
+            guint    *limit,
+            GError  **error)
+{
+  json_t *given = get_given (arguments, "limit");
+
+  if (given == NULL)
+    {
+      *limit = MCP_TOOL_SEARCH_LIMIT_DEFAULT;
+      return TRUE;
+    }
+  if (!json_is_integer (given) || json_integer_value (given) < 1)
+    return invalid_argument (error, _("The argument “limit” must be a whole number from 1 to %d; "
+                                      "leave it out for %d"),
+                             MCP_TOOL_SEARCH_LIMIT_MAX, MCP_TOOL_SEARCH_LIMIT_DEFAULT);
+  /* More than the maximum is what a client asks for when it wants all;
+   * it gets as many as any client may. */
+  *limit = (guint) MIN (json_integer_value (given), MCP_TOOL_SEARCH_LIMIT_MAX);
+  return TRUE;
+}
+
+gboolean
+mcp_tool_search_read_request (json_t                *arguments,
+                              McpToolSearchRequest  *request,
+                              GError               **error)
+{
+  return read_string (arguments, "query", TRUE, &request->query, error) &&
+         read_limit (arguments, &request->limit, error) &&
+         read_detail (arguments, &request->detail, error);
+}
+
+gboolean
+mcp_tool_describe_read_request (json_t                  *arguments,
+                                gboolean                 tool_required,
+                                McpToolDescribeRequest  *request,
+                                GError                 **error)
+{
+  return read_string (arguments, "server", TRUE, &request->server, error) &&
+         read_string (arguments, "tool", tool_required, &request->tool, error) &&
+         read_detail (arguments, &request->detail, error);
 }

@@ -13,6 +13,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "pool/mcp-tool-search.h"
 
 struct _McpCode {
   McpPool        *pool;           /* a reference */
@@ -248,32 +249,21 @@ rpc_query_tool_docs (RunContext  *run,
                      json_t      *params,
                      GError     **error)
 {
-  const char *server = mcp_json_get_string (params, "server");
-  const char *tool = mcp_json_get_string (params, "tool");
-  McpToolDetail detail;
+  McpToolDescribeRequest request;
   g_autoptr(json_t) tools = NULL;
   json_t *found;
 
-  if (server == NULL)
-    {
-      g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_RPC, _("query_tool_docs needs a server"));
-      return NULL;
-    }
-  if (!mcp_tool_detail_from_string (mcp_json_get_string (params, "detail"), &detail))
-    {
-      g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_RPC,
-                   _("detail must be \"summary\" or \"full\""));
-      return NULL;
-    }
-  tools = server_tools (run, server, detail, error);
+  if (!mcp_tool_describe_read_request (params, FALSE, &request, error))
+    return NULL;
+  tools = server_tools (run, request.server, request.detail, error);
   if (tools == NULL)
     return NULL;
-  if (tool == NULL)
+  if (request.tool == NULL)
     return json_pack ("{s:O}", "tools", tools);
 
   found = json_array ();
   for (size_t i = 0; i < json_array_size (tools); i++)
-    if (g_strcmp0 (mcp_json_get_string (json_array_get (tools, i), "name"), tool) == 0)
+    if (g_strcmp0 (mcp_json_get_string (json_array_get (tools, i), "name"), request.tool) == 0)
       json_array_append (found, json_array_get (tools, i));
   return json_pack ("{s:o}", "tools", found);
 }
@@ -283,18 +273,12 @@ rpc_search_tool_docs (RunContext  *run,
                       json_t      *params,
                       GError     **error)
 {
-  json_int_t limit = json_integer_value (json_object_get (params, "limit"));
-  McpToolDetail detail;
+  McpToolSearchRequest request;
 
-  if (!mcp_tool_detail_from_string (mcp_json_get_string (params, "detail"), &detail))
-    {
-      g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_RPC,
-                   _("detail must be \"summary\" or \"full\""));
-      return NULL;
-    }
+  if (!mcp_tool_search_read_request (params, &request, error))
+    return NULL;
   return json_pack ("{s:o}", "tools",
-                    mcp_pool_search_tools (run->code->pool, mcp_json_get_string (params, "query"),
-                                           limit > 0 ? (guint) MIN (limit, 100) : 10, detail));
+                    mcp_pool_search_tools (run->code->pool, request.query, request.limit, request.detail));
 }
 
 static json_t *

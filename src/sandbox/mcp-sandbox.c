@@ -56,6 +56,7 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 /* Open files of each process: this bounds what pipes, socket buffers and
  * fds in flight on sockets can hold. */
 #define OPEN_FILES          256
+#define N_RLIMITS           7
 /* The host ids of a root pool's sandboxes: root's would let the code past
  * every check the kernel makes against host ids (sysctls, RLIMIT_NPROC).
  * Each sandbox gets a uid and gid of its own, so that runs can neither
@@ -594,6 +595,88 @@ attach (McpSandbox *sandbox,
   return source;
 }
 
+static gboolean
+set_channels_error (GError **error)
+{
+  g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_FAILED,
+               _("Could not create the sandbox's channels: %s"), g_strerror (errno));
+  return FALSE;
+}
+
+/* The fds a start opens for bwrap.  One cleanup closes whichever are
+ * still open: those bwrap inherits once it is spawned, and all of them
+ * when a step fails.  The ends that stay with the host are stolen. */
+typedef struct {
+  int rpc[2];      /* [0] the host's end, [1] the sandbox's */
+  int info[2];     /* [0] read by the host, [1] bwrap's --info-fd */
+  int seccomp;
+  int runtime;
+} StartFds;
+
+#define START_FDS_INIT { { -1, -1 }, { -1, -1 }, -1, -1 }
+
+static void
+close_if_open (int fd)
+{
+  if (fd >= 0)
+    close (fd);
+}
+
+static void
+start_fds_clear (StartFds *fds)
+{
+  close_if_open (fds->rpc[0]);
+  close_if_open (fds->rpc[1]);
+  close_if_open (fds->info[0]);
+  close_if_open (fds->info[1]);
+  close_if_open (fds->seccomp);
+  close_if_open (fds->runtime);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (StartFds, start_fds_clear)
+
+static gboolean
+open_start_fds (const McpSandboxLimits  *limits,
+                StartFds                *fds,
+                GError                 **error)
+{
+  int rpc[2], info[2];
+
+  fds->runtime = open_runtime (runtime_dir (limits), error);
+  if (fds->runtime < 0)
+    return FALSE;
+  fds->seccomp = mcp_seccomp_filter_fd (error);
+  if (fds->seccomp < 0)
+    return FALSE;
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, rpc) != 0)
+    return set_channels_error (error);
+  fds->rpc[0] = rpc[0];
+  fds->rpc[1] = rpc[1];
+  if (!g_unix_open_pipe (info, FD_CLOEXEC, NULL))
+    return set_channels_error (error);
+  fds->info[0] = info[0];
+  fds->info[1] = info[1];
+  return TRUE;
+}
+
+/* What a run may use; @credentials: who it runs as (NULL: the pool's
+ * user), whose processes the process limit counts. */
+static void
+set_rlimits (const McpSandboxLimits *limits,
+             const McpCredentials   *credentials,
+             McpRlimit               rlimits[N_RLIMITS])
+{
+  rlimits[0] = (McpRlimit) { RLIMIT_AS, limits->memory_bytes };
+  rlimits[1] = (McpRlimit) { RLIMIT_FSIZE, limits->file_bytes };
+  rlimits[2] = (McpRlimit) { RLIMIT_CPU, limits->cpu_seconds };
+  rlimits[3] = (McpRlimit) { RLIMIT_NPROC, process_limit (credentials ? credentials->uid : getuid ()) };
+  rlimits[4] = (McpRlimit) { RLIMIT_NOFILE, OPEN_FILES };
+  /* POSIX message queues and locked pages hold memory outside the
+   * address space limit. */
+  rlimits[5] = (McpRlimit) { RLIMIT_MSGQUEUE, 0 };
+  rlimits[6] = (McpRlimit) { RLIMIT_MEMLOCK, 0 };
+}
+
 /* Spawns bwrap for @sandbox with its fds and rlimits in place; sets
  * sandbox->child and rpc_fd and returns bwrap's stdout and stderr and the
  * read end of its info pipe, or FALSE with @error. */
@@ -604,70 +687,37 @@ spawn_bwrap (McpSandbox  *sandbox,
              int         *info_fd,
              GError     **error)
 {
+  g_auto(StartFds) fds = START_FDS_INIT;
   g_auto(GStrv) argv = NULL;
-  int sockets[2] = { -1, -1 }, info[2] = { -1, -1 };
-  int seccomp_fd, runtime_fd, stdin_fd;
   McpCredentials own_ids;
   const McpCredentials *credentials = sandbox_credentials (&own_ids) ? &own_ids : NULL;
-  McpRlimit rlimits[7];
+  McpRlimit rlimits[N_RLIMITS];
   int source_fds[4], target_fds[4] = {
     SANDBOX_RPC_FD, SANDBOX_SECCOMP_FD, SANDBOX_INFO_FD, SANDBOX_RUNTIME_FD,
   };
-  McpSpawnRequest request = { 0 };
+  McpSpawnRequest request;
+  int stdin_fd;
 
-  runtime_fd = open_runtime (runtime_dir (&sandbox->limits), error);
-  if (runtime_fd < 0)
+  if (!open_start_fds (&sandbox->limits, &fds, error))
     return FALSE;
-  seccomp_fd = mcp_seccomp_filter_fd (error);
-  if (seccomp_fd < 0)
-    {
-      close (runtime_fd);
-      return FALSE;
-    }
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0 ||
-      !g_unix_open_pipe (info, FD_CLOEXEC, NULL))
-    {
-      g_set_error (error, MCP_SANDBOX_ERROR, MCP_SANDBOX_ERROR_FAILED,
-                   _("Could not create the sandbox's channels: %s"), g_strerror (errno));
-      close (seccomp_fd);
-      close (runtime_fd);
-      return FALSE;
-    }
-
   argv = build_argv (&sandbox->limits);
-  rlimits[0] = (McpRlimit) { RLIMIT_AS, sandbox->limits.memory_bytes };
-  rlimits[1] = (McpRlimit) { RLIMIT_FSIZE, sandbox->limits.file_bytes };
-  rlimits[2] = (McpRlimit) { RLIMIT_CPU, sandbox->limits.cpu_seconds };
-  rlimits[3] = (McpRlimit) { RLIMIT_NPROC, process_limit (credentials ? credentials->uid : getuid ()) };
-  rlimits[4] = (McpRlimit) { RLIMIT_NOFILE, OPEN_FILES };
-  /* POSIX message queues and locked pages hold memory outside the
-   * address space limit. */
-  rlimits[5] = (McpRlimit) { RLIMIT_MSGQUEUE, 0 };
-  rlimits[6] = (McpRlimit) { RLIMIT_MEMLOCK, 0 };
-  source_fds[0] = sockets[1];
-  source_fds[1] = seccomp_fd;
-  source_fds[2] = info[1];
-  source_fds[3] = runtime_fd;
+  set_rlimits (&sandbox->limits, credentials, rlimits);
+  source_fds[0] = fds.rpc[1];
+  source_fds[1] = fds.seccomp;
+  source_fds[2] = fds.info[1];
+  source_fds[3] = fds.runtime;
   request = (McpSpawnRequest) {
     .argv = (const char * const *) argv, .envp = (const char * const[]) { NULL },
     .source_fds = source_fds, .target_fds = target_fds, .n_fds = G_N_ELEMENTS (source_fds),
-    .rlimits = rlimits, .n_rlimits = G_N_ELEMENTS (rlimits), .credentials = credentials,
+    .rlimits = rlimits, .n_rlimits = N_RLIMITS, .credentials = credentials,
   };
   sandbox->child = mcp_spawner_spawn (&request, &stdin_fd, stdout_fd, stderr_fd, error);
-  close (sockets[1]);
-  close (seccomp_fd);
-  close (info[1]);
-  close (runtime_fd);
   if (sandbox->child == NULL)
-    {
-      close (sockets[0]);
-      close (info[0]);
-      return FALSE;
-    }
+    return FALSE;
   close (stdin_fd);
-  sandbox->rpc_fd = sockets[0];
+  sandbox->rpc_fd = g_steal_fd (&fds.rpc[0]);
   g_unix_set_fd_nonblocking (sandbox->rpc_fd, TRUE, NULL);
-  *info_fd = info[0];
+  *info_fd = g_steal_fd (&fds.info[0]);
   return TRUE;
 }
 
@@ -698,16 +748,12 @@ diagnose_failed_start (McpSandbox  *sandbox,
                  _("The sandbox could not be created: %s"), why);
 }
 
-McpSandbox *
-mcp_sandbox_start (const McpSandboxLimits  *limits,
-                   GMainContext            *context,
-                   GError                 **error)
+/* A sandbox not started yet: @limits with their defaults filled in. */
+static McpSandbox *
+sandbox_new (const McpSandboxLimits *limits,
+             GMainContext           *context)
 {
-  static const McpLineReaderFuncs rpc_funcs = {
-    .on_message = on_rpc_message, .on_too_long = on_rpc_too_long, .on_closed = on_rpc_closed,
-  };
-  g_autoptr(McpSandbox) sandbox = g_new0 (McpSandbox, 1);
-  int stdout_fd, stderr_fd, info_fd;
+  McpSandbox *sandbox = g_new0 (McpSandbox, 1);
 
   g_atomic_ref_count_init (&sandbox->ref_count);
   sandbox->limits = *limits;
@@ -723,12 +769,21 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   g_cond_init (&sandbox->cond);
   sandbox->out = g_string_new (NULL);
   sandbox->err = g_string_new (NULL);
+  return sandbox;
+}
 
-  if (!spawn_bwrap (sandbox, &stdout_fd, &stderr_fd, &info_fd, error))
-    return NULL;
+/* Reads bwrap's stdout and stderr (taken) and the RPC channel on the
+ * sandbox's context; each reader holds a reference. */
+static void
+attach_readers (McpSandbox *sandbox,
+                int         stdout_fd,
+                int         stderr_fd)
+{
+  static const McpLineReaderFuncs rpc_funcs = {
+    .on_message = on_rpc_message, .on_too_long = on_rpc_too_long, .on_closed = on_rpc_closed,
+  };
 
   sandbox->open_streams = 2;
-  sandbox->rpc_workers = g_thread_pool_new (run_rpc_job, NULL, RPC_THREADS, FALSE, NULL);
   sandbox->stdout_source = attach (sandbox, mcp_chunk_reader_new (stdout_fd, on_stdout_chunk, on_stream_closed,
                                                                   sandbox_ref (sandbox),
                                                                   (GDestroyNotify) sandbox_unref));
@@ -739,6 +794,20 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
   sandbox->rpc_source = mcp_line_reader_new (dup (sandbox->rpc_fd), RPC_LINE_MAX, &rpc_funcs,
                                              sandbox_ref (sandbox), (GDestroyNotify) sandbox_unref);
   attach (sandbox, sandbox->rpc_source);
+}
+
+McpSandbox *
+mcp_sandbox_start (const McpSandboxLimits  *limits,
+                   GMainContext            *context,
+                   GError                 **error)
+{
+  g_autoptr(McpSandbox) sandbox = sandbox_new (limits, context);
+  int stdout_fd, stderr_fd, info_fd;
+
+  if (!spawn_bwrap (sandbox, &stdout_fd, &stderr_fd, &info_fd, error))
+    return NULL;
+  sandbox->rpc_workers = g_thread_pool_new (run_rpc_job, NULL, RPC_THREADS, FALSE, NULL);
+  attach_readers (sandbox, stdout_fd, stderr_fd);
 
   sandbox->inner_pid = read_inner_pid (info_fd);
   close (info_fd);

@@ -1,16 +1,15 @@
 /* mcp-serve.c — `mcp-pool serve`: the MCP server on stdin/stdout.
  *
  * See mcp-serve.h for the threads.  serve->lock guards the requests in
- * flight (for notifications/cancelled), the writer queue and the ending
- * flag; it is never held across a call into the pool.  Only the writer
- * thread writes to stdout, so lines never interleave.
+ * flight (for notifications/cancelled) and the ending flag; it is never
+ * held across a call into the pool.  Every line out goes through one
+ * McpOutputQueue on stdout, drained on the main context, so lines never
+ * interleave.
  */
 #include "config.h"
 
 #include "serve/mcp-serve.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <glib-unix.h>
@@ -19,28 +18,23 @@
 #include "pool/mcp-config-watcher.h"
 #include "common/mcp-framing.h"
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-output-queue.h"
 #include "daemon/mcp-remote.h"
 #include "mcp/mcp-upstream.h"
 
 #define WORKERS_DEFAULT        32
 /* While ending, a client that stops reading gets this long for a line. */
 #define WRITE_TIMEOUT_ENDING   (G_USEC_PER_SEC / 2)
-#define WRITE_POLL_MS          200
 /* Progress is dropped, never replies, when this many messages wait. */
 #define WRITER_QUEUE_SOFT_MAX  1000
 /* Replies are never dropped: stdin stops being read while this many
  * messages wait for a client that does not read them, and is read again
- * once the queue is down to the low mark.  Requests that go to the workers
- * are bounded by max_pending; these marks bound what the main context
- * answers by itself (pings, refusals, parse errors). */
+ * once the queue is down to the low mark (the output queue's marks).
+ * Requests that go to the workers are bounded by max_pending; these marks
+ * bound what the main context answers by itself (pings, refusals, parse
+ * errors). */
 #define WRITER_QUEUE_PAUSE     2048
 #define WRITER_QUEUE_RESUME    256
-
-enum {
-  INPUT_READING,
-  INPUT_PAUSED,
-  INPUT_RESUMING,   /* the writer has asked the main context to resume */
-};
 
 struct _McpServe {
   McpServeOptions   options;         /* immutable */
@@ -52,146 +46,78 @@ struct _McpServe {
   McpRemote        *remote;          /* shared mode: the daemon; immutable */
   McpConfigWatcher *watcher;         /* main context only */
   GSource          *input;           /* main context only */
-  gint              input_state;     /* atomic: INPUT_* */
+  gboolean          input_paused;    /* main context only */
   GSource          *signals[2];      /* main context only */
-  int               out_fd;          /* immutable */
-  gboolean          output_broken;   /* the writer thread only */
+  /* Immutable; any thread pushes, the main context drains it. */
+  McpOutputQueue   *output;
   GThreadPool      *workers;
 
   GMutex            lock;
-  GThreadPool      *writer;          /* protected by lock; NULL once ending is done */
   GHashTable       *in_flight;       /* protected by lock; id key → GCancellable */
   GHashTable       *cancelled_by_client; /* protected by lock; id keys: no reply */
   gboolean          initialized;     /* protected by lock */
   gboolean          ending;          /* protected by lock */
+  gboolean          ended;           /* protected by lock; the pool is shut down */
 };
 
 /* Writing */
 
-static gboolean
-is_ending (McpServe *serve)
-{
-  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&serve->lock);
-
-  return serve->ending;
-}
-
-/* The writer thread.  A line is written whole however long a slow client
- * takes, except while mcp-pool ends; a line that cannot be finished (the
- * client closed stdout, or stalls at the end) marks the output broken and
- * nothing is written after it, so a cut line is never followed by another. */
-static gboolean on_output_broken (gpointer user_data);
-
+/* Any thread: queues @line (stolen), an encoded message with its '\n'.
+ * A worker's reply is pushed from the worker itself rather than handed to
+ * the main context: it costs no thread hop, the queue's lock keeps lines
+ * whole, and a request's progress, pushed before its reply, stays before
+ * it.  Once stdout is broken the line is dropped. */
 static void
-send_message (McpServe *serve,
-              json_t   *message)
+queue_line (McpServe *serve,
+            GBytes   *line)
 {
-  g_autofree char *line = NULL;
-  gint64 stalled_since = 0;
-  gsize length = 0, offset = 0;
-
-  if (serve->output_broken)
-    return;
-  line = mcp_jsonrpc_to_line (message, &length, NULL);
-  while (line != NULL && offset < length)
-    {
-      ssize_t n = write (serve->out_fd, line + offset, length - offset);
-      struct pollfd pfd = { .fd = serve->out_fd, .events = POLLOUT };
-
-      if (n > 0)
-        {
-          offset += n;
-          stalled_since = 0;
-          continue;
-        }
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0 && errno != EAGAIN)
-        break;
-      if (stalled_since == 0)
-        stalled_since = g_get_monotonic_time ();
-      if (is_ending (serve) && g_get_monotonic_time () - stalled_since > WRITE_TIMEOUT_ENDING)
-        break;
-      poll (&pfd, 1, WRITE_POLL_MS);
-    }
-
-  if (line != NULL && offset < length)
-    {
-      g_debug ("The client stopped reading mcp-pool's output; writing no more");
-      serve->output_broken = TRUE;
-      g_main_context_invoke (serve->context, on_output_broken, serve);
-    }
+  mcp_output_queue_push (serve->output, line);
 }
 
-static gboolean
-on_resume_input (gpointer user_data)
-{
-  McpServe *serve = user_data;
-
-  if (g_atomic_int_compare_and_exchange (&serve->input_state, INPUT_RESUMING, INPUT_READING))
-    mcp_line_reader_set_paused (serve->input, FALSE);
-  return G_SOURCE_REMOVE;
-}
-
+/* Any thread: queues @message (stolen), encoded once on the calling
+ * thread.  The one entry point for messages out.  Droppable messages
+ * (progress, announcements) are dropped when the client lags far. */
 static void
-run_writer_job (gpointer data,
-                gpointer user_data)
+queue_message (McpServe *serve,
+               json_t   *message,
+               gboolean  droppable)
 {
-  McpServe *serve = user_data;
-  guint waiting;
+  g_autoptr(json_t) owned = message;
+  GBytes *line;
 
-  send_message (serve, data);
-  json_decref (data);
-
-  if (g_atomic_int_get (&serve->input_state) != INPUT_PAUSED)
+  if (droppable && mcp_output_queue_length (serve->output) > WRITER_QUEUE_SOFT_MAX)
     return;
-  g_mutex_lock (&serve->lock);
-  waiting = serve->writer != NULL ? g_thread_pool_unprocessed (serve->writer) : 0;
-  g_mutex_unlock (&serve->lock);
-  /* Only one resume is ever asked for per pause. */
-  if (waiting <= WRITER_QUEUE_RESUME &&
-      g_atomic_int_compare_and_exchange (&serve->input_state, INPUT_PAUSED, INPUT_RESUMING))
-    g_main_context_invoke (serve->context, on_resume_input, serve);
+  if ((line = mcp_jsonrpc_encode_line (owned)) == NULL)
+    {
+      g_warning ("A message to the client could not be encoded as JSON; it is not sent");
+      return;
+    }
+  queue_line (serve, line);
 }
 
 /* Main context, after each input message: a client that does not read its
- * answers stops being read.  The writer has at least PAUSE - RESUME
- * messages to go when this pauses, and looks after each of them. */
+ * answers stops being read, until on_output_drained. */
 static void
 push_back_input (McpServe *serve)
 {
-  guint waiting;
-
-  if (g_atomic_int_get (&serve->input_state) != INPUT_READING)
-    return;
-  g_mutex_lock (&serve->lock);
-  waiting = serve->writer != NULL ? g_thread_pool_unprocessed (serve->writer) : 0;
-  g_mutex_unlock (&serve->lock);
-  if (waiting < WRITER_QUEUE_PAUSE)
+  if (serve->input_paused || !mcp_output_queue_is_full (serve->output))
     return;
   g_debug ("The client does not read its answers (%u waiting); reading no more of its requests until it does",
-           waiting);
-  g_atomic_int_set (&serve->input_state, INPUT_PAUSED);
+           mcp_output_queue_length (serve->output));
+  serve->input_paused = TRUE;
   mcp_line_reader_set_paused (serve->input, TRUE);
 }
 
-/* Any thread: queues @message (stolen) for the writer thread.  One queue
- * keeps the order: a request's progress is written before its reply.
- * Droppable messages (progress) are dropped when the client lags far. */
+/* Main context: the client has read most of what waited. */
 static void
-queue_message (McpServe *serve,
-            json_t   *message,
-            gboolean  droppable)
+on_output_drained (gpointer user_data)
 {
-  g_mutex_lock (&serve->lock);
-  if (serve->writer != NULL &&
-      !(droppable && g_thread_pool_unprocessed (serve->writer) > WRITER_QUEUE_SOFT_MAX))
-    {
-      g_thread_pool_push (serve->writer, message, NULL);
-      message = NULL;
-    }
-  g_mutex_unlock (&serve->lock);
-  json_decref (message);
+  McpServe *serve = user_data;
+
+  if (!serve->input_paused)
+    return;
+  serve->input_paused = FALSE;
+  mcp_line_reader_set_paused (serve->input, FALSE);
 }
 
 /* Requests, on the workers */
@@ -215,27 +141,45 @@ lookup_cancellable (McpServe *serve,
   return cancellable != NULL ? g_object_ref (cancellable) : NULL;
 }
 
-/* The reply to @request, from the pool of this process or from the
- * shared daemon. */
+/* On a worker: the reply to @request from the pool of this process. */
 static json_t *
 handle_request (McpServe *serve,
                 json_t   *request)
 {
-  json_t *id = json_object_get (request, "id");
-  g_autoptr(GCancellable) cancellable = lookup_cancellable (serve, id);
-  g_autoptr(GError) error = NULL;
-  json_t *reply;
+  g_autoptr(GCancellable) cancellable = lookup_cancellable (serve, json_object_get (request, "id"));
 
-  if (serve->remote == NULL)
-    return mcp_upstream_handle_request (serve->expose, request, 0, cancellable, queue_progress, serve);
-  if (g_str_equal (mcp_json_get_string (request, "method"), "ping"))
-    return mcp_jsonrpc_result_new (id, json_object ());
+  return mcp_upstream_handle_request (serve->expose, request, 0, cancellable, queue_progress, serve);
+}
 
-  reply = mcp_remote_handle_request (serve->remote, serve->options.expose, serve->options.call_timeout_ms,
-                                     request, cancellable, queue_progress, serve, &error);
-  if (reply == NULL)
-    return mcp_upstream_error_reply (id, MCP_JSONRPC_INTERNAL_ERROR, "%s", error->message);
-  return reply;
+static gboolean on_ended (gpointer user_data);
+
+/* Any thread: the end of a request, answered with @reply (taken) or the
+ * encoded @line (borrowed).  A request the client cancelled gets no
+ * answer, as the specification asks; any other answer goes out behind the
+ * progress this request caused. */
+static void
+finish_request (McpServe *serve,
+                json_t   *id,
+                json_t   *reply,
+                GBytes   *line)
+{
+  g_autofree char *key = mcp_jsonrpc_id_key (id);
+  gboolean cancelled, last;
+
+  g_mutex_lock (&serve->lock);
+  cancelled = g_hash_table_remove (serve->cancelled_by_client, key);
+  g_hash_table_remove (serve->in_flight, key);
+  last = serve->ended && g_hash_table_size (serve->in_flight) == 0;
+  g_mutex_unlock (&serve->lock);
+
+  if (line != NULL && !cancelled)
+    queue_line (serve, g_bytes_ref (line));
+  else if (reply != NULL && !cancelled)
+    queue_message (serve, reply, FALSE);
+  else
+    json_decref (reply);
+  if (last)
+    g_main_context_invoke (serve->context, on_ended, serve);
 }
 
 static void
@@ -244,22 +188,38 @@ run_request_job (gpointer data,
 {
   McpServe *serve = user_data;
   g_autoptr(json_t) request = data;
-  json_t *reply = handle_request (serve, request);
-  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (request, "id"));
-  gboolean cancelled;
 
-  g_mutex_lock (&serve->lock);
-  cancelled = g_hash_table_remove (serve->cancelled_by_client, key);
-  g_hash_table_remove (serve->in_flight, key);
-  g_mutex_unlock (&serve->lock);
+  finish_request (serve, json_object_get (request, "id"), handle_request (serve, request), NULL);
+}
 
-  /* A request the client cancelled gets no answer, as the specification
-   * asks; any other answer goes through the writer queue, behind the
-   * progress this request caused. */
-  if (cancelled)
-    json_decref (reply);
-  else
-    queue_message (serve, reply, FALSE);
+/* The warm path's reply, on the main context. */
+static void
+on_warm_reply (json_t   *id,
+               json_t   *reply,
+               GBytes   *line,
+               gpointer  user_data)
+{
+  finish_request (user_data, id, reply, line);
+}
+
+/* Shared mode: the daemon's answer, on the main context. */
+typedef struct {
+  McpServe *serve;
+  json_t   *id;
+} SharedRequest;
+
+static void
+on_shared_reply (json_t       *reply,
+                 const GError *error,
+                 gpointer      user_data)
+{
+  SharedRequest *shared = user_data;
+
+  if (reply == NULL)
+    reply = mcp_upstream_error_reply (shared->id, MCP_JSONRPC_INTERNAL_ERROR, "%s", error->message);
+  finish_request (shared->serve, shared->id, reply, NULL);
+  json_decref (shared->id);
+  g_free (shared);
 }
 
 /* Input, on the main context */
@@ -312,6 +272,7 @@ start_request (McpServe *serve,
                                                      : MCP_SERVE_MAX_PENDING_DEFAULT;
   guint pending;
   json_t *refusal = NULL;
+  GCancellable *cancellable = NULL;
 
   g_mutex_lock (&serve->lock);
   pending = g_hash_table_size (serve->in_flight);
@@ -335,7 +296,10 @@ start_request (McpServe *serve,
       refusal = mcp_jsonrpc_error_new (id, MCP_JSONRPC_SERVER_BUSY, text, data);
     }
   else
-    g_hash_table_insert (serve->in_flight, g_steal_pointer (&key), g_cancellable_new ());
+    {
+      cancellable = g_cancellable_new ();
+      g_hash_table_insert (serve->in_flight, g_steal_pointer (&key), cancellable);
+    }
   g_mutex_unlock (&serve->lock);
 
   if (refusal != NULL)
@@ -343,7 +307,21 @@ start_request (McpServe *serve,
       queue_message (serve, refusal, FALSE);
       return FALSE;
     }
-  g_thread_pool_push (serve->workers, json_incref (request), NULL);
+  /* The shared daemon, and a call of a warm server, are answered from
+   * the main context; the rest (starts, listings, run_python) waits on a
+   * worker.  The cancellable lives while the request is in flight, which
+   * is as long as they need it. */
+  if (serve->remote != NULL)
+    {
+      SharedRequest *shared = g_new (SharedRequest, 1);
+
+      *shared = (SharedRequest) { serve, json_incref (id) };
+      mcp_remote_handle_request_async (serve->remote, serve->options.expose, serve->options.call_timeout_ms,
+                                       request, cancellable, queue_progress, serve, on_shared_reply, shared);
+    }
+  else if (!mcp_upstream_handle_request_warm (serve->expose, request, 0, cancellable, queue_progress, serve,
+                                              on_warm_reply, serve))
+    g_thread_pool_push (serve->workers, json_incref (request), NULL);
   return TRUE;
 }
 
@@ -358,9 +336,10 @@ on_input_message (json_t   *message,
     {
     case MCP_MESSAGE_REQUEST:
       /* In shared mode only a ping is answered without the daemon. */
-      if (mcp_upstream_is_quick (mcp_json_get_string (message, "method")) &&
-          (serve->remote == NULL || g_str_equal (mcp_json_get_string (message, "method"), "ping")))
-        queue_message (serve, handle_request (serve, message), FALSE);
+      if (g_str_equal (mcp_json_get_string (message, "method"), "ping"))
+        queue_message (serve, mcp_jsonrpc_result_new (id, json_object ()), FALSE);
+      else if (serve->remote == NULL && mcp_upstream_is_quick (mcp_json_get_string (message, "method")))
+        queue_message (serve, mcp_upstream_handle_request (serve->expose, message, 0, NULL, NULL, NULL), FALSE);
       else
         start_request (serve, message);
       break;
@@ -430,24 +409,41 @@ typedef struct {
   gint64    term_grace;
 } Ending;
 
+/* On the main context, once the pool is down, and again when the last
+ * request in flight is answered: the loop ends when both are true.  The
+ * warm calls of a pool that is shut down end on the main context, a moment
+ * after the shutdown returns. */
+static gboolean
+on_ended (gpointer user_data)
+{
+  McpServe *serve = user_data;
+  gboolean done;
+
+  g_mutex_lock (&serve->lock);
+  serve->ended = TRUE;
+  done = g_hash_table_size (serve->in_flight) == 0;
+  g_mutex_unlock (&serve->lock);
+  if (done)
+    g_main_loop_quit (serve->loop);
+  return G_SOURCE_REMOVE;
+}
+
 static gpointer
 end_in_thread (gpointer data)
 {
   Ending *ending = data;
   McpServe *serve = ending->serve;
-  GThreadPool *writer;
 
   if (serve->pool != NULL)
     mcp_pool_shutdown (serve->pool, ending->stdin_grace, ending->term_grace);
   /* The requests in flight have failed or been cancelled by now. */
   g_thread_pool_free (g_steal_pointer (&serve->workers), FALSE, TRUE);
   g_clear_pointer (&serve->code, mcp_code_free);
-  g_mutex_lock (&serve->lock);
-  writer = g_steal_pointer (&serve->writer);
-  g_mutex_unlock (&serve->lock);
-  g_thread_pool_free (writer, FALSE, TRUE);
+  /* Their answers go out, each in the time begin_ending() allows a client
+   * that does not read; the main context still drains the queue too. */
+  mcp_output_queue_flush (serve->output, -1);
 
-  g_main_loop_quit (serve->loop);
+  g_main_context_invoke (serve->context, on_ended, serve);
   g_free (ending);
   return NULL;
 }
@@ -480,17 +476,24 @@ begin_ending (McpServe *serve,
 
   g_source_destroy (serve->input);
   g_clear_pointer (&serve->watcher, mcp_config_watcher_free);
+  /* Lines are written whole however long a slow client takes, except
+   * while mcp-pool ends: then one that takes nothing for this long ends
+   * the writing, so that a client that does not read cannot hold us. */
+  mcp_output_queue_set_stall_limit (serve->output, WRITE_TIMEOUT_ENDING);
   ending = g_new0 (Ending, 1);
   *ending = (Ending) { serve, stdin_grace, term_grace };
   g_thread_unref (g_thread_new ("mcp-serve-end", end_in_thread, ending));
 }
 
-/* The client no longer reads us: it is gone, so end as on stdin EOF. */
-static gboolean
-on_output_broken (gpointer user_data)
+/* Main context: the client no longer reads us (stdout closed, or it took
+ * nothing while we ended): it is gone, so end as on stdin EOF.  A cut line
+ * is never followed by another: the queue takes nothing more. */
+static void
+on_output_broken (const GError *error,
+                  gpointer      user_data)
 {
+  g_debug ("The client stopped reading mcp-pool's output; writing no more: %s", error->message);
   begin_ending (user_data, MCP_POOL_SHUTDOWN_STDIN_GRACE, MCP_POOL_SHUTDOWN_TERM_GRACE);
-  return G_SOURCE_REMOVE;
 }
 
 static void
@@ -577,6 +580,7 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
   static const McpLineReaderFuncs input_funcs = {
     on_input_message, on_input_noise, on_input_too_long, on_input_closed,
   };
+  static const McpOutputQueueFuncs output_funcs = { on_output_drained, on_output_broken };
   McpServe *serve;
   McpPoolCallbacks callbacks = { NULL, on_tools_changed, NULL };
   McpRemoteCallbacks remote_callbacks = { announce_tools_changed, NULL, NULL };
@@ -591,9 +595,8 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
   serve->options = *options;
   serve->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
   serve->loop = g_main_loop_new (serve->context, FALSE);
-  serve->out_fd = out_fd;
-  if (!isatty (out_fd))
-    g_unix_set_fd_nonblocking (out_fd, TRUE, NULL);
+  serve->output = mcp_output_queue_new (out_fd, serve->context, WRITER_QUEUE_PAUSE, WRITER_QUEUE_RESUME, 0,
+                                       &output_funcs, serve);
   g_mutex_init (&serve->lock);
   serve->in_flight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
   serve->cancelled_by_client = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
@@ -612,7 +615,6 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
   serve->workers = g_thread_pool_new (run_request_job, serve,
                                       options->workers > 0 ? (int) options->workers : WORKERS_DEFAULT,
                                       FALSE, NULL);
-  serve->writer = g_thread_pool_new (run_writer_job, serve, 1, FALSE, NULL);
 
   serve->input = mcp_line_reader_new (dup (in_fd), options->max_line, &input_funcs, serve, NULL);
   g_source_attach (serve->input, serve->context);
@@ -650,6 +652,8 @@ mcp_serve_free (McpServe *serve)
   mcp_code_free (serve->code);
   g_clear_pointer (&serve->pool, mcp_pool_free);
   mcp_remote_free (serve->remote);
+  /* Last: what the pool or the daemon's proxy said while going was queued. */
+  mcp_output_queue_free (serve->output);
   g_hash_table_unref (serve->in_flight);
   g_hash_table_unref (serve->cancelled_by_client);
   g_mutex_clear (&serve->lock);

@@ -3,15 +3,17 @@
  *
  * Threads: the main context reads stdin and handles notifications; each
  * request is a job on a worker pool; every message out (replies,
- * progress, list_changed) goes through one queue to a writer thread that
- * writes whole lines, so the order holds and neither the main context nor
- * a worker blocks on a slow client.
+ * progress, list_changed) goes through one output queue on stdout (see
+ * common/mcp-output-queue.h): the thread that has the message writes it at
+ * once when nothing waits, and the main context writes what waits as the
+ * client reads, so the order holds, lines stay whole, and no thread blocks
+ * on a slow client.  There is no writer thread.
  *
  * Bounds: at most options.max_pending requests are in flight; more are
  * answered at once with a "busy" error.  Replies are never dropped, so a
  * client that sends requests faster than it reads the answers is pushed
- * back instead: reading stdin pauses while too many lines wait for the
- * writer, and resumes once the client has read most of them.
+ * back instead: reading stdin pauses while too many lines wait in the
+ * output queue, and resumes once the client has read most of them.
  *
  * Shared mode (`serve --shared`): the requests go to mcp-poold over the
  * session bus, which answers them from the pool that every client of the

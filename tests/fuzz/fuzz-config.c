@@ -21,6 +21,7 @@
 #include <glib/gstdio.h>
 
 #include "pool/mcp-config-discovery.h"
+#include "test-files.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
@@ -53,29 +54,11 @@ static char *root;
 static char *home;
 static char *project;
 
-static void
-remove_tree (const char *path)
-{
-  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-
-      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree (child);
-      else
-        g_unlink (child);
-    }
-  g_rmdir (path);
-}
-
 /* libFuzzer ends with exit(): the fake home goes with it. */
 static void
 remove_root (void)
 {
-  remove_tree (root);
+  test_remove_tree (root);
 }
 
 static void

@@ -1,0 +1,55 @@
+/* mcp-transport.c — the seam's functions, dispatched to the kind of
+ * transport. */
+#include "config.h"
+
+#include "transport/mcp-transport.h"
+
+gboolean
+mcp_transport_send (McpTransport  *transport,
+                    json_t        *message,
+                    GError       **error)
+{
+  return transport->klass->send (transport, message, error);
+}
+
+GPid
+mcp_transport_get_pid (McpTransport *transport)
+{
+  return transport->klass->get_pid (transport);
+}
+
+char *
+mcp_transport_dup_log_tail (McpTransport *transport,
+                            gsize         max_bytes)
+{
+  return transport->klass->dup_log_tail (transport, max_bytes);
+}
+
+char *
+mcp_transport_describe_end (McpTransport *transport,
+                            gint64        wait_us)
+{
+  return transport->klass->describe_end (transport, wait_us);
+}
+
+void
+mcp_transport_wait_log_end (McpTransport *transport,
+                            gint64        wait_us)
+{
+  transport->klass->wait_log_end (transport, wait_us);
+}
+
+void
+mcp_transport_close (McpTransport *transport,
+                     gint64        stdin_grace,
+                     gint64        term_grace)
+{
+  transport->klass->close (transport, stdin_grace, term_grace);
+}
+
+void
+mcp_transport_free (McpTransport *transport)
+{
+  if (transport != NULL)
+    transport->klass->free (transport);
+}

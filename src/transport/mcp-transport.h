@@ -1,0 +1,90 @@
+/* mcp-transport.h — the seam under McpSession: how messages reach one MCP
+ * server and come back.
+ *
+ * A transport sends one JSON-RPC message at a time, hands every message of
+ * the server to on_message on its GMainContext, and reports once, through
+ * on_closed, that the connection is over (the server exited or hung up, a
+ * write failed, the server broke the framing).  It knows nothing of ids,
+ * requests or the handshake: that is the session's job.  stdio is the
+ * first implementation (mcp-stdio-transport.h); HTTP ones join it behind
+ * the same functions.
+ *
+ * Lifetime: the owner (a session) creates one transport and ends it with
+ * mcp_transport_close(), then mcp_transport_free().  Every source a
+ * transport attaches holds a reference to the owner (taken with
+ * funcs->ref), so a callback being dispatched while another thread closes
+ * the transport keeps its owner alive; closing destroys those sources,
+ * which ends the cycle.  After close, no callback starts.
+ */
+#pragma once
+
+#include <glib.h>
+#include <jansson.h>
+
+#include "common/mcp-raw-response.h"
+
+G_BEGIN_DECLS
+
+typedef struct _McpTransport McpTransport;
+
+typedef struct {
+  /* A message from the server, on the context; @message is borrowed. */
+  void     (*on_message) (json_t       *message,
+                          gpointer      user_data);
+  /* May be NULL.  A large response, validated but not parsed (see
+   * common/mcp-raw-response.h), on the context: TRUE if it was taken,
+   * FALSE to have it parsed and given to on_message. */
+  gboolean (*on_raw_response) (McpRawResponse *response,
+                               gpointer        user_data);
+  /* The connection is over; once, on the context or on the thread whose
+   * send failed, never with a lock of the transport held.  Takes @reason. */
+  void     (*on_closed)  (GError       *reason,
+                          gpointer      user_data);
+  /* What the transport's sources hold of user_data. */
+  gpointer (*ref)        (gpointer      user_data);
+  void     (*unref)      (gpointer      user_data);
+} McpTransportFuncs;
+
+/* The functions of one kind of transport; see the wrappers below. */
+typedef struct {
+  gboolean (*send)          (McpTransport *self, json_t *message, GError **error);
+  GPid     (*get_pid)       (McpTransport *self);
+  char    *(*dup_log_tail)  (McpTransport *self, gsize max_bytes);
+  char    *(*describe_end)  (McpTransport *self, gint64 wait_us);
+  void     (*wait_log_end)  (McpTransport *self, gint64 wait_us);
+  void     (*close)         (McpTransport *self, gint64 stdin_grace, gint64 term_grace);
+  void     (*free)          (McpTransport *self);
+} McpTransportClass;
+
+struct _McpTransport {
+  const McpTransportClass *klass;
+};
+
+/* Any thread.  Never waits for the server to read: what it has not taken
+ * yet waits in the transport.  A failure also closes the transport. */
+gboolean mcp_transport_send          (McpTransport *transport,
+                                      json_t       *message,
+                                      GError      **error);
+/* Any thread: the server's process id, 0 if it is not a local process. */
+GPid     mcp_transport_get_pid       (McpTransport *transport);
+/* Any thread: the end of what the server logged (stderr), "" if none. */
+char    *mcp_transport_dup_log_tail  (McpTransport *transport,
+                                      gsize         max_bytes);
+/* Any thread but the context's; waits up to @wait_us for the server to
+ * end: how it ended ("exited with status 1"), or NULL if it has not. */
+char    *mcp_transport_describe_end  (McpTransport *transport,
+                                      gint64        wait_us);
+/* Any thread but the context's: waits up to @wait_us for the server's
+ * last log lines to arrive (after it was stopped). */
+void     mcp_transport_wait_log_end  (McpTransport *transport,
+                                      gint64        wait_us);
+/* Any thread but the context's; blocks for at most about @stdin_grace +
+ * 2 × @term_grace µs: ends the server and the transport's I/O.  Later
+ * sends fail.  Calling it twice is harmless. */
+void     mcp_transport_close         (McpTransport *transport,
+                                      gint64        stdin_grace,
+                                      gint64        term_grace);
+/* After mcp_transport_close(). */
+void     mcp_transport_free          (McpTransport *transport);
+
+G_END_DECLS

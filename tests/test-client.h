@@ -1,0 +1,80 @@
+/* test-client.h — a raw MCP client for the tests: it spawns a program
+ * that speaks MCP on its stdin and stdout (mcp-pool serve, the fixture)
+ * and talks JSON-RPC to it line by line; and the SDK client's files under
+ * tests/interop.
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "common/mcp-jsonrpc.h"
+#include "test-wait.h"
+
+G_BEGIN_DECLS
+
+/* The tool named @name in an array of tools, or NULL. */
+json_t          *test_find_tool              (json_t       *tools,
+                                              const char   *name);
+/* The path of an installed npm package's file under tests/interop, or NULL
+ * after skipping the test with the reason (or failing it when
+ * MCP_POOL_INTEROP_MUST_WORK=1, as in CI). */
+char            *test_interop_file           (const char   *relative_path);
+
+/* A raw MCP client of a program that speaks MCP on its stdin and stdout.
+ * Every read waits at most TEST_CLIENT_TIMEOUT_MS and fails the test
+ * after that.  Not thread-safe: one test thread drives it. */
+#define TEST_CLIENT_WAIT_MS    (20 * 1000)  /* before test_timeout_ms() */
+#define TEST_CLIENT_TIMEOUT_MS ((int) test_timeout_ms (TEST_CLIENT_WAIT_MS))
+/* Stands for the null id of replies to lines that had no usable id. */
+#define TEST_CLIENT_NULL_ID    ((json_int_t) -1)
+
+typedef struct {
+  GSubprocess   *process;
+  GPtrArray     *stash;          /* replies read while waiting for another id */
+  GPtrArray     *notifications;  /* every notification, in arrival order */
+  gboolean       exited;
+
+  /* private */
+  GOutputStream *input;          /* NULL once closed */
+  int            output_fd;      /* -1 once closed */
+  GString       *pending;        /* bytes after the last complete line */
+  json_int_t     next_id;
+} TestClient;
+
+/* Spawns @argv with stdin and stdout as pipes (stderr is inherited);
+ * @launcher's flags are replaced, its environment and cwd kept.  The
+ * functions that send take ownership of the JSON given to them. */
+TestClient      *test_client_new             (GSubprocessLauncher *launcher,
+                                              const char * const  *argv);
+void             test_client_free            (TestClient   *client);
+void             test_client_send_line       (TestClient   *client,
+                                              const char   *line);
+void             test_client_send            (TestClient   *client,
+                                              json_t       *message);
+char            *test_client_read_line       (TestClient   *client);
+json_t          *test_client_read_message    (TestClient   *client);
+json_t          *test_client_read_reply      (TestClient   *client,
+                                              json_int_t    id);
+json_int_t       test_client_request         (TestClient   *client,
+                                              const char   *method,
+                                              json_t       *params);
+json_t          *test_client_result          (TestClient   *client,
+                                              const char   *method,
+                                              json_t       *params);
+void             test_client_notify          (TestClient   *client,
+                                              const char   *method,
+                                              json_t       *params);
+guint            test_client_count_notifications (TestClient *client,
+                                                  const char *method);
+void             test_client_wait_notification   (TestClient *client,
+                                                  const char *method);
+void             test_client_close_input     (TestClient   *client);
+void             test_client_close_output    (TestClient   *client);
+void             test_client_wait_exit       (TestClient   *client);
+void             test_client_wait_process    (TestClient   *client);
+gboolean         test_message_has_id         (json_t       *message,
+                                              json_int_t    id);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestClient, test_client_free)
+
+G_END_DECLS

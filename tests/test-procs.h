@@ -1,0 +1,43 @@
+/* test-procs.h — the programs the tests start, and checks that they leave
+ * nothing behind: no process, no open fd.
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "common/mcp-server-config.h"
+
+G_BEGIN_DECLS
+
+/* The fixture server started with the given flags (NULL-terminated). */
+McpServerConfig *test_fixture_config     (const char         *name,
+                                          ...) G_GNUC_NULL_TERMINATED;
+const char      *test_fixture_path       (void);
+/* The built mcp-pool program, as an absolute path. */
+const char      *test_mcp_pool_path      (void);
+/* @argv behind the words of MCP_POOL_TEST_WRAPPER, for the mcp-pool and
+ * mcp-poold a test starts: `make check-valgrind` runs them under valgrind
+ * too. */
+GStrv            test_wrap_argv          (const char * const *argv);
+/* The same as one command line, for an Exec= line. */
+char            *test_wrap_command_line  (const char         *command_line);
+
+/* Waits for @process to exit, at most @timeout_ms (scaled by
+ * test_timeout_ms()); TRUE if it did. */
+gboolean         test_subprocess_wait    (GSubprocess        *process,
+                                          guint               timeout_ms);
+/* TRUE if no process of group @pgid exists any more (zombies included). */
+gboolean         test_process_group_gone (GPid                pgid);
+gboolean         test_process_gone       (GPid                pid);
+/* Asserts that this process has no child left, running or zombie.  A
+ * keeper of an mcp-pool that has ended may be: it is waited for (5 s at
+ * most) and reaped. */
+void             test_assert_no_children (void);
+guint            test_count_open_fds     (void);
+/* Asserts that the process has @count open fds again, waiting for that
+ * with the usual bound: a session's fds go with its last reference, which
+ * a worker may hold a moment after the test's call returned (the thread
+ * that wrote a reply to the server's request). */
+void             test_assert_open_fds    (guint               count);
+
+G_END_DECLS
