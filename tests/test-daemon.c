@@ -748,6 +748,76 @@ test_two_clients_one_server (Fixture       *fixture,
   end_client (second);
 }
 
+static const char *
+first_text (json_t *result)
+{
+  return mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text");
+}
+
+static guint64
+daemon_stat (GDBusConnection *connection,
+             const char      *name)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = call_daemon (connection, "GetStats", NULL, "(a{sv})", &error);
+  g_autoptr(GVariant) stats = NULL;
+  guint64 value = G_MAXUINT64;
+
+  g_assert_no_error (error);
+  stats = g_variant_get_child_value (reply, 0);
+  g_assert_true (g_variant_lookup (stats, name, "t", &value));
+  return value;
+}
+
+/* A warm call is answered on the daemon's main context, without a
+ * worker: a CallTool, and the tools/call of a `serve --shared`, which
+ * uses no worker of its own either (GLib's pool threads, "pool-…"). */
+static void
+test_warm_no_worker (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  enum { CALLS = 100 };
+  TestClient *client = start_client (fixture, TRUE, "proxy");
+  GPid serve_pid = atoi (g_subprocess_get_identifier (client->process));
+  g_autoptr(TestThreadSwitches) serve_switches = NULL;
+  g_autoptr(json_t) first = NULL;
+  guint64 worker_calls, warm_calls;
+
+  /* Starts the server, on a worker. */
+  worker_calls = daemon_stat (fixture->connection, "worker-calls");
+  warm_calls = daemon_stat (fixture->connection, "warm-calls");
+  first = call_tool (fixture, "echo", "{\"message\": \"start\"}");
+  g_assert_cmpstr (first_text (first), ==, "Echo: start");
+  g_assert_cmpuint (daemon_stat (fixture->connection, "worker-calls"), ==, ++worker_calls);
+
+  for (guint i = 0; i < CALLS; i++)
+    {
+      g_autoptr(json_t) result = call_tool (fixture, "echo", "{\"message\": \"warm\"}");
+
+      g_assert_cmpstr (first_text (result), ==, "Echo: warm");
+    }
+  g_assert_cmpuint (daemon_stat (fixture->connection, "worker-calls"), ==, worker_calls);
+  g_assert_cmpuint (daemon_stat (fixture->connection, "warm-calls"), ==, warm_calls + CALLS);
+
+  json_decref (test_client_result (client, "tools/list", NULL));
+  worker_calls = daemon_stat (fixture->connection, "worker-calls");
+  warm_calls = daemon_stat (fixture->connection, "warm-calls");
+  serve_switches = test_thread_switches_begin (serve_pid);
+  for (guint i = 0; i < CALLS; i++)
+    {
+      g_autoptr(json_t) result = test_client_result (client, "tools/call",
+                                                     json_pack ("{s:s, s:{s:s}}", "name", "fix__echo",
+                                                                "arguments", "message", "shared"));
+
+      g_assert_cmpstr (first_text (result), ==, "Echo: shared");
+    }
+  test_thread_switches_end (serve_switches);
+  g_assert_cmpuint (daemon_stat (fixture->connection, "worker-calls"), ==, worker_calls);
+  g_assert_cmpuint (daemon_stat (fixture->connection, "warm-calls"), ==, warm_calls + CALLS);
+  g_assert_cmpuint (test_thread_switches_of (serve_switches, "pool-"), <, CALLS / 10);
+  end_client (client);
+}
+
 /* serve --shared answers as serve does: the same tools, results and
  * errors, request by request. */
 static void
@@ -1381,6 +1451,8 @@ main (int    argc,
   g_test_add ("/daemon/config-changes", Fixture, &plain, fixture_set_up, test_config_changes, fixture_tear_down);
   g_test_add ("/daemon/same-answers", Fixture, &plain, fixture_set_up, test_same_answers, fixture_tear_down);
   g_test_add ("/daemon/signals", Fixture, &plain, fixture_set_up, test_signals, fixture_tear_down);
+  g_test_add ("/daemon/warm-no-worker", Fixture, &plain, fixture_set_up, test_warm_no_worker,
+              fixture_tear_down);
   g_test_add ("/daemon/idle-exit", Fixture, &quick_idle, fixture_set_up, test_idle_exit, fixture_tear_down);
   g_test_add ("/daemon/replace", Fixture, &plain, fixture_set_up, test_replace, fixture_tear_down);
   g_test_add ("/daemon/sigkill-leaves-no-server", Fixture, &with_grandchild, fixture_set_up,

@@ -308,3 +308,112 @@ test_subprocess_wait (GSubprocess *process,
     g_main_context_iteration (NULL, TRUE);
   return TRUE;
 }
+
+/* Thread switches */
+
+struct _TestThreadSwitches {
+  GPid        pid;
+  GHashTable *before;    /* tid → count */
+  GHashTable *deltas;    /* tid → count, after _end() */
+  GHashTable *names;     /* tid → comm */
+};
+
+/* tid → the switches of that thread so far; names into @names. */
+static GHashTable *
+read_thread_switches (GPid        pid,
+                      GHashTable *names)
+{
+  g_autofree char *tasks = g_strdup_printf ("/proc/%d/task", (int) pid);
+  g_autoptr(GDir) dir = g_dir_open (tasks, 0, NULL);
+  GHashTable *switches = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  const char *tid;
+
+  g_assert_nonnull (dir);
+  while ((tid = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *status_path = g_build_filename (tasks, tid, "status", NULL);
+      g_autofree char *comm_path = g_build_filename (tasks, tid, "comm", NULL);
+      g_autofree char *status = NULL;
+      g_autofree char *comm = NULL;
+      g_auto(GStrv) lines = NULL;
+      guint64 count = 0;
+
+      /* A thread may end between the listing and the read. */
+      if (!g_file_get_contents (status_path, &status, NULL, NULL))
+        continue;
+      lines = g_strsplit (status, "\n", -1);
+      for (guint j = 0; lines[j] != NULL; j++)
+        if (g_str_has_prefix (lines[j], "voluntary_ctxt_switches:") ||
+            g_str_has_prefix (lines[j], "nonvoluntary_ctxt_switches:"))
+          count += g_ascii_strtoull (strchr (lines[j], ':') + 1, NULL, 10);
+      g_hash_table_insert (switches, g_strdup (tid), GSIZE_TO_POINTER ((gsize) count));
+      if (g_file_get_contents (comm_path, &comm, NULL, NULL))
+        g_hash_table_insert (names, g_strdup (tid), g_strdup (g_strstrip (comm)));
+    }
+  return switches;
+}
+
+TestThreadSwitches *
+test_thread_switches_begin (GPid pid)
+{
+  TestThreadSwitches *switches = g_new0 (TestThreadSwitches, 1);
+
+  switches->pid = pid;
+  switches->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  switches->before = read_thread_switches (pid, switches->names);
+  return switches;
+}
+
+void
+test_thread_switches_end (TestThreadSwitches *switches)
+{
+  g_autoptr(GHashTable) after = read_thread_switches (switches->pid, switches->names);
+  g_autoptr(GString) report = g_string_new (NULL);
+  GHashTableIter iter;
+  gpointer tid, count;
+
+  switches->deltas = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_hash_table_iter_init (&iter, after);
+  while (g_hash_table_iter_next (&iter, &tid, &count))
+    {
+      gsize delta = GPOINTER_TO_SIZE (count) - GPOINTER_TO_SIZE (g_hash_table_lookup (switches->before, tid));
+
+      g_hash_table_insert (switches->deltas, g_strdup (tid), GSIZE_TO_POINTER (delta));
+      g_string_append_printf (report, " %s (%s): %" G_GSIZE_FORMAT, (char *) tid,
+                              (char *) g_hash_table_lookup (switches->names, tid), delta);
+    }
+  g_test_message ("context switches per thread:%s", report->str);
+}
+
+guint64
+test_thread_switches_of (TestThreadSwitches *switches,
+                         const char         *prefix)
+{
+  g_autofree char *main_tid = g_strdup_printf ("%d", (int) switches->pid);
+  GHashTableIter iter;
+  gpointer tid, delta;
+  guint64 sum = 0;
+
+  g_assert_nonnull (switches->deltas);
+  g_hash_table_iter_init (&iter, switches->deltas);
+  while (g_hash_table_iter_next (&iter, &tid, &delta))
+    {
+      gboolean is_main = g_str_equal (tid, main_tid);
+      const char *name = g_hash_table_lookup (switches->names, tid);
+
+      if (g_str_equal (prefix, "main") ? is_main
+          : g_str_equal (prefix, "others") ? !is_main
+          : (name != NULL && g_str_has_prefix (name, prefix)))
+        sum += GPOINTER_TO_SIZE (delta);
+    }
+  return sum;
+}
+
+void
+test_thread_switches_free (TestThreadSwitches *switches)
+{
+  g_hash_table_unref (switches->before);
+  g_clear_pointer (&switches->deltas, g_hash_table_unref);
+  g_hash_table_unref (switches->names);
+  g_free (switches);
+}

@@ -40,4 +40,21 @@ guint            test_count_open_fds     (void);
  * that wrote a reply to the server's request). */
 void             test_assert_open_fds    (guint               count);
 
+/* The context switches of the threads of a process over a stretch of a
+ * test, from /proc/PID/task/TID/status (voluntary and not).  Each thread
+ * is counted under its name (comm), "main" for the thread whose id is the
+ * pid; "others" sums every thread but the main one.  _end() logs them all
+ * with g_test_message(). */
+typedef struct _TestThreadSwitches TestThreadSwitches;
+
+TestThreadSwitches *test_thread_switches_begin (GPid                pid);
+void                test_thread_switches_end   (TestThreadSwitches *switches);
+/* After _end(): the switches of the threads whose names start with
+ * @prefix, or of "main" or "others". */
+guint64             test_thread_switches_of    (TestThreadSwitches *switches,
+                                                const char         *prefix);
+void                test_thread_switches_free  (TestThreadSwitches *switches);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestThreadSwitches, test_thread_switches_free)
+
 G_END_DECLS

@@ -1224,29 +1224,36 @@ test_unavailable (void)
 /* Each way a start can fail before the code runs (no runtime, no bwrap
  * to execute, bwrap ending at once) says why, and leaves no fd open and
  * no process behind: the fixture's teardown checks both. */
+/* A run whose sandbox cannot start fails with an error naming why. */
+static void
+assert_start_fails (Fixture    *fixture,
+                    const char *bwrap,
+                    const char *runtime_dir,
+                    const char *needle)
+{
+  McpCodeOptions options = { .limits.bwrap = bwrap, .limits.runtime_dir = runtime_dir };
+  g_autoptr(McpCode) code = mcp_code_new (fixture->pool, test_io_thread_get_context (fixture->io), &options);
+  g_autoptr(json_t) arguments = json_pack ("{s:s}", "code", "print(1)");
+  g_autoptr(json_t) result = mcp_code_run_python (code, arguments, NULL);
+  const char *text = mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text");
+
+  g_assert_true (json_is_true (json_object_get (result, "isError")));
+  if (strstr (text, needle) == NULL)
+    g_error ("“%s” is not in the error “%s”", needle, text);
+}
+
 static void
 test_start_failures (Fixture *fixture, gconstpointer data)
 {
-  static const struct {
-    const char *bwrap, *runtime_dir, *needle;
-  } cases[] = {
-    { NULL, "/nonexistent/runtime", "/nonexistent/runtime/mcp_runtime.py cannot be read" },
-    { "/nonexistent/bwrap", NULL, "/nonexistent/bwrap" },
-    { "/bin/false", NULL, "user namespaces" },
-  };
-
-  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
-    {
-      McpCodeOptions options = { .limits.bwrap = cases[i].bwrap, .limits.runtime_dir = cases[i].runtime_dir };
-      g_autoptr(McpCode) code = mcp_code_new (fixture->pool, test_io_thread_get_context (fixture->io), &options);
-      g_autoptr(json_t) arguments = json_pack ("{s:s}", "code", "print(1)");
-      g_autoptr(json_t) result = mcp_code_run_python (code, arguments, NULL);
-      const char *text = mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text");
-
-      g_assert_true (json_is_true (json_object_get (result, "isError")));
-      if (strstr (text, cases[i].needle) == NULL)
-        g_error ("“%s” is not in the error “%s”", cases[i].needle, text);
-    }
+  assert_start_fails (fixture, NULL, "/nonexistent/runtime", "/nonexistent/runtime/mcp_runtime.py cannot be read");
+  assert_start_fails (fixture, "/bin/false", NULL, "user namespaces");
+  /* glibc's posix_spawn reports a failed exec through memory it shares
+   * with its vfork()ed child; valgrind runs that child as a fork, so the
+   * parent sees a program that started and exited at once. */
+  if (test_under_valgrind ())
+    g_test_message ("a missing bwrap is not checked under valgrind: it looks like one that exited at once");
+  else
+    assert_start_fails (fixture, "/nonexistent/bwrap", NULL, "/nonexistent/bwrap");
 }
 
 /* Whether bwrap can create namespaces here, and if not why.  Through the

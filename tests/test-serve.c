@@ -465,42 +465,6 @@ test_proxy_call (Fixture       *fixture,
       }
 }
 
-/* The context switches of each thread of @pid so far (voluntary and not),
- * keyed by thread id; each thread's name in @names. */
-static GHashTable *
-thread_switches (GPid        pid,
-                 GHashTable *names)
-{
-  g_autofree char *tasks = g_strdup_printf ("/proc/%d/task", (int) pid);
-  g_autoptr(GDir) dir = g_dir_open (tasks, 0, NULL);
-  GHashTable *switches = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  const char *tid;
-
-  g_assert_nonnull (dir);
-  while ((tid = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *status_path = g_build_filename (tasks, tid, "status", NULL);
-      g_autofree char *comm_path = g_build_filename (tasks, tid, "comm", NULL);
-      g_autofree char *status = NULL;
-      g_autofree char *comm = NULL;
-      g_auto(GStrv) lines = NULL;
-      guint64 count = 0;
-
-      /* A thread may end between the listing and the read. */
-      if (!g_file_get_contents (status_path, &status, NULL, NULL))
-        continue;
-      lines = g_strsplit (status, "\n", -1);
-      for (guint j = 0; lines[j] != NULL; j++)
-        if (g_str_has_prefix (lines[j], "voluntary_ctxt_switches:") ||
-            g_str_has_prefix (lines[j], "nonvoluntary_ctxt_switches:"))
-          count += g_ascii_strtoull (strchr (lines[j], ':') + 1, NULL, 10);
-      g_hash_table_insert (switches, g_strdup (tid), GSIZE_TO_POINTER ((gsize) count));
-      if (g_file_get_contents (comm_path, &comm, NULL, NULL))
-        g_hash_table_insert (names, g_strdup (tid), g_strdup (g_strstrip (comm)));
-    }
-  return switches;
-}
-
 /* A warm call makes no thread hop: once the server is started, its calls
  * are read, sent, answered and written by the main thread alone, so the
  * other threads of serve do not run meanwhile. */
@@ -511,14 +475,7 @@ test_warm_no_thread_hop (Fixture       *fixture,
   enum { CALLS = 200 };
   TestClient *client = fixture->client;
   GPid pid = atoi (g_subprocess_get_identifier (client->process));
-  g_autofree char *main_tid = g_strdup_printf ("%d", (int) pid);
-  g_autoptr(GHashTable) names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  g_autoptr(GHashTable) before = NULL;
-  g_autoptr(GHashTable) after = NULL;
-  g_autoptr(GString) report = g_string_new (NULL);
-  GHashTableIter iter;
-  gpointer tid, count;
-  guint64 others = 0, main_thread = 0;
+  g_autoptr(TestThreadSwitches) switches = NULL;
 
   if (test_under_valgrind ())
     {
@@ -529,34 +486,21 @@ test_warm_no_thread_hop (Fixture       *fixture,
   json_decref (list_tools (client));
   json_decref (call_tool (client, "fixture__echo", json_pack ("{s:s}", "message", "start")));
 
-  before = thread_switches (pid, names);
+  switches = test_thread_switches_begin (pid);
   for (guint i = 0; i < CALLS; i++)
     {
       g_autoptr(json_t) result = call_tool (client, "fixture__echo", json_pack ("{s:s}", "message", "warm"));
 
       assert_result (result, FALSE, "Echo: warm", NULL);
     }
-  after = thread_switches (pid, names);
+  test_thread_switches_end (switches);
 
-  g_hash_table_iter_init (&iter, after);
-  while (g_hash_table_iter_next (&iter, &tid, &count))
-    {
-      guint64 delta = GPOINTER_TO_SIZE (count) - GPOINTER_TO_SIZE (g_hash_table_lookup (before, tid));
-
-      if (g_str_equal (tid, main_tid))
-        main_thread = delta;
-      else
-        others += delta;
-      g_string_append_printf (report, " %s (%s): %" G_GUINT64_FORMAT, (char *) tid,
-                              (char *) g_hash_table_lookup (names, tid), delta);
-    }
-  g_test_message ("context switches over %d warm calls:%s", CALLS, report->str);
   /* The main thread waits for each request; another thread that took part
    * in the calls would switch at least once per call.  A few switches are
    * left to threads that wake for their own reasons (an idle worker that
    * retires, a timer). */
-  g_assert_cmpuint (main_thread, >=, CALLS);
-  g_assert_cmpuint (others, <, CALLS / 10);
+  g_assert_cmpuint (test_thread_switches_of (switches, "main"), >=, CALLS);
+  g_assert_cmpuint (test_thread_switches_of (switches, "others"), <, CALLS / 10);
 }
 
 /* TRUE after skipping the test: run_python's sandbox does not work here

@@ -250,6 +250,10 @@ fd_source_dispatch (GSource     *source,
               !g_source_is_destroyed (source))
             self->line_funcs.on_too_long (error, self->user_data);
         }
+      /* A short read took all there was: the next would only say EAGAIN,
+       * and poll() tells when more comes. */
+      if ((gsize) n < sizeof buffer)
+        break;
     }
 
   DISPATCH_DONE (source);

@@ -61,6 +61,8 @@ struct _McpDaemon {
   McpConfigWatcher          *watcher;     /* main context */
   McpDiscovery              *discovered;  /* main context: the last discovery */
   GThreadPool               *workers;
+  guint64                    warm_calls;   /* main context: calls answered there, warm */
+  guint64                    worker_calls; /* main context: calls handed to a worker */
 
   GHashTable                *in_flight;   /* main context: "SENDER SERIAL" → DaemonCall */
   GHashTable                *clients;     /* main context: unique name → subscription id */
@@ -268,8 +270,8 @@ finish_call (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* On a worker: tells the caller that its call starts, and makes sure the
- * bus has that before the work begins.  The bus passes on what a daemon
+/* Tells the caller that its call starts, and makes sure the bus has that
+ * before the work begins.  The bus passes on what a daemon
  * wrote before it died, so a client that never got Accepted knows that
  * the call was not started, and may send it again (see mcp-remote.c).
  * FALSE when it cannot be told: the call must not start then. */
@@ -341,7 +343,10 @@ run_call (McpDaemon  *daemon,
           DaemonCall *call)
 {
   if (call != NULL)
-    g_thread_pool_push (daemon->workers, call, NULL);
+    {
+      daemon->worker_calls++;
+      g_thread_pool_push (daemon->workers, call, NULL);
+    }
   return TRUE;
 }
 
@@ -352,6 +357,7 @@ on_accepted_flushed (GObject      *connection,
                      gpointer      data)
 {
   DaemonCall *call = data;
+  McpDaemon *daemon = call->daemon;
 
   if (!g_dbus_connection_flush_finish (G_DBUS_CONNECTION (connection), result, &call->error))
     {
@@ -359,19 +365,26 @@ on_accepted_flushed (GObject      *connection,
       return;
     }
   call->accepted = TRUE;
-  if (call->daemon->ending)
+  if (daemon->ending)
     {
       g_set_error (&call->error, MCP_POOL_ERROR, MCP_POOL_ERROR_SHUT_DOWN, _("The pool is shutting down"));
       finish_call (call);
     }
-  else if (!call->warm (call))
-    g_thread_pool_push (call->daemon->workers, call, NULL);
+  else if (call->warm (call))
+    daemon->warm_calls++;
+  else
+    {
+      daemon->worker_calls++;
+      g_thread_pool_push (daemon->workers, call, NULL);
+    }
 }
 
 /* Main context: a registered call (or NULL, a refused one) that may be
- * warm.  Accepted goes out first, as on a worker, but without blocking:
- * the flush's completion tries the warm path, and hands the call to a
- * worker when it is not warm. */
+ * warm.  Accepted goes out first, as on a worker, and reaches the bus
+ * before the call starts, but without blocking: the flush's completion
+ * tries the warm path, and hands the call to a worker only when the
+ * server needs starting or a slot.  (GDBus flushes through a thread of
+ * GLib's own; it is the price of never replaying a call that started.) */
 static gboolean
 run_call_warm (McpDaemon  *daemon,
                DaemonCall *call,
@@ -384,13 +397,6 @@ run_call_warm (McpDaemon  *daemon,
   sender = g_dbus_method_invocation_get_sender (call->invocation);
   call->warm = warm;
   call->route = (ProgressRoute) { daemon, sender, call->serial };
-  if (sender == NULL)
-    {
-      call->accepted = TRUE;
-      if (!warm (call))
-        g_thread_pool_push (daemon->workers, call, NULL);
-      return TRUE;
-    }
   if (!g_dbus_connection_emit_signal (daemon->connection, sender, MCP_DAEMON_OBJECT_PATH,
                                       MCP_DAEMON_INTERFACE, "Accepted", g_variant_new ("(u)", call->serial),
                                       &call->error))
@@ -560,6 +566,99 @@ warm_handle_request (DaemonCall *call)
                                            &call->route, on_warm_request_reply, call);
 }
 
+/* Callers: only this daemon's own user.  The check runs in the method
+ * handlers, on the main context, rather than in g-authorize-method, which
+ * GDBus runs on a thread of its own for every call.  The uid of a sender
+ * is asked of the bus once, asynchronously; its first call is dispatched
+ * again once the answer is in. */
+
+typedef struct {
+  McpDaemon             *daemon;
+  GDBusMethodInvocation *invocation;    /* the deferred call's */
+} UidLookup;
+
+static void
+refuse_caller (GDBusMethodInvocation *invocation,
+               guint32                uid)
+{
+  g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_ACCESS_DENIED,
+                                         _("mcp-poold serves only its own user (uid %u); the caller "
+                                           "is uid %u. Each user runs a daemon of their own."),
+                                         (guint) getuid (), (guint) uid);
+}
+
+static void
+on_uid_known (GObject      *source,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  g_autofree UidLookup *lookup = user_data;
+  GDBusMethodInvocation *invocation = lookup->invocation;
+  McpDaemon *daemon = lookup->daemon;
+  g_autoptr(GVariant) reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, NULL);
+  GDBusInterfaceSkeleton *skeleton = G_DBUS_INTERFACE_SKELETON (daemon->skeleton);
+  guint32 uid = G_MAXUINT32;
+
+  if (reply != NULL)
+    {
+      g_variant_get (reply, "(u)", &uid);
+      g_mutex_lock (&daemon->lock);
+      g_hash_table_insert (daemon->uids, g_strdup (g_dbus_method_invocation_get_sender (invocation)),
+                           GUINT_TO_POINTER (uid + 1));
+      g_mutex_unlock (&daemon->lock);
+    }
+  if (uid != getuid ())
+    {
+      refuse_caller (invocation, uid);
+      return;
+    }
+  /* The handler runs again, now with the uid known; the invocation's
+   * reference goes with it. */
+  g_dbus_interface_skeleton_get_vtable (skeleton)->method_call (
+    g_dbus_method_invocation_get_connection (invocation), g_dbus_method_invocation_get_sender (invocation),
+    g_dbus_method_invocation_get_object_path (invocation),
+    g_dbus_method_invocation_get_interface_name (invocation),
+    g_dbus_method_invocation_get_method_name (invocation),
+    g_dbus_method_invocation_get_parameters (invocation), invocation, skeleton);
+}
+
+/* Main context: TRUE if @invocation may go on.  FALSE when it has been
+ * refused, or deferred until its sender's uid is known; its handler must
+ * then return TRUE at once. */
+static gboolean
+authorized (McpDaemon             *daemon,
+            GDBusMethodInvocation *invocation)
+{
+  const char *sender = g_dbus_method_invocation_get_sender (invocation);
+  UidLookup *lookup;
+  gpointer cached;
+
+  /* A peer-to-peer connection has no sender, and only the bus's own
+   * authentication: mcp-poold makes none. */
+  if (sender == NULL)
+    {
+      refuse_caller (invocation, G_MAXUINT32);
+      return FALSE;
+    }
+  g_mutex_lock (&daemon->lock);
+  cached = g_hash_table_lookup (daemon->uids, sender);
+  g_mutex_unlock (&daemon->lock);
+  if (cached != NULL && GPOINTER_TO_UINT (cached) - 1 == getuid ())
+    return TRUE;
+  if (cached != NULL)
+    {
+      refuse_caller (invocation, GPOINTER_TO_UINT (cached) - 1);
+      return FALSE;
+    }
+
+  lookup = g_new (UidLookup, 1);
+  *lookup = (UidLookup) { daemon, invocation };
+  g_dbus_connection_call (daemon->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                          "org.freedesktop.DBus", "GetConnectionUnixUser", g_variant_new ("(s)", sender),
+                          G_VARIANT_TYPE ("(u)"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, on_uid_known, lookup);
+  return FALSE;
+}
+
 /* D-Bus methods, on the main context */
 
 static gboolean
@@ -586,7 +685,11 @@ handle_list_servers (McpDBusPool1          *skeleton,
                      GDBusMethodInvocation *invocation,
                      McpDaemon             *daemon)
 {
-  json_t *servers = mcp_pool_describe_servers (daemon->pool, daemon->discovered->skipped);
+  json_t *servers;
+
+  if (!authorized (daemon, invocation))
+    return TRUE;
+  servers = mcp_pool_describe_servers (daemon->pool, daemon->discovered->skipped);
 
   remember_client (daemon, g_dbus_method_invocation_get_sender (invocation));
   g_dbus_method_invocation_return_value (invocation, json_reply (servers));
@@ -599,6 +702,8 @@ handle_list_tools (McpDBusPool1          *skeleton,
                    const char            *server,
                    McpDaemon             *daemon)
 {
+  if (!authorized (daemon, invocation))
+    return TRUE;
   return start_call (daemon, invocation, work_list_tools, json_pack ("{s:s}", "server", server));
 }
 
@@ -612,6 +717,9 @@ handle_call_tool (McpDBusPool1          *skeleton,
                   McpDaemon             *daemon)
 {
   json_t *arguments;
+
+  if (!authorized (daemon, invocation))
+    return TRUE;
 
   if (refuse_bad_json (invocation, "arguments", arguments_text[0] ? arguments_text : "{}", &arguments, TRUE))
     return TRUE;
@@ -630,7 +738,11 @@ handle_run_python (McpDBusPool1          *skeleton,
                    guint                  timeout_ms,
                    McpDaemon             *daemon)
 {
-  json_t *args = json_pack ("{s:s, s:[]}", "code", code, "servers");
+  json_t *args;
+
+  if (!authorized (daemon, invocation))
+    return TRUE;
+  args = json_pack ("{s:s, s:[]}", "code", code, "servers");
 
   for (const char * const *server = servers; *server != NULL; server++)
     json_array_append_new (json_object_get (args, "servers"), json_string (*server));
@@ -646,6 +758,9 @@ handle_evict (McpDBusPool1          *skeleton,
               McpDaemon             *daemon)
 {
   g_autoptr(GError) error = NULL;
+
+  if (!authorized (daemon, invocation))
+    return TRUE;
 
   remember_client (daemon, g_dbus_method_invocation_get_sender (invocation));
   if (!mcp_pool_has_server (daemon->pool, server, &error))
@@ -682,6 +797,8 @@ handle_reload (McpDBusPool1          *skeleton,
                GDBusMethodInvocation *invocation,
                McpDaemon             *daemon)
 {
+  if (!authorized (daemon, invocation))
+    return TRUE;
   return start_call (daemon, invocation, work_reload, NULL);
 }
 
@@ -694,6 +811,9 @@ handle_get_stats (McpDBusPool1          *skeleton,
   GVariantBuilder stats;
   guint64 calls = 0, errors = 0;
   guint running = 0;
+
+  if (!authorized (daemon, invocation))
+    return TRUE;
 
   remember_client (daemon, g_dbus_method_invocation_get_sender (invocation));
   for (guint i = 0; i < servers->len; i++)
@@ -713,6 +833,8 @@ handle_get_stats (McpDBusPool1          *skeleton,
   g_variant_builder_add (&stats, "{sv}", "running", g_variant_new_uint32 (running));
   g_variant_builder_add (&stats, "{sv}", "calls", g_variant_new_uint64 (calls));
   g_variant_builder_add (&stats, "{sv}", "errors", g_variant_new_uint64 (errors));
+  g_variant_builder_add (&stats, "{sv}", "warm-calls", g_variant_new_uint64 (daemon->warm_calls));
+  g_variant_builder_add (&stats, "{sv}", "worker-calls", g_variant_new_uint64 (daemon->worker_calls));
   g_variant_builder_add (&stats, "{sv}", "in-flight", g_variant_new_uint32 (g_hash_table_size (daemon->in_flight)));
   g_variant_builder_add (&stats, "{sv}", "clients", g_variant_new_uint32 (g_hash_table_size (daemon->clients)));
   mcp_dbus_pool1_complete_get_stats (skeleton, invocation, g_variant_builder_end (&stats));
@@ -750,6 +872,9 @@ handle_handle_request (McpDBusPool1          *skeleton,
   DaemonCall *call;
   json_t *request;
 
+  if (!authorized (daemon, invocation))
+    return TRUE;
+
   g_variant_lookup (options, "expose", "&s", &expose_text);
   g_variant_lookup (options, "timeout-ms", "t", &timeout_ms);
   if (!mcp_expose_parse (expose_text, &flags, &error))
@@ -786,58 +911,13 @@ handle_cancel (McpDBusPool1          *skeleton,
   g_autofree char *key = g_strdup_printf ("%s %u", g_dbus_method_invocation_get_sender (invocation), serial);
   DaemonCall *call = g_hash_table_lookup (daemon->in_flight, key);
 
+  if (!authorized (daemon, invocation))
+    return TRUE;
+
   if (call != NULL)
     g_cancellable_cancel (call->cancellable);
   mcp_dbus_pool1_complete_cancel (skeleton, invocation);
   return TRUE;
-}
-
-/* Authorisation, on GDBus's threads: the caller must be our own user. */
-static gboolean
-caller_uid (McpDaemon  *daemon,
-            const char *sender,
-            guint32    *uid)
-{
-  g_autoptr(GVariant) reply = NULL;
-  gpointer cached;
-
-  g_mutex_lock (&daemon->lock);
-  cached = g_hash_table_lookup (daemon->uids, sender);
-  g_mutex_unlock (&daemon->lock);
-  if (cached != NULL)
-    {
-      *uid = GPOINTER_TO_UINT (cached) - 1;
-      return TRUE;
-    }
-
-  reply = g_dbus_connection_call_sync (daemon->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                       "org.freedesktop.DBus", "GetConnectionUnixUser",
-                                       g_variant_new ("(s)", sender), G_VARIANT_TYPE ("(u)"),
-                                       G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
-  if (reply == NULL)
-    return FALSE;
-  g_variant_get (reply, "(u)", uid);
-  g_mutex_lock (&daemon->lock);
-  g_hash_table_insert (daemon->uids, g_strdup (sender), GUINT_TO_POINTER (*uid + 1));
-  g_mutex_unlock (&daemon->lock);
-  return TRUE;
-}
-
-static gboolean
-on_authorize_method (GDBusInterfaceSkeleton *skeleton,
-                     GDBusMethodInvocation  *invocation,
-                     gpointer                user_data)
-{
-  const char *sender = g_dbus_method_invocation_get_sender (invocation);
-  guint32 uid = 0;
-
-  if (sender != NULL && caller_uid (user_data, sender, &uid) && uid == getuid ())
-    return TRUE;
-  g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_ACCESS_DENIED,
-                                         _("mcp-poold serves only its own user (uid %u); the caller "
-                                           "is uid %u. Each user runs a daemon of their own."),
-                                         (guint) getuid (), (guint) uid);
-  return FALSE;
 }
 
 /* Pool events, on the main context */
@@ -1044,7 +1124,6 @@ mcp_daemon_run (McpDaemon *daemon)
   daemon->skeleton = mcp_dbus_pool1_skeleton_new ();
   for (guint i = 0; i < G_N_ELEMENTS (method_handlers); i++)
     g_signal_connect (daemon->skeleton, method_handlers[i].signal, method_handlers[i].handler, daemon);
-  g_signal_connect (daemon->skeleton, "g-authorize-method", G_CALLBACK (on_authorize_method), daemon);
   if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (daemon->skeleton), daemon->connection,
                                          MCP_DAEMON_OBJECT_PATH, &error))
     {

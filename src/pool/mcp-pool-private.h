@@ -24,6 +24,7 @@ typedef struct {
   json_t          *tools;            /* protected by lock; NULL until listed */
   gboolean         tools_stale;      /* protected by lock */
   guint            active;           /* protected by lock; calls holding a slot */
+  guint            slot_waiters;     /* protected by lock; callers waiting for a slot */
   gboolean         removed;          /* protected by lock */
   gboolean         shut_down;        /* protected by lock; removed by pool shutdown */
   guint64          calls, errors, starts; /* protected by lock */

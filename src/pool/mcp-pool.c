@@ -333,7 +333,9 @@ mcp_pool_acquire_session (PoolEntry  *entry,
             }
           if (take_slot && limit > 0 && entry->active >= limit)
             {
+              entry->slot_waiters++;
               g_cond_wait (&entry->cond, &entry->lock);
+              entry->slot_waiters--;
               continue;
             }
           if (take_slot)
@@ -377,10 +379,13 @@ mcp_pool_release_session (PoolEntry    *entry,
   entry->calls++;
   entry->last_used = g_get_monotonic_time ();
   entry->last_used_wall = g_get_real_time ();
+  /* A broadcast costs a system call, which a warm call has no need of
+   * when nobody waits for a slot. */
   if (took_slot)
     {
       entry->active--;
-      g_cond_broadcast (&entry->cond);
+      if (entry->slot_waiters > 0)
+        g_cond_broadcast (&entry->cond);
     }
   if (failure != NULL)
     {

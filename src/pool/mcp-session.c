@@ -63,6 +63,7 @@ struct _McpSession {
 
   GMutex               lock;
   GCond                idle_cond;       /* signalled when in_flight drops to 0 */
+  guint                idle_waiters;    /* protected by lock; threads waiting on idle_cond */
   SessionState         state;           /* protected by lock */
   GError              *close_reason;    /* protected by lock */
   gboolean             closed_notified; /* protected by lock */
@@ -167,9 +168,11 @@ mcp_session_wait_idle (McpSession *session,
 {
   g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&session->lock);
 
+  session->idle_waiters++;
   while (session->in_flight > 0)
     if (!g_cond_wait_until (&session->idle_cond, &session->lock, deadline))
       break;
+  session->idle_waiters--;
   return session->in_flight == 0;
 }
 
@@ -235,7 +238,8 @@ complete (PendingRequest *request)
     result = unpack_reply (session, request->method, request->reply, &error);
 
   g_mutex_lock (&session->lock);
-  if (--session->in_flight == 0)
+  /* Only a retirement waits: a warm call makes no system call here. */
+  if (--session->in_flight == 0 && session->idle_waiters > 0)
     g_cond_broadcast (&session->idle_cond);
   g_mutex_unlock (&session->lock);
 
