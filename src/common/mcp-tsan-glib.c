@@ -8,7 +8,8 @@
  * race.  The functions here take the place of GLib's for every caller
  * outside libglib (this program and libgio; libglib binds its own calls
  * directly), call the real one, and tell TSan about the acquire or release
- * it stands for.  Only g_source_attach() takes a lock of its own.
+ * it stands for.  Only g_source_attach() and g_source_destroy() take a
+ * lock of their own.
  */
 #include "config.h"
 
@@ -229,10 +230,14 @@ g_source_set_callback (GSource        *source,
   REAL (g_source_set_callback) (source, run_source_callback, callback, free_source_callback);
 }
 
-/* Attaching reallocates the context's arrays under the context's lock,
- * which libglib takes directly; this lock, held around it, is the one TSan
- * sees.  GLib serialises the same calls anyway. */
-static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Attaching and destroying reallocate the context's arrays under the
+ * context's lock, which libglib takes directly; this lock, held around
+ * them, is the one TSan sees.  GLib serialises the same calls anyway.  A
+ * source is attached and destroyed from any thread: a request's timeout,
+ * an output queue's watch, a completion queued by a worker. */
+/* Recursive: destroying may finalise the source, whose destroy notify may
+ * attach or destroy another. */
+static pthread_mutex_t attach_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
 guint
 g_source_attach (GSource      *source,
@@ -245,6 +250,14 @@ g_source_attach (GSource      *source,
   id = REAL (g_source_attach) (source, context);
   pthread_mutex_unlock (&attach_lock);
   return id;
+}
+
+void
+g_source_destroy (GSource *source)
+{
+  pthread_mutex_lock (&attach_lock);
+  REAL (g_source_destroy) (source);
+  pthread_mutex_unlock (&attach_lock);
 }
 
 typedef struct {

@@ -356,7 +356,8 @@ send_attempt (PendingCall *call)
 
 /* Any thread: @method with @parameters (floating, taken); @callback gets
  * the reply's body, checked against @reply_type, on the calling thread's
- * thread-default context, which must be iterated. */
+ * thread-default context (the default main context if it has none), which
+ * must be iterated. */
 static void
 call_daemon_async (McpRemote          *remote,
                    const char         *method,
@@ -387,9 +388,11 @@ call_daemon_async (McpRemote          *remote,
 }
 
 typedef struct {
-  GVariant *body;
-  GError   *error;
-  gboolean  done;
+  GMutex    lock;
+  GCond     cond;
+  GVariant *body;      /* protected by lock */
+  GError   *error;     /* protected by lock */
+  gboolean  done;      /* protected by lock */
 } WaitedCall;
 
 static void
@@ -399,12 +402,18 @@ on_waited_reply (GVariant     *body,
 {
   WaitedCall *waited = user_data;
 
+  g_mutex_lock (&waited->lock);
   waited->body = body != NULL ? g_variant_ref (body) : NULL;
   waited->error = error != NULL ? g_error_copy (error) : NULL;
   waited->done = TRUE;
+  g_cond_signal (&waited->cond);
+  g_mutex_unlock (&waited->lock);
 }
 
-/* Blocking: call_daemon_async() on a context of its own. */
+/* Blocking: call_daemon_async(), whose reply comes on the default main
+ * context, which another thread iterates (see mcp-remote.h).  No context
+ * of the call's own: GDBus's thread would drop the last reference to it,
+ * at a moment nothing orders with this thread's use of it. */
 static GVariant *
 call_daemon (McpRemote          *remote,
              const char         *method,
@@ -416,15 +425,19 @@ call_daemon (McpRemote          *remote,
              gpointer            progress_data,
              GError            **error)
 {
-  g_autoptr(GMainContext) context = g_main_context_new ();
   WaitedCall waited = { 0 };
 
-  g_main_context_push_thread_default (context);
+  g_return_val_if_fail (!g_main_context_is_owner (g_main_context_default ()), NULL);
+  g_mutex_init (&waited.lock);
+  g_cond_init (&waited.cond);
   call_daemon_async (remote, method, parameters, reply_type, replay_safe, cancellable, progress,
                      progress_data, on_waited_reply, &waited);
+  g_mutex_lock (&waited.lock);
   while (!waited.done)
-    g_main_context_iteration (context, TRUE);
-  g_main_context_pop_thread_default (context);
+    g_cond_wait (&waited.cond, &waited.lock);
+  g_mutex_unlock (&waited.lock);
+  g_mutex_clear (&waited.lock);
+  g_cond_clear (&waited.cond);
   if (waited.error != NULL)
     g_propagate_error (error, waited.error);
   return waited.body;

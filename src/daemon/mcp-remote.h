@@ -9,9 +9,11 @@
  * it; the call still returns the daemon's answer.  A call that the daemon
  * had not taken when it went away is sent once more (see mcp-remote.c).
  *
- * Threads: every call but mcp_remote_handle_request_async() blocks; all
- * may run on any thread, several at once.  Progress functions run on
- * GDBus's own thread and must only queue.
+ * Threads: every call but mcp_remote_handle_request_async() blocks, and
+ * may run on any thread but the one that iterates the default main
+ * context, several at once: their replies arrive on that context, which
+ * must be iterated meanwhile (as mcp_cli_run_job() does).  Progress
+ * functions run on GDBus's own thread and must only queue.
  */
 #pragma once
 
