@@ -12,7 +12,7 @@
  * child get theirs from an envp.  That is why the bus is not a GTestDBus,
  * which sets DBUS_SESSION_BUS_ADDRESS.
  *
- * Its own children are no GSubprocesses (the MCP clients of test-util
+ * Its own children are no GSubprocesses (the MCP clients of test-client
  * aside): GLib's worker thread reaps those and completes their waits by
  * attaching sources to the default context while this thread iterates
  * it, under a lock that ThreadSanitizer cannot see.  A Child is spawned,

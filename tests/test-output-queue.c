@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,7 +14,7 @@
 #include <glib-unix.h>
 
 #include "common/mcp-output-queue.h"
-#include "test-util.h"
+#include "test-wait.h"
 
 #define PIPE_SIZE   4096
 #define HIGH_MARK   10

@@ -157,6 +157,7 @@ typedef struct {
   GDestroyNotify      destroy;
   gpointer            fd_tag;
   gboolean            paused;        /* the attached context only */
+  gsize               line_length;   /* the attached context only: of the line being handed over */
 } McpFdSource;
 
 static void
@@ -179,7 +180,10 @@ on_framed_line (const char *line,
 
   message = mcp_jsonrpc_parse (line, length, &error);
   if (message != NULL)
-    self->line_funcs.on_message (message, self->user_data);
+    {
+      self->line_length = length;
+      self->line_funcs.on_message (message, self->user_data);
+    }
   else if (self->line_funcs.on_noise != NULL)
     self->line_funcs.on_noise (line, length, error, self->user_data);
   else
@@ -341,4 +345,10 @@ mcp_chunk_reader_new (int             fd,
   self->user_data = user_data;
   self->destroy = destroy;
   return &self->source;
+}
+
+gsize
+mcp_line_reader_get_line_length (GSource *reader)
+{
+  return ((McpFdSource *) reader)->line_length;
 }

@@ -86,6 +86,10 @@ GSource *mcp_line_reader_new (int                        fd,
                               gpointer                   user_data,
                               GDestroyNotify             destroy);
 
+/* In on_message: the length of the line the message was parsed from, for
+ * a reader that sizes what it holds without encoding it again. */
+gsize    mcp_line_reader_get_line_length (GSource                 *reader);
+
 /* On the reader's context: stops (or resumes) reading, so that a peer
  * that sends faster than its answers are taken away is pushed back through
  * its pipe instead of growing a queue.  The lines of the chunk being

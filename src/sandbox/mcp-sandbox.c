@@ -352,8 +352,9 @@ on_rpc_message (json_t   *message,
       g_debug ("The sandbox sent something that is not an RPC request; ignored");
       return;
     }
-  /* What the request holds in the host is about what its line had. */
-  queue_rpc_job (sandbox, json_incref (message), json_dumpb (message, NULL, 0, JSON_COMPACT), NULL);
+  /* What the request holds in the host is about what its line had; the
+   * reader dispatching this is the current source. */
+  queue_rpc_job (sandbox, json_incref (message), mcp_line_reader_get_line_length (g_main_current_source ()), NULL);
 }
 
 /* The id of a refused line is gone with it: the error goes to id null,

@@ -9,7 +9,7 @@
 // per check; exits 0 only if every check passed, within TOTAL_MS.
 //
 // The SDK comes from the node_modules next to this file, or from
-// $MCP_POOL_NODE_MODULES when set (as for tests/test-util.c).
+// $MCP_POOL_NODE_MODULES when set (as for tests/test-client.c).
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
