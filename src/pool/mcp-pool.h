@@ -15,7 +15,10 @@
  * generation is discarded.
  *
  * Threads: blocking calls (marked) run on workers; callbacks and timers run
- * on the GMainContext given to mcp_pool_new(), which must be iterated.
+ * on the GMainContext given to mcp_pool_new(), which must be iterated.  The
+ * warm path, mcp_pool_call_tool_warm(), never blocks: it is what the main
+ * context calls, and it falls back to the blocking call (on a worker) only
+ * when the server must start or a slot must be waited for.
  */
 #pragma once
 

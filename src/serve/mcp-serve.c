@@ -26,15 +26,15 @@
 /* While ending, a client that stops reading gets this long for a line. */
 #define WRITE_TIMEOUT_ENDING   (G_USEC_PER_SEC / 2)
 /* Progress is dropped, never replies, when this many messages wait. */
-#define WRITER_QUEUE_SOFT_MAX  1000
+#define OUTPUT_QUEUE_SOFT_MAX  1000
 /* Replies are never dropped: stdin stops being read while this many
  * messages wait for a client that does not read them, and is read again
  * once the queue is down to the low mark (the output queue's marks).
  * Requests that go to the workers are bounded by max_pending; these marks
  * bound what the main context answers by itself (pings, refusals, parse
  * errors). */
-#define WRITER_QUEUE_PAUSE     2048
-#define WRITER_QUEUE_RESUME    256
+#define OUTPUT_QUEUE_PAUSE     2048
+#define OUTPUT_QUEUE_RESUME    256
 
 struct _McpServe {
   McpServeOptions   options;         /* immutable */
@@ -85,7 +85,7 @@ queue_message (McpServe *serve,
   g_autoptr(json_t) owned = message;
   GBytes *line;
 
-  if (droppable && mcp_output_queue_length (serve->output) > WRITER_QUEUE_SOFT_MAX)
+  if (droppable && mcp_output_queue_length (serve->output) > OUTPUT_QUEUE_SOFT_MAX)
     return;
   if ((line = mcp_jsonrpc_encode_line (owned)) == NULL)
     {
@@ -595,7 +595,7 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
   serve->options = *options;
   serve->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
   serve->loop = g_main_loop_new (serve->context, FALSE);
-  serve->output = mcp_output_queue_new (out_fd, serve->context, WRITER_QUEUE_PAUSE, WRITER_QUEUE_RESUME, 0,
+  serve->output = mcp_output_queue_new (out_fd, serve->context, OUTPUT_QUEUE_PAUSE, OUTPUT_QUEUE_RESUME, 0,
                                        &output_funcs, serve);
   g_mutex_init (&serve->lock);
   serve->in_flight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);

@@ -1,8 +1,11 @@
 /* mcp-serve.h — `mcp-pool serve`: the MCP server on stdin/stdout that
  * clients (Claude Desktop, Claude Code, IDEs) launch.
  *
- * Threads: the main context reads stdin and handles notifications; each
- * request is a job on a worker pool; every message out (replies,
+ * Threads: the main context reads stdin and handles notifications, and
+ * answers a tools/call of a warm server itself, from the read to the
+ * write, with no thread hop (see pool/mcp-pool.h, the warm path); a
+ * request that may block (a start, a listing, run_python) is a job on a
+ * worker pool.  Every message out (replies,
  * progress, list_changed) goes through one output queue on stdout (see
  * common/mcp-output-queue.h): the thread that has the message writes it at
  * once when nothing waits, and the main context writes what waits as the
@@ -16,8 +19,9 @@
  * output queue, and resumes once the client has read most of them.
  *
  * Shared mode (`serve --shared`): the requests go to mcp-poold over the
- * session bus, which answers them from the pool that every client of the
- * user shares; only a ping is answered here.
+ * session bus, asynchronously from the main context and with no worker,
+ * and mcp-poold answers them from the pool that every client of the user
+ * shares; only a ping is answered here.
  *
  * Ending: stdin EOF, SIGTERM or SIGINT stop the reading, shut every server
  * down in parallel within the budget MCP clients allow (EOF: stdin closed,
