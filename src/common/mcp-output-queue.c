@@ -135,6 +135,9 @@ update_watch_locked (McpOutputQueue *queue)
       watch->queue = queue;
       g_source_set_name (&watch->source, "mcp output queue");
       g_source_add_unix_fd (&watch->source, queue->fd, G_IO_OUT | G_IO_ERR | G_IO_HUP);
+      /* As the line readers (mcp-framing.c): no wakeup of the context
+       * around each dispatch. */
+      g_source_set_can_recurse (&watch->source, TRUE);
       queue->watch = &watch->source;
       g_source_attach (queue->watch, queue->context);
     }
