@@ -495,11 +495,12 @@ test_warm_no_thread_hop (Fixture       *fixture,
     }
   test_thread_switches_end (switches);
 
-  /* The main thread waits for each request; another thread that took part
-   * in the calls would switch at least once per call.  A few switches are
-   * left to threads that wake for their own reasons (an idle worker that
-   * retires, a timer). */
-  g_assert_cmpuint (test_thread_switches_of (switches, "main"), >=, CALLS);
+  /* Another thread that took part in the calls would switch at least once
+   * per call; a few switches are left to threads that wake for their own
+   * reasons (an idle worker that retires, a timer).  The main thread's are
+   * only a sign that the counting sees it work: how often it sleeps
+   * depends on how fast the client and the server are. */
+  g_assert_cmpuint (test_thread_switches_of (switches, "main"), >, 0);
   g_assert_cmpuint (test_thread_switches_of (switches, "others"), <, CALLS / 10);
 }
 
