@@ -319,3 +319,8 @@ test_client_wait_process (TestClient *client)
   client->exited = TRUE;
 }
 
+const char *
+test_result_text (json_t *result)
+{
+  return mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text");
+}

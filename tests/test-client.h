@@ -75,6 +75,9 @@ void             test_client_wait_process    (TestClient   *client);
 gboolean         test_message_has_id         (json_t       *message,
                                               json_int_t    id);
 
+/* The text of a tool result's first content item; NULL if it has none. */
+const char      *test_result_text            (json_t       *result);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestClient, test_client_free)
 
 G_END_DECLS

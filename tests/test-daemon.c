@@ -495,16 +495,23 @@ call_tool (Fixture    *fixture,
   return call_for_json (fixture, "CallTool", g_variant_new ("(sssu)", "fix", tool, arguments, 0));
 }
 
-static GPid
-daemon_pid (GDBusConnection *connection)
+/* GetStats, the a{sv} of counters. */
+static GVariant *
+daemon_stats (GDBusConnection *connection)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) reply = call_daemon (connection, "GetStats", NULL, "(a{sv})", &error);
-  g_autoptr(GVariant) stats = NULL;
-  guint32 pid = 0;
 
   g_assert_no_error (error);
-  stats = g_variant_get_child_value (reply, 0);
+  return g_variant_get_child_value (reply, 0);
+}
+
+static GPid
+daemon_pid (GDBusConnection *connection)
+{
+  g_autoptr(GVariant) stats = daemon_stats (connection);
+  guint32 pid = 0;
+
   g_assert_true (g_variant_lookup (stats, "pid", "u", &pid));
   return (GPid) pid;
 }
@@ -617,7 +624,7 @@ test_activation (Fixture       *fixture,
   g_assert_cmpint (pid, !=, getpid ());
 
   result = call_tool (fixture, "echo", "{\"message\": \"warm\"}");
-  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text"),
+  g_assert_cmpstr (test_result_text (result),
                    ==, "Echo: warm");
 }
 
@@ -748,23 +755,13 @@ test_two_clients_one_server (Fixture       *fixture,
   end_client (second);
 }
 
-static const char *
-first_text (json_t *result)
-{
-  return mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text");
-}
-
 static guint64
 daemon_stat (GDBusConnection *connection,
              const char      *name)
 {
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GVariant) reply = call_daemon (connection, "GetStats", NULL, "(a{sv})", &error);
-  g_autoptr(GVariant) stats = NULL;
+  g_autoptr(GVariant) stats = daemon_stats (connection);
   guint64 value = G_MAXUINT64;
 
-  g_assert_no_error (error);
-  stats = g_variant_get_child_value (reply, 0);
   g_assert_true (g_variant_lookup (stats, name, "t", &value));
   return value;
 }
@@ -787,14 +784,14 @@ test_warm_no_worker (Fixture       *fixture,
   worker_calls = daemon_stat (fixture->connection, "worker-calls");
   warm_calls = daemon_stat (fixture->connection, "warm-calls");
   first = call_tool (fixture, "echo", "{\"message\": \"start\"}");
-  g_assert_cmpstr (first_text (first), ==, "Echo: start");
+  g_assert_cmpstr (test_result_text (first), ==, "Echo: start");
   g_assert_cmpuint (daemon_stat (fixture->connection, "worker-calls"), ==, ++worker_calls);
 
   for (guint i = 0; i < CALLS; i++)
     {
       g_autoptr(json_t) result = call_tool (fixture, "echo", "{\"message\": \"warm\"}");
 
-      g_assert_cmpstr (first_text (result), ==, "Echo: warm");
+      g_assert_cmpstr (test_result_text (result), ==, "Echo: warm");
     }
   g_assert_cmpuint (daemon_stat (fixture->connection, "worker-calls"), ==, worker_calls);
   g_assert_cmpuint (daemon_stat (fixture->connection, "warm-calls"), ==, warm_calls + CALLS);
@@ -809,7 +806,7 @@ test_warm_no_worker (Fixture       *fixture,
                                                      json_pack ("{s:s, s:{s:s}}", "name", "fix__echo",
                                                                 "arguments", "message", "shared"));
 
-      g_assert_cmpstr (first_text (result), ==, "Echo: shared");
+      g_assert_cmpstr (test_result_text (result), ==, "Echo: shared");
     }
   test_thread_switches_end (serve_switches);
   g_assert_cmpuint (daemon_stat (fixture->connection, "worker-calls"), ==, worker_calls);
@@ -1111,7 +1108,7 @@ assert_serve_shared_works (const char * const *envp)
     test_client_result (client, "tools/call",
                         json_pack ("{s:s, s:{s:s}}", "name", "fix__echo", "arguments", "message", "bare"));
 
-  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text"),
+  g_assert_cmpstr (test_result_text (result),
                    ==, "Echo: bare");
   end_client (client);
 }
@@ -1292,8 +1289,7 @@ test_kill_replays_untaken_calls (Fixture       *fixture,
     }
   reply = test_client_read_reply (serve, id);
   g_assert_null (json_object_get (reply, "error"));
-  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (json_object_get (reply, "result"),
-                                                                         "content"), 0), "text"),
+  g_assert_cmpstr (test_result_text (json_object_get (reply, "result")),
                    ==, "Echo: again");
   end_client (serve);
   g_assert_cmpint (daemon_pid (fixture->connection), !=, daemon);

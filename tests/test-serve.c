@@ -174,12 +174,6 @@ fixture_stat (TestClient *client,
   return json_integer_value (json_object_get (stats, counter));
 }
 
-static const char *
-result_text (json_t *result)
-{
-  return mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text");
-}
-
 /* Item @index of the array @key in a tool result's structuredContent. */
 static json_t *
 structured_item (json_t     *result,
@@ -196,7 +190,7 @@ assert_result (json_t     *result,
                const char *needle,
                ...)
 {
-  const char *text = result_text (result);
+  const char *text = test_result_text (result);
   va_list needles;
 
   g_assert_nonnull (text);
@@ -398,7 +392,7 @@ test_gateway_bad_arguments (Fixture       *fixture,
                                             json_loads (cases[i].arguments, 0, NULL));
 
       g_assert_true (json_is_true (json_object_get (result, "isError")));
-      g_assert_cmpstr (result_text (result), ==, cases[i].message);
+      g_assert_cmpstr (test_result_text (result), ==, cases[i].message);
     }
 }
 
@@ -519,10 +513,10 @@ sandbox_skipped (json_t *result)
       return TRUE;
     }
   if (result != NULL && g_strcmp0 (status, "success") != 0 &&
-      strstr (result_text (result), "user namespaces") != NULL &&
+      strstr (test_result_text (result), "user namespaces") != NULL &&
       g_strcmp0 (g_getenv ("MCP_POOL_SANDBOX_MUST_WORK"), "1") != 0)
     {
-      g_test_skip (result_text (result));
+      g_test_skip (test_result_text (result));
       return TRUE;
     }
   return FALSE;
@@ -585,7 +579,7 @@ test_code_concurrent_runs (Fixture       *fixture,
           if (sandbox_skipped (result))
             return;
           if (json_is_true (json_object_get (result, "isError")))
-            g_error ("Run %u.%u failed: %s", round, i, result_text (result));
+            g_error ("Run %u.%u failed: %s", round, i, test_result_text (result));
           assert_result (result, FALSE, "status: success", NULL);
           g_assert_cmpstr (mcp_json_get_string (json_object_get (result, "structuredContent"), "stdout"),
                            ==, expected);
@@ -763,7 +757,7 @@ test_large_results (Fixture       *fixture,
   json_decref (call_tool (client, "fixture__echo", json_pack ("{s:s}", "message", "start")));
 
   huge = call_tool (client, "fixture__huge", json_pack ("{s:i}", "bytes", 200000));
-  text = result_text (huge);
+  text = test_result_text (huge);
   g_assert_nonnull (text);
   g_assert_cmpuint (strlen (text), ==, 200000);
   g_assert_true (text[0] == 'x' && text[199999] == 'x');
@@ -785,7 +779,7 @@ test_large_results (Fixture       *fixture,
   reply = test_client_read_message (client);
   g_assert_cmpstr (mcp_json_get_string (reply, "id"), ==, "big-one");
   g_assert_cmpstr (mcp_json_get_string (reply, "jsonrpc"), ==, "2.0");
-  g_assert_cmpuint (strlen (result_text (json_object_get (reply, "result"))), ==, 50000);
+  g_assert_cmpuint (strlen (test_result_text (json_object_get (reply, "result"))), ==, 50000);
 }
 
 /* Failures evict; the next call starts afresh */

@@ -449,16 +449,23 @@ work_list_tools (DaemonCall  *call,
   return tools != NULL ? json_reply (tools) : NULL;
 }
 
-static GVariant *
-work_call_tool (DaemonCall  *call,
-                GError     **error)
+/* The options of a CallTool, warm or not. */
+static McpCallOptions
+tool_call_options (DaemonCall *call)
 {
-  McpCallOptions options = {
+  return (McpCallOptions) {
     .timeout_ms = json_integer_value (json_object_get (call->args, "timeout_ms")),
     .cancellable = call->cancellable,
     .progress = call->route.destination != NULL ? send_progress : NULL,
     .progress_data = &call->route,
   };
+}
+
+static GVariant *
+work_call_tool (DaemonCall  *call,
+                GError     **error)
+{
+  McpCallOptions options = tool_call_options (call);
   json_t *result = mcp_pool_call_tool (call->daemon->pool, mcp_json_get_string (call->args, "server"),
                                        mcp_json_get_string (call->args, "tool"),
                                        json_object_get (call->args, "arguments"), &options, error);
@@ -523,14 +530,9 @@ on_warm_raw_result (McpRawResponse *response,
 static gboolean
 warm_call_tool (DaemonCall *call)
 {
-  McpCallOptions options = {
-    .timeout_ms = json_integer_value (json_object_get (call->args, "timeout_ms")),
-    .cancellable = call->cancellable,
-    .progress = call->route.destination != NULL ? send_progress : NULL,
-    .progress_data = &call->route,
-    .raw_reply = on_warm_raw_result,
-  };
+  McpCallOptions options = tool_call_options (call);
 
+  options.raw_reply = on_warm_raw_result;
   return mcp_pool_call_tool_warm (call->daemon->pool, mcp_json_get_string (call->args, "server"),
                                   mcp_json_get_string (call->args, "tool"),
                                   json_object_get (call->args, "arguments"), &options,
