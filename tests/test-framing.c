@@ -246,7 +246,7 @@ append_long_line (GString    *input,
   g_string_append (input, "\"}\n");
 }
 
-/* Long responses are offered raw before they are parsed; short ones,
+/* Responses, long or short, are offered raw before they are parsed;
  * requests and notifications are not; a declined one is parsed as before. */
 static void
 test_response_line (void)
@@ -263,12 +263,11 @@ test_response_line (void)
   results.noise = g_ptr_array_new_with_free_func (g_free);
   results.raw = g_ptr_array_new_with_free_func (g_free);
 
-  append_long_line (input, "\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}", MCP_RAW_RESPONSE_MIN);
+  append_long_line (input, "\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}", 8 * 1024);
   g_string_append (input, "{\"id\":2,\"result\":{}}\n");
-  append_long_line (input, "\"id\":3,\"method\":\"tools/call\",\"params\":{}", MCP_RAW_RESPONSE_MIN);
-  append_long_line (input, "\"method\":\"notifications/message\",\"params\":{}", MCP_RAW_RESPONSE_MIN);
-  append_long_line (input, "\"id\":4,\"error\":{\"code\":1,\"message\":\"decline\"}", MCP_RAW_RESPONSE_MIN);
-  append_long_line (input, "\"id\":5,\"result\":{}", MCP_RAW_RESPONSE_MIN - 100);
+  append_long_line (input, "\"id\":3,\"method\":\"tools/call\",\"params\":{}", 8 * 1024);
+  append_long_line (input, "\"method\":\"notifications/message\",\"params\":{}", 100);
+  append_long_line (input, "\"id\":4,\"error\":{\"code\":1,\"message\":\"decline\"}", 100);
 
   g_assert_true (g_unix_open_pipe (fds, FD_CLOEXEC, NULL));
   reader = mcp_line_reader_new (fds[0], 0, &funcs, &results, NULL);
@@ -278,17 +277,16 @@ test_response_line (void)
   g_main_loop_run (results.loop);
 
   g_assert_true (results.closed);
-  g_assert_cmpuint (results.raw->len, ==, 2);
+  g_assert_cmpuint (results.raw->len, ==, 3);
   g_assert_true (g_str_has_prefix (g_ptr_array_index (results.raw, 0), "{\"jsonrpc\":\"2.0\",\"id\":1,"));
-  g_assert_cmpuint (strlen (g_ptr_array_index (results.raw, 0)), >=, MCP_RAW_RESPONSE_MIN);
-  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.raw, 1), "{\"id\":4,"));
-  /* All but the one taken raw, in order. */
-  g_assert_cmpuint (results.messages->len, ==, 5);
-  g_assert_cmpstr (g_ptr_array_index (results.messages, 0), ==, "{\"id\":2,\"result\":{}}");
-  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.messages, 1), "{\"id\":3,\"method\""));
-  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.messages, 2), "{\"method\""));
-  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.messages, 3), "{\"error\""));
-  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.messages, 4), "{\"id\":5,"));
+  g_assert_cmpuint (strlen (g_ptr_array_index (results.raw, 0)), >=, 8 * 1024);
+  g_assert_cmpstr (g_ptr_array_index (results.raw, 1), ==, "{\"id\":2,\"result\":{}}");
+  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.raw, 2), "{\"id\":4,"));
+  /* All but those taken raw, in order. */
+  g_assert_cmpuint (results.messages->len, ==, 3);
+  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.messages, 0), "{\"id\":3,\"method\""));
+  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.messages, 1), "{\"method\""));
+  g_assert_true (g_str_has_prefix (g_ptr_array_index (results.messages, 2), "{\"error\""));
   g_assert_cmpuint (results.noise->len, ==, 0);
 
   g_source_unref (reader);

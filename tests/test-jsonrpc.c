@@ -62,6 +62,7 @@ test_parse_refuses (void)
 static void
 test_id_keys (void)
 {
+  static const json_int_t edges[] = { 1, 9, 10, -1, -10, 1234567890, G_MAXINT64, G_MININT64 };
   g_autoptr(json_t) zero = json_integer (0);
   g_autoptr(json_t) five = json_integer (5);
   g_autoptr(json_t) five_text = json_string ("5");
@@ -75,6 +76,16 @@ test_id_keys (void)
   g_assert_cmpstr (five_key, !=, five_text_key);
   g_assert_false (mcp_jsonrpc_id_is_valid (real));
   g_assert_null (mcp_jsonrpc_id_key (real));
+
+  /* Written out by hand: the edges of a 64-bit integer. */
+  for (gsize i = 0; i < G_N_ELEMENTS (edges); i++)
+    {
+      g_autoptr(json_t) id = json_integer (edges[i]);
+      g_autofree char *key = mcp_jsonrpc_id_key (id);
+      g_autofree char *expected = g_strdup_printf ("i:%" JSON_INTEGER_FORMAT, edges[i]);
+
+      g_assert_cmpstr (key, ==, expected);
+    }
 }
 
 /* "\u0000" is valid JSON: it parses, keeps its length, goes out as it came

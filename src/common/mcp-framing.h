@@ -63,9 +63,9 @@ typedef void (*McpNoiseFunc)   (const char *line,
  * EOF, set on a read error; the source is destroyed afterwards). */
 typedef void (*McpStreamFunc)  (GError     *error,
                                 gpointer    user_data);
-/* A line of at least MCP_RAW_RESPONSE_MIN bytes whose first members say
- * it is a response (mcp_raw_response_sniff()), offered before it is
- * parsed, so that a large result can be passed on unparsed
+/* A line whose first members say it is a response
+ * (mcp_raw_response_sniff()), offered before it is parsed, so that a
+ * result can be passed on unparsed
  * (mcp_raw_response_parse()).  TRUE if the callback took the line; FALSE
  * hands it to on_message (or on_noise) as any other line. */
 typedef gboolean (*McpResponseLineFunc) (const char *line,

@@ -45,6 +45,7 @@ typedef enum {
 McpMessageKind mcp_jsonrpc_classify      (json_t       *message);
 gboolean       mcp_jsonrpc_id_is_valid   (json_t       *id);
 char          *mcp_jsonrpc_id_key        (json_t       *id);
+char          *mcp_jsonrpc_integer_id_key (json_int_t   id);
 
 json_t        *mcp_jsonrpc_parse         (const char   *line,
                                           gsize         length,

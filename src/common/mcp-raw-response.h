@@ -1,10 +1,18 @@
 /* mcp-raw-response.h — a JSON-RPC response kept as the line it came as.
  *
- * A large reply is mostly its result, which the pool passes on unchanged
- * to a client that asked for it.  McpRawResponse validates the whole line
+ * A reply is mostly its result, which the pool passes on unchanged to a
+ * client that asked for it.  McpRawResponse validates the whole line
  * in one scan (mcp-json-scan.h), parses only the id and an error with
  * Jansson, and keeps the result as a span of the line, to be spliced into
  * the upstream reply (mcp_jsonrpc_splice_reply()) or parsed on demand.
+ *
+ * Every response line is offered raw first (McpLineReaderFuncs.
+ * on_response_line): the raw path saves CPU at any size (bench/mcp-bench
+ * passthru: about 45 → 4 µs at 0.8 KB, 1.4 ms → 70 µs at 31 KB), and on
+ * a warm call of a small tool it takes a fifth of serve's instructions
+ * away.  A line that is scanned and then declined, because the pool needs
+ * its value (a handshake, a listing, an error), costs some 10 % more than
+ * a parse; such lines are off the warm path.
  *
  * Immutable once made and refcounted (atomically): share it between
  * threads freely.
@@ -15,18 +23,6 @@
 #include <jansson.h>
 
 G_BEGIN_DECLS
-
-/* Lines shorter than this are parsed whole as before, even where a
- * callback could take them raw (McpLineReaderFuncs.on_response_line).
- * The raw path saves CPU at any size (bench/mcp-bench passthru: about
- * 45 → 4 µs at 0.8 KB, 200 → 8 µs at 3.9 KB, 1.4 ms → 70 µs at 31 KB),
- * but a line that is scanned and then declined, because the pool needs
- * its value, costs some 10 % more than a parse.  Short lines are mostly
- * of that kind (handshake, progress, errors) and their saving is small
- * against the fixed cost of a call's wakeups and writes, so they keep the
- * one parsed path; from a few KiB on, parsing and encoding the result is
- * what a reply costs. */
-#define MCP_RAW_RESPONSE_MIN (4 * 1024)
 
 typedef struct _McpRawResponse McpRawResponse;
 

@@ -33,7 +33,7 @@ json_t  *mcp_upstream_handle_request  (McpExpose       *expose,
                                        gpointer         progress_data);
 
 /* The reply to a request, for the request's @id: @reply (the callee owns
- * it), or, when a large result passed through without being parsed, the
+ * it), or, when a result passed through without being parsed, the
  * whole reply already encoded as one line, @line (borrowed). */
 typedef void (*McpUpstreamReplyFunc) (json_t   *id,
                                       json_t   *reply,

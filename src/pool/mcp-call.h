@@ -36,8 +36,8 @@ typedef void (*McpReplyFunc)    (json_t       *result,
                                  const GError *error,
                                  gpointer      user_data);
 
-/* The end of an asynchronous call whose result came as a large reply
- * that was validated but not parsed, for a caller that passes it on as
+/* The end of an asynchronous call whose result came as a reply that
+ * was validated but not parsed, for a caller that passes it on as
  * it is: called instead of the McpReplyFunc, with its user data;
  * @response is borrowed.  A JSON-RPC error never comes this way. */
 typedef void (*McpRawReplyFunc) (McpRawResponse *response,

@@ -530,7 +530,7 @@ request_async (McpSession            *session,
       return;
     }
   id = request->id = session->next_id++;
-  request->key = g_strdup_printf ("i:%" JSON_INTEGER_FORMAT, id);
+  request->key = mcp_jsonrpc_integer_id_key (id);
   g_hash_table_insert (session->pending, request->key, request);
   /* Set up under the lock: nothing can complete (and free) the request
    * before its timeout and cancellation are in place.  The cancel handler
@@ -690,8 +690,9 @@ complete_with_reply (McpSession *session,
   complete (request);
 }
 
-/* A large reply, not parsed: a result goes to its request as it is; an
- * error is small, and parsed as any other reply. */
+/* A reply, not parsed: a result goes to its request as it is (and is
+ * parsed there only if the caller wants a value, not the line); an error
+ * is small, and parsed as any other reply. */
 static gboolean
 on_transport_raw_response (McpRawResponse *response,
                            gpointer        user_data)

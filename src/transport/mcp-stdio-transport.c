@@ -213,7 +213,7 @@ on_stdout_noise (const char *line,
   self->funcs.on_message (reply, self->user_data);
 }
 
-/* A long response line, offered raw before it is parsed. */
+/* A response line, offered raw before it is parsed. */
 static gboolean
 on_stdout_response_line (const char *line,
                          gsize       length,

@@ -31,7 +31,7 @@ typedef struct {
   /* A message from the server, on the context; @message is borrowed. */
   void     (*on_message) (json_t       *message,
                           gpointer      user_data);
-  /* May be NULL.  A large response, validated but not parsed (see
+  /* May be NULL.  A response, validated but not parsed (see
    * common/mcp-raw-response.h), on the context: TRUE if it was taken,
    * FALSE to have it parsed and given to on_message. */
   gboolean (*on_raw_response) (McpRawResponse *response,
