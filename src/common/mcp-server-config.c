@@ -68,6 +68,12 @@ mcp_server_config_unref (McpServerConfig *config)
     return;
   g_free (config->name);
   g_free (config->source);
+  g_free (config->url);
+  g_strfreev (config->headers);
+  g_free (config->ca_file);
+  g_free (config->oauth_client_id);
+  g_free (config->oauth_client_secret);
+  g_free (config->oauth_scopes);
   g_free (config->command);
   g_strfreev (config->args);
   g_strfreev (config->env);
@@ -552,6 +558,18 @@ mcp_server_config_fingerprint (const McpServerConfig *config)
 {
   g_autoptr(GString) print = g_string_new (config->command);
 
+  if (config->transport != MCP_TRANSPORT_STDIO)
+    {
+      g_string_printf (print, "%d%curl=%s%cca=%s%cinsecure=%d%coauth=%s %s %s", config->transport,
+                       0x1f, config->url, 0x1f, config->ca_file ? config->ca_file : "",
+                       0x1f, config->allow_insecure_http, 0x1f,
+                       config->oauth_client_id ? config->oauth_client_id : "",
+                       config->oauth_client_secret ? config->oauth_client_secret : "",
+                       config->oauth_scopes ? config->oauth_scopes : "");
+      for (char **header = config->headers; header != NULL && *header != NULL; header++)
+        g_string_append_printf (print, "%cheader=%s", 0x1f, *header);
+      return g_string_free (g_steal_pointer (&print), FALSE);
+    }
   for (char **arg = config->args; arg != NULL && *arg != NULL; arg++)
     g_string_append_printf (print, "%carg=%s", 0x1f, *arg);
   for (char **pair = config->env; pair != NULL && *pair != NULL; pair++)

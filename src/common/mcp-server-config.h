@@ -37,10 +37,30 @@ typedef enum {
  * server gets, beyond the allow-list. */
 #define MCP_POOL_ENV_PASSTHROUGH_ENV "MCP_POOL_ENV_PASSTHROUGH"
 
+/* How the pool reaches a server (DESIGN.md §10). */
+typedef enum {
+  MCP_TRANSPORT_STDIO,        /* a child process: command, args, env, cwd */
+  MCP_TRANSPORT_HTTP,         /* Streamable HTTP at url, falling back to HTTP+SSE
+                               * when the server refuses the first POST */
+  MCP_TRANSPORT_SSE,          /* the 2024-11-05 HTTP+SSE transport only */
+} McpTransportKind;
+
 typedef struct {
   gatomicrefcount ref_count;
   char   *name;
   char   *source;             /* the file it came from, for messages */
+  McpTransportKind transport;
+  /* Remote servers (transport HTTP or SSE); NULL or FALSE for stdio. */
+  char   *url;                /* the endpoint, ${VAR} expanded */
+  GStrv   headers;            /* "Name: value" lines sent with every request, expanded;
+                               * like oauth_client_secret, never shown or logged */
+  char   *ca_file;            /* "caFile": trust only this CA bundle; NULL: the system's */
+  gboolean allow_insecure_http; /* "allowInsecureHttp": plain http:// beyond loopback */
+  char   *oauth_client_id;    /* "oauth": {"clientId"}: pre-registered, or an https://
+                               * Client ID Metadata Document URL; NULL: register */
+  char   *oauth_client_secret; /* "oauth": {"clientSecret"}; NULL: a public client */
+  char   *oauth_scopes;       /* "oauth": {"scopes"}, space-separated; NULL: the server's */
+  /* Local servers (transport STDIO). */
   char   *command;
   GStrv   args;
   GStrv   env;                /* KEY=VALUE pairs added to the environment */
