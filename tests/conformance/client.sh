@@ -1,0 +1,122 @@
+#!/bin/sh
+# The client that `conformance client --command` runs: the suite appends its
+# test server's URL and names the scenario in $MCP_CONFORMANCE_SCENARIO
+# (scenario data, e.g. pre-registered credentials, as JSON in
+# $MCP_CONFORMANCE_CONTEXT).  Each scenario is mapped to the ad-hoc remote
+# commands of the CLI, `mcp-pool tools --url` and `mcp-pool call --url`, so
+# the suite tests what a user runs.  $MCP_POOL_MCP_POOL names the binary
+# (tests/conformance/run sets it to the build's).
+#
+# Scenario (spec version)               what the suite checks / what we run
+# ------------------------------------  --------------------------------------
+# initialize (2025-06-18, 2025-11-25)   initialize with a known protocolVersion
+#                                       and clientInfo: `tools --url URL`
+# tools_call (2025-06-18, 2025-11-25)   add_numbers called with {a, b}:
+#                                       `call --url URL add_numbers {"a":2,"b":3}`
+# elicitation-sep1034-client-defaults   the elicitation during the call is
+#   (2025-11-25)                        accepted with each field's default:
+#                                       `call --url URL --elicitation
+#                                       accept-defaults test_client_elicitation_defaults`
+# sse-retry (2025-11-25)                the server closes the call's SSE stream
+#                                       after `retry: 500`; the client waits
+#                                       that long, GETs with Last-Event-ID and
+#                                       takes the result from the GET stream:
+#                                       `call --url URL test_reconnection`
+# auth/metadata-default, -var1, -var2,  PRM and AS metadata discovery (each
+#   -var3 (2025-11-25)                  well-known and path variant), DCR,
+#                                       PKCE S256, token, then the call:
+#                                       `call --url URL test-tool`
+# auth/scope-from-www-authenticate,     the scope requested: from
+#   -from-scopes-supported,             WWW-Authenticate, else scopes_supported,
+#   -omitted-when-undefined (2025-11-25) else none: `call --url URL test-tool`
+# auth/scope-step-up (2025-11-25)       403 insufficient_scope on tools/call:
+#                                       a second login with the wider scope:
+#                                       `call --url URL test-tool`
+# auth/scope-retry-limit (2025-11-25)   a 403 that never ends: at most 3
+#                                       logins, then an error (allowed here):
+#                                       `call --url URL test-tool`
+# auth/token-endpoint-auth-basic, -post, the token endpoint authenticated as
+#   -none (2025-06-18, 2025-11-25)      advertised, `resource` (RFC 8707) sent
+#                                       in both requests: `call --url URL test-tool`
+# auth/pre-registration (2025-11-25)    no DCR; the context's client id and
+#                                       secret, sent with client_secret_basic:
+#                                       `call --url URL --oauth-client-id ID
+#                                       --oauth-client-secret S test-tool`
+# auth/basic-cimd (2025-11-25)          the AS supports Client ID Metadata
+#                                       Documents: client_id is our HTTPS URL:
+#                                       `call --url URL --oauth-client-id
+#                                       https://conformance-test.local/client-metadata.json test-tool`
+# auth/2025-03-26-oauth-metadata-backcompat, -oauth-endpoint-fallback
+#   (2025-03-26)                        no PRM: AS metadata at the server's
+#                                       root, else /authorize, /token and
+#                                       /register there: `call --url URL test-tool`
+# auth/resource-mismatch (draft)        the PRM names another resource: no
+#                                       login at all, an error (allowed):
+#                                       `call --url URL test-tool`
+# auth/offline-access-scope,            refresh_token among the DCR grant
+#   auth/offline-access-not-supported   types; offline_access never asked for
+#   (draft)                             when the AS does not list it:
+#                                       `call --url URL test-tool`
+# auth/client-credentials-jwt,          client_credentials grant (private_key_jwt
+#   auth/client-credentials-basic,      or a secret) and SEP-990 token exchange:
+#   auth/cross-app-access-complete-flow no such grant in mcp-pool; exits 1
+#   (extension)                         (listed in expected-failures.yaml)
+#
+# Logins are real: the CLI opens the authorization URL with $MCP_POOL_BROWSER,
+# here visit-url, which follows the authorization server's redirect to the
+# CLI's loopback listener.  Every run gets its own HOME, XDG directories and
+# no session bus, so no user's config, keyring or tokens are read or written,
+# and tokens of one scenario cannot satisfy another.
+set -eu
+
+url=${1:?usage: client.sh SERVER_URL (run by conformance client --command)}
+scenario=${MCP_CONFORMANCE_SCENARIO:?MCP_CONFORMANCE_SCENARIO is not set}
+here=$(cd "$(dirname "$0")" && pwd)
+mcp_pool=${MCP_POOL_MCP_POOL:-mcp-pool}
+
+state=$(mktemp -d "${TMPDIR:-/tmp}/mcp-pool-conformance.XXXXXX")
+trap 'rm -rf "$state"' EXIT
+mkdir -p "$state/config" "$state/data" "$state/state" "$state/cache" "$state/run"
+chmod 0700 "$state/run"
+export HOME="$state" XDG_CONFIG_HOME="$state/config" XDG_DATA_HOME="$state/data" \
+  XDG_STATE_HOME="$state/state" XDG_CACHE_HOME="$state/cache" XDG_RUNTIME_DIR="$state/run"
+# No Secret Service: tokens go to the 0600 file under $XDG_STATE_HOME.
+export DBUS_SESSION_BUS_ADDRESS="unix:path=$state/run/no-bus"
+export MCP_POOL_BROWSER="$here/visit-url"
+export no_proxy="localhost,127.0.0.1,::1" NO_PROXY="localhost,127.0.0.1,::1"
+unset MCP_POOL_CONFIG
+
+# A field of $MCP_CONFORMANCE_CONTEXT.
+context() {
+  python3 -c 'import json, os, sys; print(json.loads(os.environ["MCP_CONFORMANCE_CONTEXT"])[sys.argv[1]])' "$1"
+}
+
+# Not exec: the trap removes the run's directory afterwards.
+call() {
+  "$mcp_pool" call --url "$url" "$@"
+}
+
+case "$scenario" in
+  initialize)
+    "$mcp_pool" tools --url "$url" ;;
+  tools_call)
+    call add_numbers '{"a": 2, "b": 3}' ;;
+  elicitation-sep1034-client-defaults)
+    call --elicitation accept-defaults test_client_elicitation_defaults '{}' ;;
+  sse-retry)
+    call test_reconnection '{}' ;;
+  auth/pre-registration)
+    call --oauth-client-id "$(context client_id)" \
+         --oauth-client-secret "$(context client_secret)" test-tool '{}' ;;
+  auth/basic-cimd)
+    call --oauth-client-id https://conformance-test.local/client-metadata.json test-tool '{}' ;;
+  auth/client-credentials-jwt | auth/client-credentials-basic | auth/cross-app-access-complete-flow)
+    echo "client.sh: $scenario needs an OAuth grant mcp-pool does not implement" \
+         "(client_credentials, token exchange); see expected-failures.yaml" >&2
+    exit 1 ;;
+  auth/*)
+    call test-tool '{}' ;;
+  *)
+    echo "client.sh: no mapping for the scenario '$scenario': add it to tests/conformance/client.sh" >&2
+    exit 2 ;;
+esac
