@@ -558,10 +558,12 @@ is_loopback_host (const char *host)
   return g_ascii_strcasecmp (host, "localhost") == 0;
 }
 
+/* @insecure_switch is how the user allows plain http:// where @field is. */
 static gboolean
 check_url (const char  *name,
            const char  *source,
            const char  *field,
+           const char  *insecure_switch,
            const char  *url,
            gboolean     allow_insecure_http,
            GError     **error)
@@ -582,8 +584,8 @@ check_url (const char  *name,
     {
       g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
                    _("Server “%s” in %s: “%s” is plain http:// to %s, which would send requests "
-                     "and tokens unencrypted; use https://, or set “allowInsecureHttp”: true if "
-                     "the network is trusted"), name, source, field, host);
+                     "and tokens unencrypted; use https://, or give %s if the network is trusted"),
+                   name, source, field, host, insecure_switch);
       return FALSE;
     }
   return TRUE;
@@ -756,7 +758,8 @@ read_remote (McpServerConfig  *config,
     return invalid_field (error, name, source, "allowInsecureHttp", _("true or false"));
   config->allow_insecure_http = json_is_true (insecure);
   config->url = expand_text (json_string_value (json_object_get (entry, url_field)), expansion);
-  if (!check_url (name, source, url_field, config->url, config->allow_insecure_http, error) ||
+  if (!check_url (name, source, url_field, "“allowInsecureHttp”: true", config->url,
+                  config->allow_insecure_http, error) ||
       !read_headers (config, entry, expansion, error) ||
       !read_oauth (config, entry, expansion, error) ||
       !read_optional_string (entry, "caFile", &ca_file, name, source, error))
@@ -924,6 +927,7 @@ mcp_server_config_new_remote (const char          *url,
                               const char * const  *headers,
                               const char          *oauth_client_id,
                               const char          *oauth_client_secret,
+                              gboolean             allow_insecure_http,
                               GError             **error)
 {
   const char *source = _("the command line");
@@ -935,7 +939,8 @@ mcp_server_config_new_remote (const char          *url,
   config->source = g_strdup (source);
   config->transport = transport;
   config->url = g_strdup (url);
-  if (!check_url (config->name, source, "--url", url, FALSE, error))
+  config->allow_insecure_http = allow_insecure_http;
+  if (!check_url (config->name, source, "--url", "--allow-insecure-http", url, allow_insecure_http, error))
     return NULL;
   for (const char * const *header = headers; header != NULL && *header != NULL; header++)
     {
@@ -1014,6 +1019,27 @@ mcp_server_config_describe_remote (const McpServerConfig *config,
   json_object_set_new (object, "transport", json_string (mcp_server_config_transport_name (config)));
   json_object_set_new (object, "url", url != NULL ? json_string (url) : json_null ());
   json_object_set_new (object, "auth", json_string (mcp_server_config_auth_name (config)));
+}
+
+char *
+mcp_server_config_format_remote (const char *transport,
+                                 const char *url,
+                                 const char *auth)
+{
+  /* TRANSPORT URL, auth: AUTH */
+  return g_strdup_printf (_("%s %s, auth: %s"), transport, url != NULL ? url : "?", auth);
+}
+
+char *
+mcp_server_config_remote_summary (const McpServerConfig *config)
+{
+  g_autofree char *url = NULL;
+
+  if (config == NULL || config->transport == MCP_TRANSPORT_STDIO)
+    return NULL;
+  url = mcp_server_config_display_url (config);
+  return mcp_server_config_format_remote (mcp_server_config_transport_name (config), url,
+                                          mcp_server_config_auth_name (config));
 }
 
 /* What decides whether a running session still matches its config: a

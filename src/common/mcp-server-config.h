@@ -122,6 +122,7 @@ McpServerConfig *mcp_server_config_new_remote         (const char          *url,
                                                        const char * const  *headers,
                                                        const char          *oauth_client_id,
                                                        const char          *oauth_client_secret,
+                                                       gboolean             allow_insecure_http,
                                                        GError             **error);
 char            *mcp_server_config_expand         (const char         *text,
                                                    const char * const *envp);
@@ -147,6 +148,12 @@ const char      *mcp_server_config_auth_name      (const McpServerConfig *config
  * a stdio server's listing as it was. */
 void             mcp_server_config_describe_remote (const McpServerConfig *config,
                                                     json_t                *object);
+/* The same in words for a line of text: "http https://host/mcp, auth: oauth";
+ * NULL for a stdio server.  _format_ takes the fields of a listing. */
+char            *mcp_server_config_remote_summary (const McpServerConfig *config);
+char            *mcp_server_config_format_remote  (const char            *transport,
+                                                   const char            *url,
+                                                   const char            *auth);
 
 /* Any thread; these read files and block. */
 json_t          *mcp_server_config_read_json      (const char       *path,

@@ -136,6 +136,15 @@ discovery_new (void)
   return discovery;
 }
 
+McpDiscovery *
+mcp_discovery_new_for_server (McpServerConfig *config)
+{
+  McpDiscovery *discovery = discovery_new ();
+
+  g_ptr_array_add (discovery->servers, mcp_server_config_ref (config));
+  return discovery;
+}
+
 static McpConfigSource *
 add_source (Discoverer *d,
             const char *path,

@@ -84,6 +84,9 @@ McpDiscovery *mcp_config_discover    (const McpDiscoveryOptions *options);
 /* TRUE when MCP_POOL_PARENT is set and not empty in @envp (NULL: the
  * process's environment): this mcp-pool runs as a server of another. */
 gboolean      mcp_config_is_nested   (const char * const        *envp);
+/* Any thread: a discovery that found @config only and read no file, for a
+ * server given on the command line. */
+McpDiscovery *mcp_discovery_new_for_server (McpServerConfig         *config);
 void          mcp_discovery_free     (McpDiscovery              *discovery);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpDiscovery, mcp_discovery_free)
