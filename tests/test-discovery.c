@@ -968,7 +968,7 @@ test_remote_command_line (void)
   };
   g_autoptr(GError) error = NULL;
   g_autoptr(McpServerConfig) config = mcp_server_config_new_remote ("https://api.example.com:8443/mcp",
-                                                                    MCP_TRANSPORT_SSE, headers, "cid", "cs", &error);
+                                                                    MCP_TRANSPORT_SSE, headers, "cid", "cs", FALSE, &error);
 
   g_assert_no_error (error);
   g_assert_cmpstr (config->name, ==, "api.example.com");
@@ -979,17 +979,22 @@ test_remote_command_line (void)
   g_assert_cmpstr (config->oauth_client_secret, ==, "cs");
   g_clear_pointer (&config, mcp_server_config_unref);
 
-  config = mcp_server_config_new_remote ("http://127.0.0.1:9/mcp", MCP_TRANSPORT_HTTP, NULL, NULL, NULL, &error);
+  config = mcp_server_config_new_remote ("http://127.0.0.1:9/mcp", MCP_TRANSPORT_HTTP, NULL, NULL, NULL, FALSE, &error);
   g_assert_no_error (error);
   g_assert_cmpstr (config->name, ==, "127.0.0.1");
   g_assert_cmpstrv (config->headers, ((const char * const []) { NULL }));
+  g_clear_pointer (&config, mcp_server_config_unref);
+
+  config = mcp_server_config_new_remote ("http://lan.example/mcp", MCP_TRANSPORT_HTTP, NULL, NULL, NULL, TRUE, &error);
+  g_assert_no_error (error);
+  g_assert_true (config->allow_insecure_http);
   g_clear_pointer (&config, mcp_server_config_unref);
 
   for (gsize i = 0; i < G_N_ELEMENTS (errors); i++)
     {
       const char * const one[] = { errors[i].header, NULL };
 
-      config = mcp_server_config_new_remote (errors[i].url, MCP_TRANSPORT_HTTP, one, NULL, NULL, &error);
+      config = mcp_server_config_new_remote (errors[i].url, MCP_TRANSPORT_HTTP, one, NULL, NULL, FALSE, &error);
       g_assert_null (config);
       g_assert_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID);
       if (strstr (error->message, errors[i].message) == NULL)
