@@ -340,14 +340,135 @@ test_servers (void)
   g_assert_nonnull (strstr (table.out, "beta"));
   g_assert_nonnull (strstr (table.out, "~/.claude.json"));
   g_assert_nonnull (strstr (table.out, "idle"));
-  g_assert_nonnull (strstr (table.out, "remote"));
+  g_assert_nonnull (strstr (table.out, "remote: remote: http https://example.invalid/mcp, auth: none\n"));
   g_assert_nonnull (strstr (table.out, "disabled"));
 
   run (&json, "servers", "--json", NULL);
   g_assert_cmpint (json.status, ==, 0);
   parsed = json_loads (json.out, 0, NULL);
   g_assert_cmpuint (json_array_size (parsed), ==, 4);
+  /* A stdio server's listing has no remote fields. */
+  g_assert_null (json_object_get (json_array_get (parsed, 0), "transport"));
   g_unlink (path);
+}
+
+/* Remote servers in servers, servers --json and doctor: transport, URL
+ * and auth, and none of the secrets their entries hold. */
+static void
+test_servers_remote (void)
+{
+  const char *text =
+    "{\"mcpServers\": {"
+    "\"web\": {\"type\": \"http\", \"url\": \"https://user:s3cret@api.example.invalid/mcp?key=s3cret\","
+    " \"headers\": {\"Authorization\": \"Bearer ${SECRET_TOKEN}\"}},"
+    "\"events\": {\"type\": \"sse\", \"url\": \"https://events.example.invalid/sse\","
+    " \"oauth\": {\"clientId\": \"pool\", \"clientSecret\": \"s3cret\", \"scopes\": [\"read\"]}}}}";
+  const char * const environment[] = { "SECRET_TOKEN=s3cret", NULL };
+  const char * const servers_args[] = { "servers", NULL };
+  const char * const json_args[] = { "servers", "--json", NULL };
+  const char * const doctor_args[] = { "doctor", NULL };
+  g_autofree char *path = write_home_file (".cursor/mcp.json", text);
+  g_auto(RunResult) table = { 0 };
+  g_auto(RunResult) json = { 0 };
+  g_auto(RunResult) doctor = { 0 };
+  const RunResult *results[] = { &table, &json, &doctor };
+  g_autoptr(json_t) parsed = NULL;
+  json_t *server;
+  size_t index;
+
+  run_argv (&table, environment, servers_args);
+  g_assert_cmpint (table.status, ==, 0);
+  g_assert_nonnull (strstr (table.out, "remote: web: http https://api.example.invalid/mcp, auth: headers\n"));
+  g_assert_nonnull (strstr (table.out, "remote: events: sse https://events.example.invalid/sse, auth: oauth\n"));
+
+  run_argv (&json, environment, json_args);
+  g_assert_cmpint (json.status, ==, 0);
+  parsed = json_loads (json.out, 0, NULL);
+  g_assert_cmpuint (json_array_size (parsed), ==, 2);
+  json_array_foreach (parsed, index, server)
+    {
+      gboolean web = g_str_equal (mcp_json_get_string (server, "name"), "web");
+
+      g_assert_cmpstr (mcp_json_get_string (server, "state"), ==, "idle");
+      g_assert_cmpstr (mcp_json_get_string (server, "transport"), ==, web ? "http" : "sse");
+      g_assert_cmpstr (mcp_json_get_string (server, "url"), ==,
+                       web ? "https://api.example.invalid/mcp" : "https://events.example.invalid/sse");
+      g_assert_cmpstr (mcp_json_get_string (server, "auth"), ==, web ? "headers" : "oauth");
+    }
+
+  /* Until the HTTP transport runs them, the start fails, naming the server. */
+  run_argv (&doctor, environment, doctor_args);
+  g_assert_nonnull (strstr (doctor.out, "server “web” (http https://api.example.invalid/mcp, auth: headers)"));
+  g_assert_nonnull (strstr (doctor.out, "server “events” (sse https://events.example.invalid/sse, auth: oauth)"));
+
+  for (gsize i = 0; i < G_N_ELEMENTS (results); i++)
+    {
+      g_assert_null (strstr (results[i]->out, "s3cret"));
+      g_assert_null (strstr (results[i]->err, "s3cret"));
+    }
+  g_unlink (path);
+  test_assert_no_children ();
+}
+
+/* The options of a remote server given on the command line, each wrong
+ * one refused before anything runs, with what to write instead. */
+static void
+test_url_errors (void)
+{
+  const struct {
+    const char *args[8];
+    const char *message;
+  } cases[] = {
+    { { "tools", "--url", NULL }, "Missing argument for --url" },
+    { { "tools", "--url", "", NULL }, "--url needs the server's address" },
+    { { "tools", "--url", "ftp://example.invalid/mcp", NULL }, "“--url” must be an http:// or https:// URL" },
+    { { "call", "--url", "example.invalid/mcp", "tool", NULL }, "“--url” must be an http:// or https:// URL" },
+    { { "tools", "--url", "http://example.invalid/mcp", NULL }, "plain http:// to example.invalid" },
+    { { "call", "--url", "https:///mcp", "tool", NULL }, "with a host name" },
+    { { "tools", "--url", "https://example.invalid/mcp", "--header", "Bearer s3cret", NULL },
+      "--header needs the form “Name: value”" },
+    { { "call", "--url", "https://example.invalid/mcp", "-H", "Bad Name: s3cret", "tool", NULL },
+      "“Bad Name” is not a header name" },
+    { { "tools", "--header", "Authorization: Bearer s3cret", NULL }, "are for a server given with --url URL" },
+    { { "tools", "--url", "https://example.invalid/mcp", "--transport", "ws", NULL }, "--transport must be http or sse" },
+    { { "tools", "--url", "https://example.invalid/mcp", "--shared", NULL }, "drop --shared" },
+    { { "tools", "--url", "https://example.invalid/mcp", "some-server", NULL }, "give no SERVER with it" },
+    { { "call", "--url", "https://example.invalid/mcp", NULL }, "mcp-pool call: give a tool" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_auto(RunResult) result = { 0 };
+
+      run_argv (&result, NULL, cases[i].args);
+      g_assert_cmpint (result.status, ==, 2);
+      if (strstr (result.err, cases[i].message) == NULL)
+        g_error ("%s: “%s” lacks “%s”", cases[i].args[0], result.err, cases[i].message);
+      g_assert_null (strstr (result.err, "s3cret"));
+      g_assert_cmpstr (result.out, ==, "");
+    }
+}
+
+/* A valid --url reaches the pool, which names the server after the host;
+ * until the HTTP transport lands, the start fails there. */
+static void
+test_url_runs (void)
+{
+  const char * const tools_args[] = { "tools", "--url", "http://127.0.0.1:9/mcp", "--json", NULL };
+  const char * const call_args[] = {
+    "call", "--url", "https://localhost:9/mcp", "--header", "X-Key: s3cret", "echo", "message=x", NULL
+  };
+  g_auto(RunResult) tools = { 0 };
+  g_auto(RunResult) call = { 0 };
+
+  run_argv (&tools, NULL, tools_args);
+  g_assert_cmpint (tools.status, ==, 1);
+  g_assert_nonnull (strstr (tools.err, "Server “127.0.0.1”"));
+  run_argv (&call, NULL, call_args);
+  g_assert_cmpint (call.status, ==, 1);
+  g_assert_nonnull (strstr (call.err, "Server “localhost”"));
+  g_assert_null (strstr (call.err, "s3cret"));
+  test_assert_no_children ();
 }
 
 static void
@@ -777,6 +898,9 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/call-errors", test_call_errors);
   g_test_add_func ("/cli/children-die-with-pool", test_children_die_with_pool);
   g_test_add_func ("/cli/servers", test_servers);
+  g_test_add_func ("/cli/servers/remote", test_servers_remote);
+  g_test_add_func ("/cli/url/errors", test_url_errors);
+  g_test_add_func ("/cli/url/runs", test_url_runs);
   g_test_add_func ("/cli/tools", test_tools);
   g_test_add_func ("/cli/serve-options", test_serve_options);
   g_test_add_func ("/cli/doctor", test_doctor);

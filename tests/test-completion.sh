@@ -67,20 +67,28 @@ expect "--expose=gateway" serve --expose=g
 expect "servers.json" serve --config serv
 expect "servers.json" doctor -c serv
 expect "--config=servers.json" tools --config=serv
-expect "alpha beta-2" tools --config servers.json ""
+expect "alpha beta-2 remote" tools --config servers.json ""
 expect "beta-2" evict -c servers.json b
 # --shared does not go with --config: the names come from $MCP_POOL_CONFIG.
-MCP_POOL_CONFIG=servers.json expect "alpha beta-2" evict --shared ""
+MCP_POOL_CONFIG=servers.json expect "alpha beta-2 remote" evict --shared ""
 MCP_POOL_CONFIG=servers.json expect "alpha" call --shared a
 expect "servers.json" reload -c serv
 expect "" reload ""
 expect "" reload --shared ""
 expect "alpha" call --config=servers.json a
 expect "" call --config=servers.json alpha ""
-expect "alpha,beta-2" run -c servers.json --servers alpha,
+expect "alpha,beta-2 alpha,remote" run -c servers.json --servers alpha,
 expect "script.py" run -c servers.json scr
 expect "" tools --config missing.json ""
 expect "" tools --timeout ""
+expect "--url" tools --ur
+expect "--oauth-client-id --oauth-client-secret" call --oauth
+expect "" servers --ur
+expect "http sse" tools --url https://example.com/mcp --transport ""
+expect "--transport=sse" call --transport=s
+expect "" tools --url https://example.com/mcp ""
+expect "" call --config servers.json --url https://example.com/mcp ""
+expect "" call -H ""
 COMP_WORDS=(/nonexistent/mcp-pool tools "")
 COMP_CWORD=2
 _mcp_pool && [[ ${#COMPREPLY[@]} == 0 ]] && echo "ok: a missing program completes nothing" ||

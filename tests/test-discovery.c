@@ -9,6 +9,7 @@
 #include <glib/gstdio.h>
 
 #include "pool/mcp-config-discovery.h"
+#include "common/mcp-jsonrpc.h"
 #include "pool/mcp-config-watcher.h"
 #include "test-files.h"
 
@@ -631,29 +632,393 @@ test_nested (Fixture       *fixture,
   assert_skipped (discovery, "b", path, "MCP_POOL_PARENT");
 }
 
+/* Each client's spelling of a server reached by URL, from its own file. */
 static void
-test_remote (Fixture       *fixture,
-             gconstpointer  data)
+test_remote_spellings (Fixture       *fixture,
+                       gconstpointer  data)
 {
-  g_autofree char *project = write_json (fixture->cwd, ".mcp.json",
-                                         "{'mcpServers': {'web': {'url': 'https://example.com/mcp'},"
-                                         " 'events': {'type': 'sse', 'url': 'https://example.com/sse'},"
-                                         " 'typed': {'type': 'streamable-http'},"
-                                         " 'local': {'command': 'prog'}}}");
+  g_autofree char *claude = write_json (fixture->cwd, ".mcp.json",
+                                        "{'mcpServers': {'cc-http': {'type': 'http', 'url': 'https://example.com/mcp',"
+                                        " 'headers': {'X-Api-Key': 'k1'}},"
+                                        " 'cc-sse': {'type': 'sse', 'url': 'https://example.com/sse'},"
+                                        " 'cc-streamable': {'type': 'streamable-http', 'url': 'https://example.com/s1'},"
+                                        " 'cc-camel': {'type': 'streamableHttp', 'url': 'https://example.com/s2'},"
+                                        " 'local': {'command': 'prog'}}}");
+  g_autofree char *cursor = write_json (fixture->home, ".cursor/mcp.json",
+                                        "{'mcpServers': {'cursor': {'url': 'https://cursor.example/mcp'}}}");
   g_autofree char *vscode = write_json (fixture->cwd, ".vscode/mcp.json",
-                                        "{'servers': {'vs': {'type': 'http', 'url': 'https://example.com/vs'}}}");
+                                        "{'servers': {'vs': {'type': 'http', 'url': 'https://example.com/vs',"
+                                        " 'headers': {'Authorization': 'Bearer t'}}}}");
+  g_autofree char *gemini = write_json (fixture->home, ".gemini/settings.json",
+                                        "{'mcpServers': {'gem-http': {'httpUrl': 'https://gemini.example/mcp'},"
+                                        " 'gem-sse': {'url': 'https://gemini.example/sse'}}}");
+  g_autofree char *windsurf = write_json (fixture->home, ".codeium/windsurf/mcp_config.json",
+                                          "{'mcpServers': {'surf': {'serverUrl': 'https://surf.example/mcp'}}}");
   g_autofree char *oc = write_json (fixture->home, ".config/opencode/opencode.json",
-                                    "{'mcp': {'oc': {'type': 'remote', 'url': 'https://example.com/oc'}}}");
+                                    "{'mcp': {'oc': {'type': 'remote', 'url': 'https://example.com/oc',"
+                                    " 'headers': {'Authorization': 'Bearer o'}, 'enabled': true}}}");
+  g_autofree char *single = write_json (fixture->home, "MCPs/linear.json", "{'url': 'https://mcp.linear.app/mcp'}");
+  const struct {
+    const char       *name;
+    McpTransportKind  transport;
+    const char       *url;
+    const char       *source;
+  } expected[] = {
+    { "cc-http", MCP_TRANSPORT_HTTP, "https://example.com/mcp", claude },
+    { "cc-sse", MCP_TRANSPORT_SSE, "https://example.com/sse", claude },
+    { "cc-streamable", MCP_TRANSPORT_HTTP, "https://example.com/s1", claude },
+    { "cc-camel", MCP_TRANSPORT_HTTP, "https://example.com/s2", claude },
+    { "cursor", MCP_TRANSPORT_HTTP, "https://cursor.example/mcp", cursor },
+    { "vs", MCP_TRANSPORT_HTTP, "https://example.com/vs", vscode },
+    { "gem-http", MCP_TRANSPORT_HTTP, "https://gemini.example/mcp", gemini },
+    { "gem-sse", MCP_TRANSPORT_SSE, "https://gemini.example/sse", gemini },
+    { "surf", MCP_TRANSPORT_HTTP, "https://surf.example/mcp", windsurf },
+    { "oc", MCP_TRANSPORT_HTTP, "https://example.com/oc", oc },
+    { "linear", MCP_TRANSPORT_HTTP, "https://mcp.linear.app/mcp", single },
+  };
   g_autoptr(McpDiscovery) discovery = discover (fixture);
 
+  g_assert_cmpuint (discovery->skipped->len, ==, 0);
+  g_assert_cmpuint (discovery->servers->len, ==, G_N_ELEMENTS (expected) + 1);
+  for (gsize i = 0; i < G_N_ELEMENTS (expected); i++)
+    {
+      McpServerConfig *config = find_server (discovery, expected[i].name);
+
+      g_assert_nonnull (config);
+      g_assert_cmpint (config->transport, ==, expected[i].transport);
+      g_assert_cmpstr (config->url, ==, expected[i].url);
+      g_assert_cmpstr (config->source, ==, expected[i].source);
+      g_assert_null (config->command);
+    }
+  g_assert_cmpstrv (find_server (discovery, "cc-http")->headers, ((const char * const []) { "X-Api-Key: k1", NULL }));
+  g_assert_cmpstrv (find_server (discovery, "vs")->headers, ((const char * const []) { "Authorization: Bearer t", NULL }));
+  g_assert_cmpstrv (find_server (discovery, "oc")->headers, ((const char * const []) { "Authorization: Bearer o", NULL }));
+  g_assert_cmpstrv (find_server (discovery, "cursor")->headers, ((const char * const []) { NULL }));
+  g_assert_cmpint (find_server (discovery, "local")->transport, ==, MCP_TRANSPORT_STDIO);
+}
+
+/* ${VAR} in the url, header values, OAuth client and CA file; an unset
+ * one is warned about, naming the variable but never the value. */
+static void
+test_remote_expand (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  g_autofree char *path = write_json (fixture->cwd, ".mcp.json",
+                                      "{'mcpServers': {'web': {'url': 'https://${HOST:-api.example}/mcp',"
+                                      " 'headers': {'Authorization': 'Bearer ${TOKEN}', 'X-Missing': '${NOT_SET}'},"
+                                      " 'caFile': '${TOOLS}/ca.pem',"
+                                      " 'oauth': {'clientId': 'id-${TOKEN}', 'clientSecret': '${TOKEN}'}}}}");
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+  McpServerConfig *config = find_server (discovery, "web");
+
+  g_assert_nonnull (config);
+  g_assert_cmpstr (config->url, ==, "https://api.example/mcp");
+  g_assert_cmpstrv (config->headers, ((const char * const []) { "Authorization: Bearer s3cret", "X-Missing: ", NULL }));
+  g_assert_cmpstr (config->ca_file, ==, "/opt/tools/ca.pem");
+  g_assert_cmpstr (config->oauth_client_id, ==, "id-s3cret");
+  g_assert_cmpstr (config->oauth_client_secret, ==, "s3cret");
+  g_assert_cmpuint (g_strv_length (config->warnings), ==, 1);
+  g_assert_nonnull (strstr (config->warnings[0], "${NOT_SET}"));
+  g_assert_nonnull (strstr (config->warnings[0], "“web”"));
+  g_assert_nonnull (strstr (config->warnings[0], path));
+}
+
+/* "oauth", "caFile", "allowInsecureHttp" and the fields every entry has. */
+static void
+test_remote_fields (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  g_autofree char *path = write_json (fixture->cwd, ".mcp.json",
+                                      "{'mcpServers': {"
+                                      " 'listed': {'url': 'https://a.example/mcp', 'oauth': {'clientId': 'cid',"
+                                      "   'clientSecret': 'cs', 'scopes': ['read', 'write']},"
+                                      "   'timeout': 5, 'idleTimeout': 7, 'maxConcurrency': 3, 'description': 'Remote A'},"
+                                      " 'spaced': {'url': 'https://b.example/mcp', 'oauth': {'scopes': ' read  write '}},"
+                                      " 'public': {'url': 'https://c.example/mcp', 'oauth': {}},"
+                                      " 'loop4': {'url': 'http://127.0.0.2:8080/mcp'},"
+                                      " 'loop6': {'url': 'http://[::1]:8080/mcp'},"
+                                      " 'loopname': {'url': 'http://localhost:3000/mcp'},"
+                                      " 'trusted': {'url': 'http://lan.example/mcp', 'allowInsecureHttp': true,"
+                                      "   'caFile': '/etc/ca.pem'},"
+                                      " 'off': {'url': 'https://d.example/mcp', 'disabled': true}}}");
+  g_autofree char *oc = write_json (fixture->home, ".config/opencode/opencode.json",
+                                    "{'mcp': {'oc': {'type': 'remote', 'url': 'https://o.example/mcp',"
+                                    " 'oauth': {'clientId': 'o', 'scope': 'tools:read'}},"
+                                    " 'oc-plain': {'type': 'remote', 'url': 'https://p.example/mcp', 'oauth': false}}}");
+  g_autoptr(McpDiscovery) discovery = discover (fixture);
+  McpServerConfig *config = find_server (discovery, "listed");
+  const char * const loopbacks[] = { "loop4", "loop6", "loopname" };
+
+  g_assert_cmpuint (discovery->skipped->len, ==, 1);
+  assert_skipped (discovery, "off", path, "disabled in");
+  g_assert_nonnull (config);
+  g_assert_cmpstr (config->oauth_client_id, ==, "cid");
+  g_assert_cmpstr (config->oauth_client_secret, ==, "cs");
+  g_assert_cmpstr (config->oauth_scopes, ==, "read write");
+  g_assert_cmpint (config->call_timeout_ms, ==, 5000);
+  g_assert_cmpint (config->idle_timeout_ms, ==, 7000);
+  g_assert_cmpuint (config->max_concurrency, ==, 3);
+  g_assert_cmpstr (config->description, ==, "Remote A");
+  g_assert_null (config->ca_file);
+  g_assert_false (config->allow_insecure_http);
+  g_assert_cmpstr (find_server (discovery, "spaced")->oauth_scopes, ==, "read write");
+  g_assert_null (find_server (discovery, "public")->oauth_scopes);
+  for (gsize i = 0; i < G_N_ELEMENTS (loopbacks); i++)
+    g_assert_nonnull (find_server (discovery, loopbacks[i]));
+  config = find_server (discovery, "trusted");
+  g_assert_true (config->allow_insecure_http);
+  g_assert_cmpstr (config->ca_file, ==, "/etc/ca.pem");
+  config = find_server (discovery, "oc");
+  g_assert_cmpstr (config->oauth_client_id, ==, "o");
+  g_assert_cmpstr (config->oauth_scopes, ==, "tools:read");
+  g_assert_null (find_server (discovery, "oc-plain")->oauth_client_id);
+}
+
+/* Every way a remote entry can be wrong, each with a message that names
+ * the server, the file and the field, and never a secret. */
+typedef struct {
+  const char *name;
+  const char *entry;
+  const char *message;
+} InvalidRemote;
+
+static const InvalidRemote invalid_remotes[] = {
+  { "both", "{'command': 'prog', 'url': 'https://a.example/mcp'}", "has both “command” and “url”" },
+  { "both-http", "{'command': 'prog', 'httpUrl': 'https://a.example/mcp'}", "has both “command” and “httpUrl”" },
+  { "two-urls", "{'url': 'https://a.example/sse', 'httpUrl': 'https://a.example/mcp'}", "has both “url” and “httpUrl”" },
+  { "scheme", "{'url': 'ftp://a.example/mcp'}", "“url” must be an http:// or https:// URL" },
+  { "no-scheme", "{'url': 'a.example/mcp'}", "“url” must be an http:// or https:// URL" },
+  { "no-host", "{'url': 'https:///mcp'}", "“url” must be a URL with a host name" },
+  { "insecure", "{'url': 'http://user:s3cret@api.example/mcp?key=s3cret'}", "plain http:// to api.example" },
+  { "url-type", "{'url': 42}", "“url” must be a string" },
+  { "type-type", "{'type': 7, 'url': 'https://a.example/mcp'}", "“type” must be a string" },
+  { "type-unknown", "{'type': 'websocket', 'url': 'https://a.example/mcp'}", "“type” must be “stdio” or “local”" },
+  { "type-stdio", "{'type': 'stdio', 'url': 'https://a.example/mcp'}", "“type”: “stdio”, which starts a program" },
+  { "type-no-url", "{'type': 'http'}", "“type”: “http” but no “url”" },
+  { "headers-type", "{'url': 'https://a.example/mcp', 'headers': ['s3cret']}", "“headers” must be an object of strings" },
+  { "header-value", "{'url': 'https://a.example/mcp', 'headers': {'X-Key': 5}}", "“headers” must be an object of strings" },
+  { "header-name", "{'url': 'https://a.example/mcp', 'headers': {'Bad Name': 's3cret'}}", "“Bad Name” is not a header name" },
+  { "header-break", "{'url': 'https://a.example/mcp', 'headers': {'X-Key': 's3cret\\r\\nX-Other: 1'}}",
+    "the value of header “X-Key” holds a line break" },
+  { "oauth-type", "{'url': 'https://a.example/mcp', 'oauth': 's3cret'}", "“oauth” must be an object" },
+  { "oauth-id", "{'url': 'https://a.example/mcp', 'oauth': {'clientId': 1}}", "“clientId” must be a string" },
+  { "oauth-secret", "{'url': 'https://a.example/mcp', 'oauth': {'clientSecret': ['s3cret']}}", "“clientSecret” must be a string" },
+  { "oauth-scopes", "{'url': 'https://a.example/mcp', 'oauth': {'scopes': {'a': 1}}}", "“oauth.scopes” must be an array of strings" },
+  { "oauth-scope-item", "{'url': 'https://a.example/mcp', 'oauth': {'scopes': ['a', 2]}}", "“oauth.scopes” must be an array of strings" },
+  { "ca-file", "{'url': 'https://a.example/mcp', 'caFile': true}", "“caFile” must be a string" },
+  { "insecure-type", "{'url': 'http://lan.example/mcp', 'allowInsecureHttp': 'yes'}", "“allowInsecureHttp” must be true or false" },
+  { "timeout", "{'url': 'https://a.example/mcp', 'timeout': -1}", "“timeout” must be a positive number of seconds" },
+  { "concurrency", "{'url': 'https://a.example/mcp', 'maxConcurrency': 'many'}", "“maxConcurrency” must be a whole number" },
+  { "description", "{'url': 'https://a.example/mcp', 'description': 3}", "“description” must be a string" },
+};
+
+static void
+test_remote_invalid (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  g_autoptr(GString) json = g_string_new ("{'mcpServers': {");
+  g_autofree char *path = NULL;
+  g_autoptr(McpDiscovery) discovery = NULL;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (invalid_remotes); i++)
+    g_string_append_printf (json, "%s'%s': %s", i > 0 ? ", " : "", invalid_remotes[i].name, invalid_remotes[i].entry);
+  g_string_append (json, ", 'good': {'url': 'https://good.example/mcp'}}}");
+  path = write_json (fixture->cwd, ".mcp.json", json->str);
+  discovery = discover (fixture);
+
   g_assert_cmpuint (discovery->servers->len, ==, 1);
-  g_assert_nonnull (find_server (discovery, "local"));
-  g_assert_cmpuint (discovery->skipped->len, ==, 5);
-  assert_skipped (discovery, "web", project, "remote server (url https://example.com/mcp) is not supported");
-  assert_skipped (discovery, "events", project, "remote server (url https://example.com/sse)");
-  assert_skipped (discovery, "typed", project, "remote server (type streamable-http)");
-  assert_skipped (discovery, "vs", vscode, "remote server (url https://example.com/vs)");
-  assert_skipped (discovery, "oc", oc, "local stdio servers only");
+  g_assert_nonnull (find_server (discovery, "good"));
+  g_assert_cmpuint (discovery->skipped->len, ==, G_N_ELEMENTS (invalid_remotes));
+  for (gsize i = 0; i < G_N_ELEMENTS (invalid_remotes); i++)
+    {
+      McpSkippedServer *skipped = find_skipped (discovery, invalid_remotes[i].name, path);
+      g_autofree char *server = g_strdup_printf ("“%s”", invalid_remotes[i].name);
+
+      g_assert_nonnull (skipped);
+      if (strstr (skipped->reason, invalid_remotes[i].message) == NULL)
+        g_error ("%s: “%s” lacks “%s”", invalid_remotes[i].name, skipped->reason, invalid_remotes[i].message);
+      g_assert_nonnull (strstr (skipped->reason, server));
+      g_assert_nonnull (strstr (skipped->reason, path));
+      g_assert_null (strstr (skipped->reason, "s3cret"));
+    }
+}
+
+/* A session restarts when any field that reaches the server changes. */
+static char *
+fingerprint_of (const char *entry)
+{
+  g_autofree char *text = g_strdup (entry);
+  g_autoptr(json_t) json = NULL;
+  g_autoptr(McpServerConfig) config = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_strdelimit (text, "'", '"');
+  json = json_loads (text, 0, NULL);
+  g_assert_nonnull (json);
+  config = mcp_server_config_new_from_json_full ("srv", json, "test.json", test_envp, &error);
+  g_assert_no_error (error);
+  return mcp_server_config_fingerprint (config);
+}
+
+static void
+test_remote_fingerprint (void)
+{
+  const char *base = "{'url': 'https://a.example/mcp', 'headers': {'X-Key': 'one'}, 'caFile': '/ca.pem',"
+                     " 'oauth': {'clientId': 'id', 'clientSecret': 'secret', 'scopes': 'read'}}";
+  const char *changed[] = {
+    "{'url': 'https://b.example/mcp', 'headers': {'X-Key': 'one'}, 'caFile': '/ca.pem',"
+    " 'oauth': {'clientId': 'id', 'clientSecret': 'secret', 'scopes': 'read'}}",
+    "{'type': 'sse', 'url': 'https://a.example/mcp', 'headers': {'X-Key': 'one'}, 'caFile': '/ca.pem',"
+    " 'oauth': {'clientId': 'id', 'clientSecret': 'secret', 'scopes': 'read'}}",
+    "{'url': 'https://a.example/mcp', 'headers': {'X-Key': 'two'}, 'caFile': '/ca.pem',"
+    " 'oauth': {'clientId': 'id', 'clientSecret': 'secret', 'scopes': 'read'}}",
+    "{'url': 'https://a.example/mcp', 'headers': {'X-Key': 'one', 'X-More': '1'}, 'caFile': '/ca.pem',"
+    " 'oauth': {'clientId': 'id', 'clientSecret': 'secret', 'scopes': 'read'}}",
+    "{'url': 'https://a.example/mcp', 'headers': {'X-Key': 'one'}, 'caFile': '/other.pem',"
+    " 'oauth': {'clientId': 'id', 'clientSecret': 'secret', 'scopes': 'read'}}",
+    "{'url': 'https://a.example/mcp', 'headers': {'X-Key': 'one'}, 'caFile': '/ca.pem', 'allowInsecureHttp': true,"
+    " 'oauth': {'clientId': 'id', 'clientSecret': 'secret', 'scopes': 'read'}}",
+    "{'url': 'https://a.example/mcp', 'headers': {'X-Key': 'one'}, 'caFile': '/ca.pem',"
+    " 'oauth': {'clientId': 'id2', 'clientSecret': 'secret', 'scopes': 'read'}}",
+    "{'url': 'https://a.example/mcp', 'headers': {'X-Key': 'one'}, 'caFile': '/ca.pem',"
+    " 'oauth': {'clientId': 'id', 'clientSecret': 'secret2', 'scopes': 'read'}}",
+    "{'url': 'https://a.example/mcp', 'headers': {'X-Key': 'one'}, 'caFile': '/ca.pem',"
+    " 'oauth': {'clientId': 'id', 'clientSecret': 'secret', 'scopes': 'read write'}}",
+    /* The client id and secret swap places: not the same client. */
+    "{'url': 'https://a.example/mcp', 'headers': {'X-Key': 'one'}, 'caFile': '/ca.pem',"
+    " 'oauth': {'clientId': 'secret', 'clientSecret': 'id', 'scopes': 'read'}}",
+  };
+  g_autofree char *original = fingerprint_of (base);
+  g_autofree char *again = fingerprint_of (base);
+
+  g_assert_cmpstr (original, ==, again);
+  for (gsize i = 0; i < G_N_ELEMENTS (changed); i++)
+    {
+      g_autofree char *print = fingerprint_of (changed[i]);
+
+      g_assert_cmpstr (print, !=, original);
+    }
+}
+
+/* What listings show: the transport, the URL without userinfo or query,
+ * and what authentication is configured, never its values. */
+static void
+test_remote_describe (void)
+{
+  const struct {
+    const char *entry;
+    const char *transport;
+    const char *url;
+    const char *auth;
+  } cases[] = {
+    { "{'url': 'https://user:s3cret@a.example:8443/mcp?key=s3cret#frag'}", "http", "https://a.example:8443/mcp", "none" },
+    { "{'type': 'sse', 'url': 'https://a.example/sse', 'headers': {'Authorization': 'Bearer s3cret'}}",
+      "sse", "https://a.example/sse", "headers" },
+    { "{'url': 'https://a.example/mcp', 'oauth': {'clientId': 'x', 'clientSecret': 's3cret'}}",
+      "http", "https://a.example/mcp", "oauth" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *text = g_strdup (cases[i].entry);
+      g_autoptr(json_t) entry = NULL;
+      g_autoptr(McpServerConfig) config = NULL;
+      g_autoptr(json_t) described = json_object ();
+      g_autoptr(GError) error = NULL;
+      g_autofree char *dump = NULL;
+
+      g_strdelimit (text, "'", '"');
+      entry = json_loads (text, 0, NULL);
+      config = mcp_server_config_new_from_json_full ("srv", entry, "test.json", test_envp, &error);
+      g_assert_no_error (error);
+      mcp_server_config_describe_remote (config, described);
+      g_assert_cmpstr (json_string_value (json_object_get (described, "transport")), ==, cases[i].transport);
+      g_assert_cmpstr (json_string_value (json_object_get (described, "url")), ==, cases[i].url);
+      g_assert_cmpstr (json_string_value (json_object_get (described, "auth")), ==, cases[i].auth);
+      dump = json_dumps (described, 0);
+      g_assert_null (strstr (dump, "s3cret"));
+    }
+
+  /* A stdio server's listing gains nothing. */
+  {
+    g_autoptr(McpServerConfig) local = mcp_server_config_new ("local", "prog", NULL);
+    g_autoptr(json_t) described = json_object ();
+
+    mcp_server_config_describe_remote (local, described);
+    g_assert_cmpuint (json_object_size (described), ==, 0);
+    g_assert_cmpstr (mcp_server_config_transport_name (local), ==, "stdio");
+  }
+}
+
+/* The server of `mcp-pool tools --url`, and its errors. */
+static void
+test_remote_command_line (void)
+{
+  const char * const headers[] = { "Authorization:  Bearer s3cret ", "X-Empty:", NULL };
+  const struct {
+    const char *url;
+    const char *header;
+    const char *message;
+  } errors[] = {
+    { "ftp://a.example/mcp", NULL, "“--url” must be an http:// or https:// URL" },
+    { "http://a.example/mcp", NULL, "plain http:// to a.example" },
+    { "https:///mcp", NULL, "with a host name" },
+    { "https://a.example/mcp", "Authorization Bearer s3cret", "--header needs the form “Name: value”" },
+    { "https://a.example/mcp", "Bad Name: s3cret", "“Bad Name” is not a header name" },
+  };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(McpServerConfig) config = mcp_server_config_new_remote ("https://api.example.com:8443/mcp",
+                                                                    MCP_TRANSPORT_SSE, headers, "cid", "cs", FALSE, &error);
+
+  g_assert_no_error (error);
+  g_assert_cmpstr (config->name, ==, "api.example.com");
+  g_assert_cmpint (config->transport, ==, MCP_TRANSPORT_SSE);
+  g_assert_cmpstr (config->url, ==, "https://api.example.com:8443/mcp");
+  g_assert_cmpstrv (config->headers, ((const char * const []) { "Authorization: Bearer s3cret", "X-Empty: ", NULL }));
+  g_assert_cmpstr (config->oauth_client_id, ==, "cid");
+  g_assert_cmpstr (config->oauth_client_secret, ==, "cs");
+  g_clear_pointer (&config, mcp_server_config_unref);
+
+  config = mcp_server_config_new_remote ("http://127.0.0.1:9/mcp", MCP_TRANSPORT_HTTP, NULL, NULL, NULL, FALSE, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (config->name, ==, "127.0.0.1");
+  g_assert_cmpstrv (config->headers, ((const char * const []) { NULL }));
+  g_clear_pointer (&config, mcp_server_config_unref);
+
+  config = mcp_server_config_new_remote ("http://lan.example/mcp", MCP_TRANSPORT_HTTP, NULL, NULL, NULL, TRUE, &error);
+  g_assert_no_error (error);
+  g_assert_true (config->allow_insecure_http);
+  g_clear_pointer (&config, mcp_server_config_unref);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (errors); i++)
+    {
+      const char * const one[] = { errors[i].header, NULL };
+
+      config = mcp_server_config_new_remote (errors[i].url, MCP_TRANSPORT_HTTP, one, NULL, NULL, FALSE, &error);
+      g_assert_null (config);
+      g_assert_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID);
+      if (strstr (error->message, errors[i].message) == NULL)
+        g_error ("%s: “%s” lacks “%s”", errors[i].url, error->message, errors[i].message);
+      g_assert_null (strstr (error->message, "s3cret"));
+      g_clear_error (&error);
+    }
+}
+
+/* A remote server starts no program, so the self-launch check has nothing
+ * to look at; nesting still stops everything. */
+static void
+test_remote_nested (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  const char * const nested_envp[] = { "PATH=/usr/bin:/bin", "MCP_POOL_PARENT=4242", NULL };
+  g_autofree char *path = write_json (fixture->cwd, ".mcp.json",
+                                      "{'mcpServers': {'web': {'url': 'https://a.example/mcp'}}}");
+  g_autoptr(McpDiscovery) discovery = NULL;
+
+  fixture->options.envp = nested_envp;
+  discovery = discover (fixture);
+  g_assert_cmpuint (discovery->servers->len, ==, 0);
+  assert_skipped (discovery, "web", path, "4242");
 }
 
 /* A broken file is reported with its position; the others still load. */
@@ -904,7 +1269,14 @@ main (int argc, char **argv)
   add_test ("/discovery/self", NULL, test_self);
   add_test ("/discovery/self/wrapped", NULL, test_self_wrapped);
   add_test ("/discovery/nested", NULL, test_nested);
-  add_test ("/discovery/remote", NULL, test_remote);
+  add_test ("/discovery/remote/spellings", NULL, test_remote_spellings);
+  add_test ("/discovery/remote/expand", NULL, test_remote_expand);
+  add_test ("/discovery/remote/fields", NULL, test_remote_fields);
+  add_test ("/discovery/remote/invalid", NULL, test_remote_invalid);
+  add_test ("/discovery/remote/nested", NULL, test_remote_nested);
+  g_test_add_func ("/discovery/remote/fingerprint", test_remote_fingerprint);
+  g_test_add_func ("/discovery/remote/describe", test_remote_describe);
+  g_test_add_func ("/discovery/remote/command-line", test_remote_command_line);
   add_test ("/discovery/malformed", NULL, test_malformed);
   add_test ("/discovery/invalid-entry", NULL, test_invalid_entry);
   add_test ("/discovery/claude-project", NULL, test_claude_project);

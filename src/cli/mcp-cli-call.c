@@ -1,5 +1,6 @@
-/* mcp-cli-call.c — `mcp-pool call SERVER TOOL [JSON | key=value …]`:
- * one tool call through the pool, printed for a terminal. */
+/* mcp-cli-call.c — `mcp-pool call SERVER TOOL [JSON | key=value …]`, or
+ * `mcp-pool call --url URL TOOL …`: one tool call through the pool,
+ * printed for a terminal. */
 #include "config.h"
 
 #include <stdio.h>
@@ -142,10 +143,12 @@ mcp_cli_call (int    argc,
               char **argv)
 {
   g_auto(McpCliCommon) common = { 0 };
+  g_auto(McpCliUrl) url = { 0 };
   g_auto(GStrv) rest = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) arguments = NULL;
   gboolean json_output = FALSE;
+  char **words;
   GOptionEntry entries[] = {
     { "json", 0, 0, G_OPTION_ARG_NONE, &json_output, N_("Print the whole result as JSON"), NULL },
     { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_STRING_ARRAY, &rest, NULL, NULL },
@@ -153,21 +156,30 @@ mcp_cli_call (int    argc,
   };
   g_autoptr(GOptionContext) context =
     mcp_cli_option_context_new (_("SERVER TOOL [JSON | key=value …]"),
-                                _("Calls one tool of a configured server and prints what it returns."));
+                                _("Calls one tool of a configured server (or of the remote server at "
+                                  "--url, then without SERVER) and prints what it returns."));
   CallJob job = { &common };
 
   g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
+  mcp_cli_add_url_options (context, &url);
   mcp_cli_add_common_options (context, &common);
   mcp_cli_add_shared_option (context, &common);
-  if (!mcp_cli_parse (context, &argc, &argv))
+  if (!mcp_cli_parse (context, &argc, &argv) || !mcp_cli_url_resolve (&url, "call", &common))
     return 2;
 
-  if (rest == NULL || g_strv_length (rest) < 2)
+  /* With --url the server is named by it, and the words start at the tool. */
+  if (common.url_server != NULL && (rest == NULL || rest[0] == NULL))
+    {
+      g_printerr ("%s\n", _("mcp-pool call: give a tool, e.g. mcp-pool call --url https://example.com/mcp search query=x"));
+      return 2;
+    }
+  if (common.url_server == NULL && (rest == NULL || g_strv_length (rest) < 2))
     {
       g_printerr ("%s\n", _("mcp-pool call: give a server and a tool, e.g. mcp-pool call files read_text_file path=/etc/hostname"));
       return 2;
     }
-  arguments = parse_arguments (rest + 2, &error);
+  words = common.url_server != NULL ? rest : rest + 1;
+  arguments = parse_arguments (words + 1, &error);
   if (arguments == NULL)
     {
       g_printerr ("mcp-pool call: %s\n", error->message);
@@ -175,8 +187,8 @@ mcp_cli_call (int    argc,
     }
 
   job.json_output = json_output;
-  job.server = rest[0];
-  job.tool = rest[1];
+  job.server = common.url_server != NULL ? common.url_server->name : rest[0];
+  job.tool = words[0];
   job.arguments = arguments;
   return mcp_cli_run_job (run_call, &job);
 }

@@ -20,6 +20,7 @@ void
 mcp_cli_common_clear (McpCliCommon *common)
 {
   g_clear_pointer (&common->config_files, g_strfreev);
+  g_clear_pointer (&common->url_server, mcp_server_config_unref);
 }
 
 void
@@ -112,6 +113,8 @@ mcp_cli_discover (McpCliCommon *common)
   McpDiscoveryOptions options;
   McpDiscovery *discovery;
 
+  if (common->url_server != NULL)
+    return mcp_discovery_new_for_server (common->url_server);
   mcp_cli_discovery_options (common, &options, &storage);
   options.log_warnings = FALSE;
   discovery = mcp_config_discover (&options);

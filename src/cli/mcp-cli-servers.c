@@ -129,6 +129,27 @@ print_warnings (json_t *servers)
       printf (_("warning: %s\n"), json_string_value (warning));
 }
 
+/* Below the table, so that the columns of local servers stay as they
+ * were: where each remote server is and how it authenticates. */
+static void
+print_remotes (json_t *servers)
+{
+  json_t *server;
+  size_t index;
+
+  json_array_foreach (servers, index, server)
+    {
+      const char *transport = mcp_json_get_string (server, "transport");
+      g_autofree char *summary = NULL;
+
+      if (transport == NULL)
+        continue;
+      summary = mcp_server_config_format_remote (transport, mcp_json_get_string (server, "url"),
+                                                 mcp_json_get_string (server, "auth"));
+      printf (_("remote: %s: %s\n"), mcp_json_get_string (server, "name"), summary);
+    }
+}
+
 static int
 run_servers (gpointer data)
 {
@@ -173,6 +194,7 @@ run_servers (gpointer data)
                pid, tools, calls ? calls : "-", errors ? errors : "-", last_error ? last_error : "", NULL);
     }
   print_table (rows);
+  print_remotes (servers);
   print_warnings (servers);
   return 0;
 }
@@ -384,9 +406,11 @@ list_command (int          argc,
               const char  *summary,
               gboolean     needs_server,
               gboolean     prints_json,
+              gboolean     takes_url,
               McpCliJob    run)
 {
   g_auto(McpCliCommon) common = { 0 };
+  g_auto(McpCliUrl) url = { 0 };
   g_auto(GStrv) rest = NULL;
   gboolean json_output = FALSE;
   GOptionEntry entries[] = {
@@ -403,10 +427,17 @@ list_command (int          argc,
   g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
   if (prints_json)
     g_option_context_add_main_entries (context, json_entries, GETTEXT_PACKAGE);
+  if (takes_url)
+    mcp_cli_add_url_options (context, &url);
   mcp_cli_add_common_options (context, &common);
   mcp_cli_add_shared_option (context, &common);
-  if (!mcp_cli_parse (context, &argc, &argv))
+  if (!mcp_cli_parse (context, &argc, &argv) || !mcp_cli_url_resolve (&url, argv[0], &common))
     return 2;
+  if (common.url_server != NULL && rest != NULL && rest[0] != NULL)
+    {
+      g_printerr (_("mcp-pool %s: --url names the server; give no SERVER with it\n"), argv[0]);
+      return 2;
+    }
   if ((needs_server && (rest == NULL || rest[0] == NULL)) ||
       (rest != NULL && rest[0] != NULL && (parameters == NULL || rest[1] != NULL)))
     {
@@ -424,15 +455,15 @@ mcp_cli_servers (int argc, char **argv)
   return list_command (argc, argv, NULL,
                        _("Lists the configured servers with their source, state and counters, "
                          "and the entries that are skipped with the reason."),
-                       FALSE, TRUE, run_servers);
+                       FALSE, TRUE, FALSE, run_servers);
 }
 
 int
 mcp_cli_tools (int argc, char **argv)
 {
   return list_command (argc, argv, _("[SERVER]"),
-                       _("Starts the servers (or one) and lists their tools."), FALSE, TRUE,
-                       run_tools);
+                       _("Starts the servers (or one, or the remote server at --url) and lists "
+                         "their tools."), FALSE, TRUE, TRUE, run_tools);
 }
 
 int
@@ -440,7 +471,7 @@ mcp_cli_evict (int argc, char **argv)
 {
   return list_command (argc, argv, _("SERVER"),
                        _("Retires the server's session, so that the next call starts it afresh."),
-                       TRUE, FALSE, run_evict);
+                       TRUE, FALSE, FALSE, run_evict);
 }
 
 int
@@ -449,5 +480,5 @@ mcp_cli_reload (int argc, char **argv)
   return list_command (argc, argv, NULL,
                        _("Makes the shared daemon (mcp-poold) read the config files again and apply "
                          "the changes: new servers are added, changed ones restart, removed ones stop."),
-                       FALSE, FALSE, run_reload);
+                       FALSE, FALSE, FALSE, run_reload);
 }

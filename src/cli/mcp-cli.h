@@ -36,6 +36,7 @@ typedef struct {
   double   timeout_s;
   gboolean verbose;
   gboolean shared;       /* use mcp-poold instead of a pool of the command's own */
+  McpServerConfig *url_server; /* --url: the only server, instead of the config files */
 } McpCliCommon;
 
 void          mcp_cli_common_clear       (McpCliCommon   *common);
@@ -47,6 +48,29 @@ void          mcp_cli_add_common_options (GOptionContext *context,
 void          mcp_cli_add_shared_option  (GOptionContext *context,
                                           McpCliCommon   *common);
 gint64        mcp_cli_timeout_ms         (McpCliCommon   *common);
+
+/* --url URL, --header, --oauth-client-id/-secret, --allow-insecure-http,
+ * --transport: a remote
+ * server given on the command line (tools, call). */
+typedef struct {
+  char  *url;
+  char **headers;
+  char  *oauth_client_id;
+  char  *oauth_client_secret;
+  gboolean allow_insecure_http;
+  char  *transport;
+} McpCliUrl;
+
+void          mcp_cli_url_clear          (McpCliUrl      *url);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (McpCliUrl, mcp_cli_url_clear)
+void          mcp_cli_add_url_options    (GOptionContext *context,
+                                          McpCliUrl      *url);
+/* After parsing: sets @common->url_server when --url is given, so that
+ * mcp_cli_discover() finds that server only; FALSE after printing why the
+ * options do not fit (exit status 2). */
+gboolean      mcp_cli_url_resolve        (McpCliUrl      *url,
+                                          const char     *command,
+                                          McpCliCommon   *common);
 void          mcp_cli_discovery_options  (McpCliCommon        *common,
                                           McpDiscoveryOptions *options,
                                           GStrv               *storage);

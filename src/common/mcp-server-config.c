@@ -8,7 +8,9 @@
  *
  * VS Code's `servers` has the same entries plus "type": "stdio"; OpenCode's
  * `mcp` has { "type": "local", "command": [...], "environment": {...},
- * "enabled": true }.  Which file holds which format is discovery's business
+ * "enabled": true }.  A server reached over the network has a URL instead
+ * of a command, in each client's spelling (see read_transport()), with
+ * "headers", "oauth", "caFile" and "allowInsecureHttp".  Which file holds which format is discovery's business
  * (mcp-config-discovery.c).
  */
 #include "config.h"
@@ -22,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <gio/gio.h>
 #include <glib/gi18n-lib.h>
 
 G_DEFINE_QUARK (mcp-config-error-quark, mcp_config_error)
@@ -84,7 +87,8 @@ mcp_server_config_unref (McpServerConfig *config)
   g_free (config);
 }
 
-/* ${VAR} and ${VAR:-default} in command, args and env values.  ${env:VAR}
+/* ${VAR} and ${VAR:-default} in command, args and env values, and in the
+ * url, header values, OAuth client and CA file of a remote entry.  ${env:VAR}
  * is the same as ${VAR}: it is how VS Code spells it.  Anything else that
  * looks like a reference (${}, ${1x}, an unclosed ${) is kept as written,
  * so that a literal dollar never breaks a command line.
@@ -401,14 +405,9 @@ read_settings (McpServerConfig *config,
   return TRUE;
 }
 
-static const char * const remote_types[] = {
-  "http", "sse", "streamable-http", "streamableHttp", "remote", NULL
-};
-
 /* A well-formed entry may still be one the pool must not start: switched
- * off, or a server reached over the network, which the pool does not
- * speak.  @switch_field is "disabled" or "enabled"; @off_value is the
- * value of it that turns the server off. */
+ * off.  @switch_field is "disabled" or "enabled"; @off_value is the value
+ * of it that turns the server off. */
 static gboolean
 check_startable (const char  *name,
                  json_t      *entry,
@@ -418,39 +417,355 @@ check_startable (const char  *name,
                  GError     **error)
 {
   json_t *toggle = json_object_get (entry, switch_field);
-  json_t *type = json_object_get (entry, "type");
-  json_t *url = json_object_get (entry, "url");
 
   if (toggle != NULL && !json_is_boolean (toggle))
     return invalid_field (error, name, source, switch_field, _("true or false"));
-  if (type != NULL && !json_is_string (type))
-    return invalid_field (error, name, source, "type", _("a string"));
-  if (url != NULL && !json_is_string (url))
-    return invalid_field (error, name, source, "url", _("a string"));
-
   if (toggle != NULL && json_is_true (toggle) == off_value)
     {
       g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_DISABLED,
                    _("disabled in %s"), source);
       return FALSE;
     }
-  if (url != NULL)
+  return TRUE;
+}
+
+/* Remote entries.  Each client spells them its own way: "type" is
+ * Claude Code's, VS Code's and OpenCode's ("remote"); Cursor writes a bare
+ * "url", Gemini CLI "httpUrl" (and "url" for SSE), Windsurf "serverUrl". */
+
+static const struct {
+  const char       *type;
+  McpTransportKind  transport;
+} transport_types[] = {
+  { "stdio", MCP_TRANSPORT_STDIO },
+  { "local", MCP_TRANSPORT_STDIO },
+  { "http", MCP_TRANSPORT_HTTP },
+  { "streamable-http", MCP_TRANSPORT_HTTP },
+  { "streamableHttp", MCP_TRANSPORT_HTTP },
+  { "remote", MCP_TRANSPORT_HTTP },
+  { "sse", MCP_TRANSPORT_SSE },
+};
+
+/* What a URL field means without a "type". */
+typedef struct {
+  const char       *field;
+  McpTransportKind  transport;
+} UrlField;
+
+/* In the order a client would prefer them; @bare_url is what a plain
+ * "url" means in the source's dialect. */
+static gboolean
+find_url_field (const char        *name,
+                json_t            *entry,
+                const char        *source,
+                McpTransportKind   bare_url,
+                UrlField          *found,
+                GError           **error)
+{
+  const UrlField fields[] = {
+    { "url", bare_url }, { "httpUrl", MCP_TRANSPORT_HTTP }, { "serverUrl", MCP_TRANSPORT_HTTP },
+  };
+
+  *found = (UrlField) { NULL, MCP_TRANSPORT_STDIO };
+  for (gsize i = 0; i < G_N_ELEMENTS (fields); i++)
     {
-      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_REMOTE,
-                   _("remote server (url %s) is not supported: mcp-pool runs local stdio servers only"),
-                   json_string_value (url));
+      json_t *value = json_object_get (entry, fields[i].field);
+
+      if (value == NULL || json_is_null (value))
+        continue;
+      if (!json_is_string (value))
+        return invalid_field (error, name, source, fields[i].field, _("a string"));
+      if (found->field != NULL)
+        {
+          g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
+                       _("Server “%s” in %s has both “%s” and “%s”; keep the one that names "
+                         "the server's endpoint"), name, source, found->field, fields[i].field);
+          return FALSE;
+        }
+      *found = fields[i];
+    }
+  return TRUE;
+}
+
+/* Decides between a local and a remote server from "type", the URL
+ * fields and "command"; *@url_field is the URL's field, or NULL. */
+static gboolean
+read_transport (McpServerConfig   *config,
+                json_t            *entry,
+                McpTransportKind   bare_url,
+                const char       **url_field,
+                GError           **error)
+{
+  const char *name = config->name, *source = config->source;
+  json_t *type = json_object_get (entry, "type");
+  json_t *command = json_object_get (entry, "command");
+  gboolean typed = FALSE;
+  McpTransportKind by_type = MCP_TRANSPORT_STDIO;
+  UrlField url;
+
+  if (type != NULL && !json_is_null (type) && !json_is_string (type))
+    return invalid_field (error, name, source, "type", _("a string"));
+  for (gsize i = 0; json_is_string (type) && i < G_N_ELEMENTS (transport_types); i++)
+    if (g_str_equal (json_string_value (type), transport_types[i].type))
+      {
+        by_type = transport_types[i].transport;
+        typed = TRUE;
+      }
+  if (json_is_string (type) && !typed)
+    return invalid_field (error, name, source, "type",
+                          _("“stdio” or “local” for a program, or “http”, “streamable-http”, "
+                            "“sse” or “remote” for a server reached by URL"));
+  if (!find_url_field (name, entry, source, bare_url, &url, error))
+    return FALSE;
+
+  *url_field = url.field;
+  if (url.field != NULL && command != NULL && !json_is_null (command))
+    {
+      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
+                   _("Server “%s” in %s has both “command” and “%s”: a server is either started "
+                     "(command) or reached over the network (%s); remove one of them"),
+                   name, source, url.field, url.field);
       return FALSE;
     }
-  if (type != NULL && g_strv_contains (remote_types, json_string_value (type)))
+  if (url.field != NULL && typed && by_type == MCP_TRANSPORT_STDIO)
     {
-      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_REMOTE,
-                   _("remote server (type %s) is not supported: mcp-pool runs local stdio servers only"),
-                   json_string_value (type));
+      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
+                   _("Server “%s” in %s has “type”: “%s”, which starts a program, and a “%s”; "
+                     "write “type”: “http” or “sse” for a server reached by URL"),
+                   name, source, json_string_value (type), url.field);
       return FALSE;
     }
-  if (type != NULL && g_strcmp0 (json_string_value (type), "stdio") != 0 &&
-      g_strcmp0 (json_string_value (type), "local") != 0)
-    return invalid_field (error, name, source, "type", _("“stdio” or “local”"));
+  if (url.field == NULL && by_type != MCP_TRANSPORT_STDIO)
+    {
+      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
+                   _("Server “%s” in %s has “type”: “%s” but no “url”; add the address of "
+                     "the server, such as https://example.com/mcp"),
+                   name, source, json_string_value (type));
+      return FALSE;
+    }
+  config->transport = url.field == NULL ? MCP_TRANSPORT_STDIO : typed ? by_type : url.transport;
+  return TRUE;
+}
+
+/* localhost, 127.0.0.0/8 and ::1: plain http:// there stays on the machine. */
+static gboolean
+is_loopback_host (const char *host)
+{
+  g_autoptr(GInetAddress) address = g_inet_address_new_from_string (host);
+
+  if (address != NULL)
+    return g_inet_address_get_is_loopback (address);
+  return g_ascii_strcasecmp (host, "localhost") == 0;
+}
+
+/* @insecure_switch is how the user allows plain http:// where @field is. */
+static gboolean
+check_url (const char  *name,
+           const char  *source,
+           const char  *field,
+           const char  *insecure_switch,
+           const char  *url,
+           gboolean     allow_insecure_http,
+           GError     **error)
+{
+  g_autoptr(GUri) uri = g_uri_parse (url, G_URI_FLAGS_ENCODED, NULL);
+  const char *scheme = uri != NULL ? g_uri_get_scheme (uri) : NULL;
+  const char *host = uri != NULL ? g_uri_get_host (uri) : NULL;
+
+  /* The URL is not quoted: its query or userinfo may hold a key. */
+  if (scheme == NULL || (g_ascii_strcasecmp (scheme, "https") != 0 &&
+                         g_ascii_strcasecmp (scheme, "http") != 0))
+    return invalid_field (error, name, source, field,
+                          _("an http:// or https:// URL, such as https://example.com/mcp"));
+  if (host == NULL || host[0] == '\0')
+    return invalid_field (error, name, source, field,
+                          _("a URL with a host name, such as https://example.com/mcp"));
+  if (g_ascii_strcasecmp (scheme, "http") == 0 && !allow_insecure_http && !is_loopback_host (host))
+    {
+      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
+                   _("Server “%s” in %s: “%s” is plain http:// to %s, which would send requests "
+                     "and tokens unencrypted; use https://, or give %s if the network is trusted"),
+                   name, source, field, host, insecure_switch);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* A header name is an HTTP token; a value holds no line break, which
+ * would start another header. */
+static gboolean
+is_header_name (const char *text)
+{
+  if (*text == '\0')
+    return FALSE;
+  for (; *text != '\0'; text++)
+    if (!g_ascii_isalnum (*text) && strchr ("!#$%&'*+-.^_`|~", *text) == NULL)
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
+check_header (const char  *name,
+              const char  *source,
+              const char  *header,
+              gsize        name_length,
+              const char  *value,
+              GError     **error)
+{
+  g_autofree char *header_name = g_strndup (header, name_length);
+
+  /* The value is never quoted: it is most likely a key. */
+  if (!is_header_name (header_name))
+    {
+      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
+                   _("Server “%s” in %s: “%s” is not a header name; a name is letters, digits "
+                     "and -, such as Authorization or X-Api-Key"), name, source, header_name);
+      return FALSE;
+    }
+  if (strpbrk (value, "\r\n") != NULL)
+    {
+      g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
+                   _("Server “%s” in %s: the value of header “%s” holds a line break; write "
+                     "it on one line"), name, source, header_name);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* "headers": {"Name": "value"}, values expanded, as "Name: value" lines. */
+static gboolean
+read_headers (McpServerConfig  *config,
+              json_t           *entry,
+              Expansion        *expansion,
+              GError          **error)
+{
+  g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func (g_free);
+  json_t *object = json_object_get (entry, "headers");
+  json_t *value;
+  const char *key;
+
+  if (object != NULL && !json_is_null (object) && !json_is_object (object))
+    return invalid_field (error, config->name, config->source, "headers", _("an object of strings"));
+  json_object_foreach (object, key, value)
+    {
+      g_autofree char *expanded = NULL;
+
+      if (!json_is_string (value))
+        return invalid_field (error, config->name, config->source, "headers", _("an object of strings"));
+      expanded = expand_text (json_string_value (value), expansion);
+      if (!check_header (config->name, config->source, key, strlen (key), expanded, error))
+        return FALSE;
+      g_ptr_array_add (lines, g_strdup_printf ("%s: %s", key, expanded));
+    }
+  g_ptr_array_add (lines, NULL);
+  config->headers = (GStrv) g_ptr_array_steal (lines, NULL);
+  return TRUE;
+}
+
+/* The words of @list that are not empty (double spaces), space-separated;
+ * NULL for none. */
+static char *
+join_scopes (char **list)
+{
+  g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
+  g_auto(GStrv) words = NULL;
+
+  for (char **scope = list; *scope != NULL; scope++)
+    if (**scope != '\0')
+      g_strv_builder_add (builder, *scope);
+  words = g_strv_builder_end (builder);
+  return words[0] != NULL ? g_strjoinv (" ", words) : NULL;
+}
+
+/* "scopes" as ["a", "b"] or "a b"; OpenCode says "scope". */
+static gboolean
+read_scopes (McpServerConfig  *config,
+             json_t           *oauth,
+             GError          **error)
+{
+  const char *field = json_object_get (oauth, "scopes") != NULL ? "scopes" : "scope";
+  json_t *scopes = json_object_get (oauth, field);
+  g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
+  g_auto(GStrv) list = NULL;
+  g_auto(GStrv) words = NULL;
+  g_autofree char *joined = NULL;
+  json_t *item;
+  size_t index;
+
+  if (scopes == NULL || json_is_null (scopes))
+    return TRUE;
+  if (json_is_string (scopes))
+    g_strv_builder_add (builder, json_string_value (scopes));
+  else if (!json_is_array (scopes))
+    return invalid_field (error, config->name, config->source, "oauth.scopes",
+                          _("an array of strings, or one string of scopes separated by spaces"));
+  json_array_foreach (scopes, index, item)
+    {
+      if (!json_is_string (item))
+        return invalid_field (error, config->name, config->source, "oauth.scopes",
+                              _("an array of strings, or one string of scopes separated by spaces"));
+      g_strv_builder_add (builder, json_string_value (item));
+    }
+  /* Joined and split again: an item "a b" is two scopes, as on the wire. */
+  list = g_strv_builder_end (builder);
+  joined = g_strjoinv (" ", list);
+  words = g_strsplit_set (joined, " \t", -1);
+  config->oauth_scopes = join_scopes (words);
+  return TRUE;
+}
+
+/* "oauth": {clientId?, clientSecret?, scopes?}; OpenCode's false is no
+ * OAuth configured. */
+static gboolean
+read_oauth (McpServerConfig  *config,
+            json_t           *entry,
+            Expansion        *expansion,
+            GError          **error)
+{
+  json_t *oauth = json_object_get (entry, "oauth");
+  g_autofree char *client_id = NULL;
+  g_autofree char *client_secret = NULL;
+
+  if (oauth == NULL || json_is_null (oauth) || json_is_false (oauth))
+    return TRUE;
+  if (!json_is_object (oauth))
+    return invalid_field (error, config->name, config->source, "oauth",
+                          _("an object such as {\"clientId\": \"…\", \"scopes\": [\"…\"]}"));
+  if (!read_optional_string (oauth, "clientId", &client_id, config->name, config->source, error) ||
+      !read_optional_string (oauth, "clientSecret", &client_secret, config->name, config->source, error) ||
+      !read_scopes (config, oauth, error))
+    return FALSE;
+  if (client_id != NULL)
+    config->oauth_client_id = expand_text (client_id, expansion);
+  if (client_secret != NULL)
+    config->oauth_client_secret = expand_text (client_secret, expansion);
+  return TRUE;
+}
+
+/* The fields of a server reached by URL, once read_transport() found one. */
+static gboolean
+read_remote (McpServerConfig  *config,
+             json_t           *entry,
+             const char       *url_field,
+             Expansion        *expansion,
+             GError          **error)
+{
+  const char *name = config->name, *source = config->source;
+  json_t *insecure = json_object_get (entry, "allowInsecureHttp");
+  g_autofree char *ca_file = NULL;
+
+  if (insecure != NULL && !json_is_boolean (insecure))
+    return invalid_field (error, name, source, "allowInsecureHttp", _("true or false"));
+  config->allow_insecure_http = json_is_true (insecure);
+  config->url = expand_text (json_string_value (json_object_get (entry, url_field)), expansion);
+  if (!check_url (name, source, url_field, "“allowInsecureHttp”: true", config->url,
+                  config->allow_insecure_http, error) ||
+      !read_headers (config, entry, expansion, error) ||
+      !read_oauth (config, entry, expansion, error) ||
+      !read_optional_string (entry, "caFile", &ca_file, name, source, error))
+    return FALSE;
+  if (ca_file != NULL)
+    config->ca_file = expand_text (ca_file, expansion);
   return TRUE;
 }
 
@@ -481,24 +796,47 @@ config_alloc_for_entry (const char  *name,
   return config;
 }
 
-/* Parses one entry of `mcpServers` (Claude, Cursor, Gemini CLI, Windsurf)
- * or of VS Code's `servers`, which adds "type": "stdio". */
-McpServerConfig *
-mcp_server_config_new_from_json_full (const char          *name,
-                                      json_t              *entry,
-                                      const char          *source,
-                                      const char * const  *envp,
-                                      GError             **error)
+/* The rest of a remote entry, once read_transport() found its URL. */
+static McpServerConfig *
+finish_remote (McpServerConfig  *config,
+               json_t           *entry,
+               const char       *url_field,
+               gboolean          read_timeout,
+               Expansion        *expansion,
+               GError          **error)
+{
+  if (!read_remote (config, entry, url_field, expansion, error) ||
+      !read_settings (config, entry, read_timeout, error))
+    return NULL;
+  config->warnings = expansion_warnings (config, expansion);
+  return config;
+}
+
+/* One entry of `mcpServers` or `servers`; @bare_url is what a "url"
+ * without "type" means in the file's dialect. */
+static McpServerConfig *
+parse_mcp_servers_entry (const char          *name,
+                         json_t              *entry,
+                         const char          *source,
+                         const char * const  *envp,
+                         McpTransportKind     bare_url,
+                         GError             **error)
 {
   g_autoptr(McpServerConfig) config = config_alloc_for_entry (name, entry, source, error);
   g_autoptr(GPtrArray) unset = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GPtrArray) inputs = g_ptr_array_new_with_free_func (g_free);
   Expansion expansion = { envp, unset, inputs };
   g_autofree char *command = NULL;
+  const char *url_field = NULL;
 
   if (config == NULL ||
       !check_startable (name, entry, source, "disabled", TRUE, error) ||
-      !read_optional_string (entry, "command", &command, name, source, error))
+      !read_transport (config, entry, bare_url, &url_field, error))
+    return NULL;
+  if (url_field != NULL)
+    return finish_remote (config, entry, url_field, TRUE, &expansion, error) != NULL
+           ? g_steal_pointer (&config) : NULL;
+  if (!read_optional_string (entry, "command", &command, name, source, error))
     return NULL;
   /* In the order of the command line, so that warnings are too. */
   if (command != NULL)
@@ -512,6 +850,30 @@ mcp_server_config_new_from_json_full (const char          *name,
   return g_steal_pointer (&config);
 }
 
+/* Parses one entry of `mcpServers` (Claude, Cursor, Windsurf) or of VS
+ * Code's `servers`, which adds "type": "stdio" | "http" | "sse". */
+McpServerConfig *
+mcp_server_config_new_from_json_full (const char          *name,
+                                      json_t              *entry,
+                                      const char          *source,
+                                      const char * const  *envp,
+                                      GError             **error)
+{
+  return parse_mcp_servers_entry (name, entry, source, envp, MCP_TRANSPORT_HTTP, error);
+}
+
+/* Gemini CLI's `mcpServers`: "httpUrl" is Streamable HTTP, and a plain
+ * "url" the SSE transport. */
+McpServerConfig *
+mcp_server_config_new_from_gemini (const char          *name,
+                                   json_t              *entry,
+                                   const char          *source,
+                                   const char * const  *envp,
+                                   GError             **error)
+{
+  return parse_mcp_servers_entry (name, entry, source, envp, MCP_TRANSPORT_SSE, error);
+}
+
 McpServerConfig *
 mcp_server_config_new_from_json (const char  *name,
                                  json_t      *entry,
@@ -522,8 +884,8 @@ mcp_server_config_new_from_json (const char  *name,
 }
 
 /* Parses one entry of OpenCode's `mcp`: "command" is the whole command
- * line as an array, variables are in "environment", and "enabled": false
- * switches the server off. */
+ * line as an array, variables are in "environment", "enabled": false
+ * switches the server off, and "type": "remote" has a "url". */
 McpServerConfig *
 mcp_server_config_new_from_opencode (const char          *name,
                                      json_t              *entry,
@@ -536,10 +898,16 @@ mcp_server_config_new_from_opencode (const char          *name,
   g_autoptr(GPtrArray) inputs = g_ptr_array_new_with_free_func (g_free);
   Expansion expansion = { envp, unset, inputs };
   g_auto(GStrv) command_line = NULL;
+  const char *url_field = NULL;
 
   if (config == NULL ||
       !check_startable (name, entry, source, "enabled", FALSE, error) ||
-      !read_string_array (entry, "command", &expansion, &command_line, name, source, error) ||
+      !read_transport (config, entry, MCP_TRANSPORT_HTTP, &url_field, error))
+    return NULL;
+  if (url_field != NULL)
+    return finish_remote (config, entry, url_field, FALSE, &expansion, error) != NULL
+           ? g_steal_pointer (&config) : NULL;
+  if (!read_string_array (entry, "command", &expansion, &command_line, name, source, error) ||
       !read_environment (entry, "environment", &expansion, &config->env, name, source, error) ||
       !read_settings (config, entry, FALSE, error))
     return NULL;
@@ -551,6 +919,129 @@ mcp_server_config_new_from_opencode (const char          *name,
   return g_steal_pointer (&config);
 }
 
+/* A server given on the command line (`mcp-pool tools --url`): named
+ * after its host, each header "Name: value" as curl takes it. */
+McpServerConfig *
+mcp_server_config_new_remote (const char          *url,
+                              McpTransportKind     transport,
+                              const char * const  *headers,
+                              const char          *oauth_client_id,
+                              const char          *oauth_client_secret,
+                              gboolean             allow_insecure_http,
+                              GError             **error)
+{
+  const char *source = _("the command line");
+  g_autoptr(GUri) uri = g_uri_parse (url, G_URI_FLAGS_ENCODED, NULL);
+  g_autoptr(McpServerConfig) config =
+    config_alloc (uri != NULL && g_uri_get_host (uri) != NULL ? g_uri_get_host (uri) : "remote");
+  g_autoptr(GStrvBuilder) lines = g_strv_builder_new ();
+
+  config->source = g_strdup (source);
+  config->transport = transport;
+  config->url = g_strdup (url);
+  config->allow_insecure_http = allow_insecure_http;
+  if (!check_url (config->name, source, "--url", "--allow-insecure-http", url, allow_insecure_http, error))
+    return NULL;
+  for (const char * const *header = headers; header != NULL && *header != NULL; header++)
+    {
+      const char *colon = strchr (*header, ':');
+      g_autofree char *value = g_strdup (colon != NULL ? colon + 1 : "");
+      g_autofree char *line = NULL;
+
+      if (colon == NULL)
+        {
+          g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
+                       _("--header needs the form “Name: value”, such as "
+                         "--header 'Authorization: Bearer TOKEN'"));
+          return NULL;
+        }
+      if (!check_header (config->name, source, *header, colon - *header, g_strstrip (value), error))
+        return NULL;
+      line = g_strdup_printf ("%.*s: %s", (int) (colon - *header), *header, value);
+      g_strv_builder_add (lines, line);
+    }
+  config->headers = g_strv_builder_end (lines);
+  config->oauth_client_id = g_strdup (oauth_client_id);
+  config->oauth_client_secret = g_strdup (oauth_client_secret);
+  config->warnings = g_new0 (char *, 1);
+  return g_steal_pointer (&config);
+}
+
+const char *
+mcp_server_config_transport_name (const McpServerConfig *config)
+{
+  switch (config->transport)
+    {
+    case MCP_TRANSPORT_HTTP:
+      return "http";
+    case MCP_TRANSPORT_SSE:
+      return "sse";
+    case MCP_TRANSPORT_STDIO:
+    default:
+      return "stdio";
+    }
+}
+
+/* Userinfo, query and fragment are where keys hide in a URL. */
+char *
+mcp_server_config_display_url (const McpServerConfig *config)
+{
+  g_autoptr(GUri) uri = config->url != NULL ? g_uri_parse (config->url, G_URI_FLAGS_ENCODED, NULL) : NULL;
+
+  if (uri == NULL)
+    return NULL;
+  return g_uri_join (G_URI_FLAGS_ENCODED, g_uri_get_scheme (uri), NULL, g_uri_get_host (uri),
+                     g_uri_get_port (uri), g_uri_get_path (uri), NULL, NULL);
+}
+
+/* What the entry configures, not whether a login happened: a server
+ * without either may still ask for OAuth on its first 401. */
+const char *
+mcp_server_config_auth_name (const McpServerConfig *config)
+{
+  if (config->oauth_client_id != NULL || config->oauth_client_secret != NULL ||
+      config->oauth_scopes != NULL)
+    return "oauth";
+  if (config->headers != NULL && config->headers[0] != NULL)
+    return "headers";
+  return "none";
+}
+
+void
+mcp_server_config_describe_remote (const McpServerConfig *config,
+                                   json_t                *object)
+{
+  g_autofree char *url = NULL;
+
+  if (config == NULL || config->transport == MCP_TRANSPORT_STDIO)
+    return;
+  url = mcp_server_config_display_url (config);
+  json_object_set_new (object, "transport", json_string (mcp_server_config_transport_name (config)));
+  json_object_set_new (object, "url", url != NULL ? json_string (url) : json_null ());
+  json_object_set_new (object, "auth", json_string (mcp_server_config_auth_name (config)));
+}
+
+char *
+mcp_server_config_format_remote (const char *transport,
+                                 const char *url,
+                                 const char *auth)
+{
+  /* TRANSPORT URL, auth: AUTH */
+  return g_strdup_printf (_("%s %s, auth: %s"), transport, url != NULL ? url : "?", auth);
+}
+
+char *
+mcp_server_config_remote_summary (const McpServerConfig *config)
+{
+  g_autofree char *url = NULL;
+
+  if (config == NULL || config->transport == MCP_TRANSPORT_STDIO)
+    return NULL;
+  url = mcp_server_config_display_url (config);
+  return mcp_server_config_format_remote (mcp_server_config_transport_name (config), url,
+                                          mcp_server_config_auth_name (config));
+}
+
 /* What decides whether a running session still matches its config: a
  * change here means the server must be restarted. */
 char *
@@ -560,11 +1051,11 @@ mcp_server_config_fingerprint (const McpServerConfig *config)
 
   if (config->transport != MCP_TRANSPORT_STDIO)
     {
-      g_string_printf (print, "%d%curl=%s%cca=%s%cinsecure=%d%coauth=%s %s %s", config->transport,
+      g_string_printf (print, "%d%curl=%s%cca=%s%cinsecure=%d%coauth=%s%c%s%c%s", config->transport,
                        0x1f, config->url, 0x1f, config->ca_file ? config->ca_file : "",
                        0x1f, config->allow_insecure_http, 0x1f,
-                       config->oauth_client_id ? config->oauth_client_id : "",
-                       config->oauth_client_secret ? config->oauth_client_secret : "",
+                       config->oauth_client_id ? config->oauth_client_id : "", 0x1f,
+                       config->oauth_client_secret ? config->oauth_client_secret : "", 0x1f,
                        config->oauth_scopes ? config->oauth_scopes : "");
       for (char **header = config->headers; header != NULL && *header != NULL; header++)
         g_string_append_printf (print, "%cheader=%s", 0x1f, *header);
@@ -586,8 +1077,11 @@ mcp_server_config_build_argv (const McpServerConfig *config)
   GStrvBuilder *builder = g_strv_builder_new ();
   GStrv argv;
 
-  g_strv_builder_add (builder, config->command);
-  g_strv_builder_addv (builder, (const char **) config->args);
+  /* A remote entry has no command: an empty argv, which no spawn runs. */
+  if (config->command != NULL)
+    g_strv_builder_add (builder, config->command);
+  if (config->args != NULL)
+    g_strv_builder_addv (builder, (const char **) config->args);
   argv = g_strv_builder_end (builder);
   g_strv_builder_unref (builder);
   return argv;

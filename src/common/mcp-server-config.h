@@ -21,7 +21,7 @@ typedef enum {
   MCP_CONFIG_ERROR_SYNTAX,     /* not JSON; the message has line and column */
   MCP_CONFIG_ERROR_INVALID,    /* JSON, but a field has the wrong type */
   MCP_CONFIG_ERROR_DISABLED,   /* a valid entry, switched off ("disabled": true) */
-  MCP_CONFIG_ERROR_REMOTE,     /* a valid entry for a server reached by URL */
+  MCP_CONFIG_ERROR_REMOTE,     /* unused: remote entries are servers now; kept for the codes' values */
 } McpConfigError;
 
 #define MCP_START_TIMEOUT_DEFAULT_MS (60 * 1000)
@@ -90,11 +90,14 @@ McpServerConfig *mcp_server_config_new_from_json  (const char       *name,
 /* Parsing and expansion: any thread, no I/O.
  *
  * @envp supplies the variables for ${VAR} and ${VAR:-default} in command,
- * args and env values; NULL means the process environment.  An unset
+ * args and env values, and in a remote entry's url, header values, OAuth
+ * client and CA file; NULL means the process environment.  An unset
  * variable without a default expands to "", and a VS Code ${input:…} stays
  * as written; both are listed in the config's warnings.  A valid entry that must not
- * be started fails with MCP_CONFIG_ERROR_DISABLED or _REMOTE, whose
- * message is the reason to show ("disabled in FILE"). */
+ * be started fails with MCP_CONFIG_ERROR_DISABLED, whose message is the
+ * reason to show ("disabled in FILE").  A remote entry ("url", "httpUrl",
+ * "serverUrl", "type": "http" | "sse" | "remote") gets its transport, url,
+ * headers and OAuth fields, and no command. */
 McpServerConfig *mcp_server_config_new_from_json_full (const char          *name,
                                                        json_t              *entry,
                                                        const char          *source,
@@ -104,6 +107,22 @@ McpServerConfig *mcp_server_config_new_from_opencode  (const char          *name
                                                        json_t              *entry,
                                                        const char          *source,
                                                        const char * const  *envp,
+                                                       GError             **error);
+/* Gemini CLI's dialect of `mcpServers`: a plain "url" is SSE there. */
+McpServerConfig *mcp_server_config_new_from_gemini    (const char          *name,
+                                                       json_t              *entry,
+                                                       const char          *source,
+                                                       const char * const  *envp,
+                                                       GError             **error);
+/* A remote server given on the command line, named after the URL's host;
+ * @headers are "Name: value" lines.  Checked as an entry's fields are
+ * (MCP_CONFIG_ERROR_INVALID); any thread, no I/O. */
+McpServerConfig *mcp_server_config_new_remote         (const char          *url,
+                                                       McpTransportKind     transport,
+                                                       const char * const  *headers,
+                                                       const char          *oauth_client_id,
+                                                       const char          *oauth_client_secret,
+                                                       gboolean             allow_insecure_http,
                                                        GError             **error);
 char            *mcp_server_config_expand         (const char         *text,
                                                    const char * const *envp);
@@ -119,6 +138,22 @@ GStrv            mcp_server_config_build_envp     (const McpServerConfig *config
 GStrv            mcp_server_config_build_envp_from (const McpServerConfig *config,
                                                     const char * const    *parent_envp);
 char            *mcp_server_config_fingerprint    (const McpServerConfig *config);
+
+/* For listings (any thread): never a header value, a client secret, or the
+ * userinfo and query of the URL, where keys are written too. */
+const char      *mcp_server_config_transport_name (const McpServerConfig *config); /* "stdio", "http", "sse" */
+char            *mcp_server_config_display_url    (const McpServerConfig *config); /* NULL for stdio */
+const char      *mcp_server_config_auth_name      (const McpServerConfig *config); /* "oauth", "headers", "none" */
+/* Sets "transport", "url" and "auth" in @object for a remote server; leaves
+ * a stdio server's listing as it was. */
+void             mcp_server_config_describe_remote (const McpServerConfig *config,
+                                                    json_t                *object);
+/* The same in words for a line of text: "http https://host/mcp, auth: oauth";
+ * NULL for a stdio server.  _format_ takes the fields of a listing. */
+char            *mcp_server_config_remote_summary (const McpServerConfig *config);
+char            *mcp_server_config_format_remote  (const char            *transport,
+                                                   const char            *url,
+                                                   const char            *auth);
 
 /* Any thread; these read files and block. */
 json_t          *mcp_server_config_read_json      (const char       *path,

@@ -233,6 +233,15 @@ mcp_spawner_spawn (const McpSpawnRequest *request,
     .stdin_fd = stdin_fd, .stdout_fd = stdout_fd, .stderr_fd = stderr_fd,
   };
 
+  /* A config without a command (a server reached by URL) is not for
+   * spawning; say so rather than let exec fail on nothing. */
+  if (request->argv == NULL || request->argv[0] == NULL)
+    {
+      g_set_error_literal (error, MCP_SPAWNER_ERROR, MCP_SPAWNER_ERROR_FAILED,
+                           _("there is no command to start"));
+      return NULL;
+    }
+
   g_once (&once, start_spawner, NULL);
 
   g_async_queue_push (spawner_queue, &job);

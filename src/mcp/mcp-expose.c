@@ -434,9 +434,12 @@ gateway_list_servers (McpExpose *expose)
   for (guint i = 0; i < servers->len; i++)
     {
       McpServerInfo *info = g_ptr_array_index (servers, i);
+      g_autoptr(McpServerConfig) config = mcp_pool_dup_config (expose->pool, info->name);
       json_t *server = json_pack ("{s:s, s:s?, s:s}", "name", info->name,
                                   "description", info->description,
                                   "state", mcp_server_state_to_string (info->state));
+
+      mcp_server_config_describe_remote (config, server);
 
       json_object_set_new (server, "tools", info->n_tools >= 0 ? json_integer (info->n_tools) : json_null ());
       json_array_append_new (list, server);
@@ -774,10 +777,14 @@ capabilities_text (McpExpose *expose)
   for (guint i = 0; i < servers->len; i++)
     {
       McpServerInfo *info = g_ptr_array_index (servers, i);
+      g_autoptr(McpServerConfig) config = mcp_pool_dup_config (expose->pool, info->name);
+      g_autofree char *remote = mcp_server_config_remote_summary (config);
 
       g_string_append_printf (text, "- **%s** (%s", info->name, mcp_server_state_to_string (info->state));
       if (info->n_tools >= 0)
         g_string_append_printf (text, ", %d tools", info->n_tools);
+      if (remote != NULL)
+        g_string_append_printf (text, "; %s", remote);
       g_string_append_printf (text, ")%s%s\n", info->description ? ": " : "",
                               info->description ? info->description : "");
     }

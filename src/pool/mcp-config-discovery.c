@@ -25,6 +25,7 @@ typedef enum {
   FORMAT_MCP_SERVERS,   /* "mcpServers" */
   FORMAT_VSCODE,        /* "servers" */
   FORMAT_OPENCODE,      /* "mcp", with the command line as an array */
+  FORMAT_GEMINI,        /* "mcpServers", where a plain "url" is SSE */
   FORMAT_ANY,           /* a file only for MCP servers: any key, or one server */
 } SourceFormat;
 
@@ -49,7 +50,7 @@ static const SourceSpec source_specs[] = {
   { N_("Cursor"), TRUE, ".cursor/mcp.json", LAYOUT_FILE, FORMAT_MCP_SERVERS, FALSE, FALSE },
   { N_("Cursor project"), FALSE, ".cursor/mcp.json", LAYOUT_FILE, FORMAT_MCP_SERVERS, FALSE, FALSE },
   { N_("VS Code project"), FALSE, ".vscode/mcp.json", LAYOUT_FILE, FORMAT_VSCODE, FALSE, TRUE },
-  { N_("Gemini CLI"), TRUE, ".gemini/settings.json", LAYOUT_FILE, FORMAT_MCP_SERVERS, TRUE, TRUE },
+  { N_("Gemini CLI"), TRUE, ".gemini/settings.json", LAYOUT_FILE, FORMAT_GEMINI, TRUE, TRUE },
   { N_("Windsurf"), TRUE, ".codeium/windsurf/mcp_config.json",
     LAYOUT_FILE, FORMAT_MCP_SERVERS, FALSE, FALSE },
   { N_("OpenCode"), TRUE, ".config/opencode/opencode.json", LAYOUT_FILE, FORMAT_OPENCODE, TRUE, TRUE },
@@ -76,6 +77,7 @@ static const EntryKey entry_keys[] = {
   { "mcpServers", FORMAT_MCP_SERVERS, mcp_server_config_new_from_json_full },
   { "servers", FORMAT_VSCODE, mcp_server_config_new_from_json_full },
   { "mcp", FORMAT_OPENCODE, mcp_server_config_new_from_opencode },
+  { "mcpServers", FORMAT_GEMINI, mcp_server_config_new_from_gemini },
 };
 
 typedef struct {
@@ -131,6 +133,15 @@ discovery_new (void)
   discovery->sources = g_ptr_array_new_with_free_func ((GDestroyNotify) config_source_free);
   discovery->skipped = g_ptr_array_new_with_free_func ((GDestroyNotify) skipped_server_free);
   discovery->watch_paths = g_ptr_array_new_with_free_func (g_free);
+  return discovery;
+}
+
+McpDiscovery *
+mcp_discovery_new_for_server (McpServerConfig *config)
+{
+  McpDiscovery *discovery = discovery_new ();
+
+  g_ptr_array_add (discovery->servers, mcp_server_config_ref (config));
   return discovery;
 }
 
@@ -564,7 +575,9 @@ add_entry (Discoverer      *d,
       skip_server (d, name, origin, "%s", error->message);
       return;
     }
-  if ((reason = self_launch_reason (d, config)) != NULL || (reason = d->nested) != NULL)
+  /* A remote server starts no program, so it cannot launch mcp-pool. */
+  if ((config->transport == MCP_TRANSPORT_STDIO && (reason = self_launch_reason (d, config)) != NULL) ||
+      (reason = d->nested) != NULL)
     {
       skip_server (d, name, origin, "%s", reason);
       return;
@@ -596,7 +609,12 @@ find_entries (json_t       *root,
 static gboolean
 is_single_server (json_t *root)
 {
-  return json_object_get (root, "command") != NULL || json_object_get (root, "url") != NULL;
+  static const char * const fields[] = { "command", "url", "httpUrl", "serverUrl", NULL };
+
+  for (const char * const *field = fields; *field != NULL; field++)
+    if (json_object_get (root, *field) != NULL)
+      return TRUE;
+  return FALSE;
 }
 
 /* The entries of one config object; @origin names it in each server. */

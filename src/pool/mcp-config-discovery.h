@@ -10,7 +10,9 @@
  *    `skipped`, with a reason that names the file that won;
  *  - a disabled entry holds its name too, so that "disabled": true in an
  *    early file switches off a server that another client's file defines;
- *    a remote, invalid or self-launching entry does not;
+ *    an invalid or self-launching entry does not;
+ *  - remote entries (a URL in each client's spelling) are servers like
+ *    the others; Gemini CLI's plain "url" is the SSE transport;
  *  - an entry that launches mcp-pool itself, however wrapped (env, a
  *    shell's -c, a launcher's command string) or the seed bridge is
  *    skipped; and when this process runs as a server of another mcp-pool
@@ -23,7 +25,7 @@
  *    comments and trailing commas (JSONC), as those clients allow;
  *  - a folder file or a --config file may use any of the `mcpServers`,
  *    `servers` (VS Code) or `mcp` (OpenCode) keys, or hold one server
- *    object with a "command", named after the file's stem.
+ *    object with a "command" (or a URL), named after the file's stem.
  */
 #pragma once
 
@@ -56,7 +58,7 @@ typedef struct {
 typedef struct {
   GPtrArray *servers;      /* McpServerConfig*, first definition of a name wins, in discovery order */
   GPtrArray *sources;      /* McpConfigSource*, every file looked at, in order */
-  GPtrArray *skipped;      /* McpSkippedServer*: disabled, remote, self, shadowed, invalid entries */
+  GPtrArray *skipped;      /* McpSkippedServer*: disabled, self, shadowed, invalid entries */
   GPtrArray *watch_paths;  /* char*: files and directories a watcher must monitor, present or not */
 } McpDiscovery;
 
@@ -82,6 +84,9 @@ McpDiscovery *mcp_config_discover    (const McpDiscoveryOptions *options);
 /* TRUE when MCP_POOL_PARENT is set and not empty in @envp (NULL: the
  * process's environment): this mcp-pool runs as a server of another. */
 gboolean      mcp_config_is_nested   (const char * const        *envp);
+/* Any thread: a discovery that found @config only and read no file, for a
+ * server given on the command line. */
+McpDiscovery *mcp_discovery_new_for_server (McpServerConfig         *config);
 void          mcp_discovery_free     (McpDiscovery              *discovery);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpDiscovery, mcp_discovery_free)

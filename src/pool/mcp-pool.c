@@ -579,20 +579,24 @@ mcp_pool_describe_servers (McpPool   *pool,
       McpServerInfo *info = g_ptr_array_index (servers, i);
       g_autoptr(McpServerConfig) config = mcp_pool_dup_config (pool, info->name);
       json_t *warnings = json_array ();
+      json_t *server;
 
       /* What the config files say that is likely a mistake (unset ${VAR}). */
       for (char **warning = config != NULL ? config->warnings : NULL; warning != NULL && *warning != NULL; warning++)
         json_array_append_new (warnings, json_string (*warning));
-      json_array_append_new (array, json_pack ("{s:s, s:s?, s:s?, s:s, s:i, s:i, s:I, s:I, s:I, s:s?, s:o}",
-                                               "name", info->name, "source", info->source,
-                                               "description", info->description,
-                                               "state", mcp_server_state_to_string (info->state),
-                                               "pid", (int) info->pid, "tools", info->n_tools,
-                                               "calls", (json_int_t) info->calls,
-                                               "errors", (json_int_t) info->errors,
-                                               "starts", (json_int_t) info->starts,
-                                               "last_error", info->last_error,
-                                               "warnings", warnings));
+      server = json_pack ("{s:s, s:s?, s:s?, s:s, s:i, s:i, s:I, s:I, s:I, s:s?, s:o}",
+                          "name", info->name, "source", info->source,
+                          "description", info->description,
+                          "state", mcp_server_state_to_string (info->state),
+                          "pid", (int) info->pid, "tools", info->n_tools,
+                          "calls", (json_int_t) info->calls,
+                          "errors", (json_int_t) info->errors,
+                          "starts", (json_int_t) info->starts,
+                          "last_error", info->last_error,
+                          "warnings", warnings);
+      /* Remote servers: transport, URL and auth; stdio ones are unchanged. */
+      mcp_server_config_describe_remote (config, server);
+      json_array_append_new (array, server);
     }
   for (guint i = 0; skipped != NULL && i < skipped->len; i++)
     {

@@ -107,7 +107,9 @@ void        mcp_pool_set_servers    (McpPool                 *pool,
                                      GPtrArray               *configs);
 GPtrArray  *mcp_pool_list_servers   (McpPool                 *pool);
 /* Every server as JSON for listings (name, source, description, state,
- * pid, tools, calls, errors, starts, last_error), followed by the
+ * pid, tools, calls, errors, starts, last_error, and for a remote server
+ * transport, url and auth as mcp_server_config_describe_remote() gives
+ * them), followed by the
  * McpSkippedServer entries of @skipped (may be NULL) in state "skipped". */
 json_t     *mcp_pool_describe_servers (McpPool               *pool,
                                        GPtrArray             *skipped);
