@@ -51,6 +51,11 @@
  *                              line that follows, if it is already coming)
  *   stderr {bytes}             write <bytes> bytes to stderr
  *   ask_client {method, params?}  ask the client, return its response
+ *   elicit {message?, schema?}  elicitation/create with @schema (by default
+ *                              one field of each type, all with defaults),
+ *                              return the client's response; an isError
+ *                              result if the client did not declare the
+ *                              elicitation capability
  *   dummy_<i> {}               text "dummy <i>" (with --extra-tools)
  *
  * Every tools/call runs in its own detached thread, so slow, hanging and
@@ -80,6 +85,8 @@
 #define FIXTURE_VERSION   "1.0"
 #define LATEST_PROTOCOL   "2025-11-25"
 #define CLIENT_TIMEOUT_MS 10000
+/* A person may be answering an elicitation. */
+#define ELICIT_TIMEOUT_MS 120000
 #define STDERR_LINE_BYTES 100
 #define MAX_HUGE_BYTES    (1LL << 30)
 #define EXIT_USAGE        64
@@ -114,6 +121,7 @@ static struct
   long long calls, inflight, max_inflight, lists, flood_sent, list_changed_sent;
   bool initialized;
   json_t *client_ping;
+  json_t *client_capabilities;
 } counters;
 
 static pid_t grandchild_pid;
@@ -423,7 +431,8 @@ enum
 {
   TOOL_ECHO, TOOL_SLEEP, TOOL_CRASH, TOOL_HANG, TOOL_HUGE, TOOL_PROGRESS,
   TOOL_NOTIFY_LIST_CHANGED, TOOL_STATS, TOOL_FAIL, TOOL_TOOL_ERROR,
-  TOOL_STDERR, TOOL_ASK_CLIENT, TOOL_NUL_NAME, TOOL_STOP_READING, N_TOOLS
+  TOOL_STDERR, TOOL_ASK_CLIENT, TOOL_NUL_NAME, TOOL_STOP_READING, TOOL_ELICIT,
+  N_TOOLS
 };
 
 /* In enum order.  @args lists the arguments as "name:type",
@@ -449,6 +458,8 @@ static const struct
     "method:string,params?:object" },
   { "nul_name", "Answer with a NUL in a member name.", "" },
   { "stop_reading", "Answer, then never read stdin again.", "" },
+  { "elicit", "Ask the user through elicitation/create, return the answer.",
+    "message?:string,schema?:object" },
 };
 
 static json_t *
@@ -621,7 +632,7 @@ tool_stats (Call *call)
   json_t *snapshot;
 
   pthread_mutex_lock (&stats_lock);
-  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I, s:I}",
+  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I, s:I, s:o?}",
                         "pid", (json_int_t) getpid (),
                         "calls", (json_int_t) counters.calls,
                         "lists", (json_int_t) counters.lists,
@@ -632,7 +643,9 @@ tool_stats (Call *call)
                         json_deep_copy (counters.client_ping),
                         "grandchild_pid", (json_int_t) grandchild_pid,
                         "flood_sent", (json_int_t) counters.flood_sent,
-                        "list_changed_sent", (json_int_t) counters.list_changed_sent);
+                        "list_changed_sent", (json_int_t) counters.list_changed_sent,
+                        "client_capabilities",
+                        json_deep_copy (counters.client_capabilities));
   pthread_mutex_unlock (&stats_lock);
   call_reply (call, json_text_result (snapshot, snapshot));
 }
@@ -665,6 +678,64 @@ tool_ask_client (Call *call)
       return;
     }
   result = json_text_result (response,
+                             json_pack ("{s:O}", "response", response));
+  json_decref (response);
+  call_reply (call, result);
+}
+
+/* One field of each kind elicitation allows, every one with a default. */
+static json_t *
+default_elicit_schema (void)
+{
+  return json_pack ("{s:s, s:{s:{s:s, s:s, s:s}, s:{s:s, s:i, s:i, s:i}, s:{s:s, s:f},"
+                    " s:{s:s, s:b}, s:{s:s, s:[s, s, s], s:s}}, s:[s]}",
+                    "type", "object",
+                    "properties",
+                    "name", "type", "string", "description", "Your name", "default", "Ada",
+                    "age", "type", "integer", "minimum", 0, "maximum", 150, "default", 36,
+                    "ratio", "type", "number", "default", 0.5,
+                    "subscribe", "type", "boolean", "default", 1,
+                    "color", "type", "string", "enum", "red", "green", "blue",
+                    "default", "green",
+                    "required", "name");
+}
+
+static void
+tool_elicit (Call *call)
+{
+  json_t *message = json_object_get (call->args, "message");
+  json_t *schema = json_object_get (call->args, "schema");
+  json_t *params, *response, *result;
+  bool declared;
+
+  pthread_mutex_lock (&stats_lock);
+  declared = json_object_get (counters.client_capabilities, "elicitation") != NULL;
+  pthread_mutex_unlock (&stats_lock);
+  if (!declared)
+    {
+      result = text_result ("the client did not declare the elicitation capability");
+      json_object_set_new (result, "isError", json_true ());
+      call_reply (call, result);
+      return;
+    }
+
+  params = json_pack ("{s:s, s:o}", "message",
+                      json_is_string (message) ? json_string_value (message)
+                                               : "Who are you?",
+                      "requestedSchema",
+                      json_is_object (schema) ? json_deep_copy (schema)
+                                              : default_elicit_schema ());
+  response = request_client ("elicitation/create", params, ELICIT_TIMEOUT_MS);
+  json_decref (params);
+  if (response == NULL)
+    {
+      result = text_result ("no answer from client");
+      json_object_set_new (result, "isError", json_true ());
+      call_reply (call, result);
+      return;
+    }
+  result = json_text_result (json_object_get (response, "result") != NULL
+                               ? json_object_get (response, "result") : response,
                              json_pack ("{s:O}", "response", response));
   json_decref (response);
   call_reply (call, result);
@@ -773,6 +844,9 @@ run_tool (Call *call, int tool)
     case TOOL_ASK_CLIENT:
       tool_ask_client (call);
       break;
+    case TOOL_ELICIT:
+      tool_elicit (call);
+      break;
     case TOOL_NUL_NAME:
       tool_nul_name (call);
       break;
@@ -833,6 +907,12 @@ handle_initialize (json_t *id, json_t *params)
   };
   const char *requested, *version = opts.protocol_version;
   size_t i;
+
+  /* Kept for elicit, which asks only a client that declared it. */
+  pthread_mutex_lock (&stats_lock);
+  json_decref (counters.client_capabilities);
+  counters.client_capabilities = json_deep_copy (json_object_get (params, "capabilities"));
+  pthread_mutex_unlock (&stats_lock);
 
   if (version == NULL)
     {
@@ -1107,7 +1187,7 @@ static const char usage_text[] =
   "  --ping-client  --protocol-version V  --page-size N  --extra-tools N\n"
   "  --help\n\n"
   "Tools: echo, sleep, crash, hang, huge, progress, notify_list_changed, stop_reading,\n"
-  "stats, fail, tool_error, stderr, ask_client, dummy_<i>.\n"
+  "stats, fail, tool_error, stderr, ask_client, elicit, dummy_<i>.\n"
   "The comment at the top of mcp-fixture-server.c describes them all.\n";
 
 static const struct option long_options[] = {

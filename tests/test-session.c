@@ -21,6 +21,11 @@ typedef struct {
   guint         fds_before;
   GAsyncQueue  *notifications;   /* method names, in arrival order */
   GAsyncQueue  *closed;          /* error messages from on_closed */
+  /* With a handler of server requests: the methods it takes, and what it
+   * declares in initialize. */
+  const char   *take_method;
+  json_t       *capabilities;
+  GAsyncQueue  *requests;        /* McpSessionResponder taken, unanswered */
 } Fixture;
 
 static void
@@ -42,6 +47,24 @@ on_closed (McpSession   *session,
   g_async_queue_push (fixture->closed, g_strdup (reason->message));
 }
 
+static gboolean
+on_request (McpSession          *session,
+            const char          *method,
+            json_t              *params,
+            McpSessionResponder *responder,
+            gpointer             user_data)
+{
+  Fixture *fixture = user_data;
+
+  if (g_strcmp0 (method, fixture->take_method) != 0)
+    return FALSE;
+  g_assert_cmpstr (mcp_session_responder_get_method (responder), ==, method);
+  g_assert_cmpstr (mcp_session_responder_get_server (responder), ==, "fixture");
+  g_assert_true (json_is_object (params));
+  g_async_queue_push (fixture->requests, responder);
+  return TRUE;
+}
+
 static void
 setup (Fixture       *fixture,
        gconstpointer  data)
@@ -50,6 +73,7 @@ setup (Fixture       *fixture,
   fixture->io = test_io_thread_new ();
   fixture->notifications = g_async_queue_new_full (g_free);
   fixture->closed = g_async_queue_new_full (g_free);
+  fixture->requests = g_async_queue_new ();
 }
 
 static McpSession *
@@ -57,7 +81,10 @@ start_config (Fixture          *fixture,
               McpServerConfig  *config,
               GError          **error)
 {
-  McpSessionCallbacks callbacks = { on_notification, on_closed, fixture };
+  McpSessionCallbacks callbacks = {
+    on_notification, on_closed, fixture, NULL,
+    fixture->take_method != NULL ? on_request : NULL, fixture->capabilities,
+  };
 
   fixture->session = mcp_session_start (config, test_io_thread_get_context (fixture->io),
                                         &callbacks, NULL, error);
@@ -101,6 +128,9 @@ teardown (Fixture       *fixture,
   test_assert_open_fds (fixture->fds_before);
   g_async_queue_unref (fixture->notifications);
   g_async_queue_unref (fixture->closed);
+  g_assert_cmpint (g_async_queue_length (fixture->requests), ==, 0);
+  g_async_queue_unref (fixture->requests);
+  json_decref (fixture->capabilities);
 }
 
 static json_t *
@@ -497,6 +527,169 @@ test_server_request_unsupported (Fixture *fixture, gconstpointer data)
                    ==, MCP_JSONRPC_METHOD_NOT_FOUND);
 }
 
+/* Answers the first request the handler takes, from this thread. */
+static gpointer
+answer_roots (gpointer data)
+{
+  Fixture *fixture = data;
+  McpSessionResponder *responder = g_async_queue_timeout_pop (fixture->requests,
+                                                              10 * G_USEC_PER_SEC);
+
+  g_assert_nonnull (responder);
+  g_assert_false (g_cancellable_is_cancelled (mcp_session_responder_get_cancellable (responder)));
+  mcp_session_responder_return_result (responder,
+                                       json_pack ("{s:[{s:s}]}", "roots", "uri", "file:///srv"));
+  return NULL;
+}
+
+static json_t *
+ask_client (McpSession *session,
+            const char *method)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) result = call_tool (session, "ask_client", json_pack ("{s:s}", "method", method),
+                                        0, &error);
+
+  g_assert_no_error (error);
+  return json_incref (json_object_get (json_object_get (result, "structuredContent"), "response"));
+}
+
+/* Taken, and answered later from another thread, while the tools/call
+ * that caused it is in flight. */
+static void
+test_server_request_answered (Fixture *fixture, gconstpointer data)
+{
+  McpSession *session;
+  GThread *answerer;
+  g_autoptr(json_t) response = NULL;
+
+  fixture->take_method = "roots/list";
+  session = start (fixture, data);
+  answerer = g_thread_new ("answerer", answer_roots, fixture);
+  response = ask_client (session, "roots/list");
+  g_thread_join (answerer);
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (json_object_get (response, "result"),
+                                                                          "roots"), 0), "uri"),
+                   ==, "file:///srv");
+  g_assert_null (json_object_get (response, "error"));
+}
+
+/* A handler that does not take a method leaves today's answer. */
+static void
+test_server_request_not_taken (Fixture *fixture, gconstpointer data)
+{
+  McpSession *session;
+  g_autoptr(json_t) response = NULL;
+
+  fixture->take_method = "roots/list";
+  session = start (fixture, data);
+  response = ask_client (session, "sampling/createMessage");
+  g_assert_cmpint (json_integer_value (json_object_get (json_object_get (response, "error"), "code")),
+                   ==, MCP_JSONRPC_METHOD_NOT_FOUND);
+  g_assert_cmpint (g_async_queue_length (fixture->requests), ==, 0);
+}
+
+static void
+on_async_reply (json_t       *result,
+                const GError *error,
+                gpointer      user_data)
+{
+  GAsyncQueue *replies = user_data;
+
+  json_decref (result);
+  g_async_queue_push (replies, g_strdup (error != NULL ? error->message : "result"));
+}
+
+/* The session ends while its handler holds a request: the handler hears
+ * of it through the cancellable, and its late answer goes nowhere. */
+static void
+test_server_request_closed (Fixture *fixture, gconstpointer data)
+{
+  McpSession *session;
+  g_autoptr(GAsyncQueue) replies = g_async_queue_new_full (g_free);
+  g_autoptr(json_t) params = json_pack ("{s:s, s:{s:s}}", "name", "ask_client",
+                                        "arguments", "method", "roots/list");
+  g_autofree char *reply = NULL;
+  McpSessionResponder *responder;
+  GCancellable *cancellable;
+
+  fixture->take_method = "roots/list";
+  session = start (fixture, data);
+  mcp_session_call_async (session, "tools/call", params, NULL, on_async_reply, replies);
+  responder = g_async_queue_timeout_pop (fixture->requests, 10 * G_USEC_PER_SEC);
+  g_assert_nonnull (responder);
+  cancellable = mcp_session_responder_get_cancellable (responder);
+
+  mcp_session_shutdown (session, 200 * 1000, 200 * 1000);
+  g_assert_true (g_cancellable_is_cancelled (cancellable));
+  reply = g_async_queue_timeout_pop (replies, 10 * G_USEC_PER_SEC);
+  g_assert_nonnull (strstr (reply, "shut down"));
+  /* Still answered exactly once; dropped, and the responder is freed. */
+  mcp_session_responder_return_error (responder, MCP_JSONRPC_INTERNAL_ERROR, "too late");
+}
+
+static json_t *
+elicit (McpSession *session)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) result = call_tool (session, "elicit", NULL, 0, &error);
+
+  g_assert_no_error (error);
+  return g_steal_pointer (&result);
+}
+
+/* No handler: nothing declared, and the server knows not to elicit. */
+static void
+test_capabilities_none (Fixture *fixture, gconstpointer data)
+{
+  McpSession *session = start (fixture, data);
+  g_autoptr(json_t) stats = fixture_stats (session);
+  g_autoptr(json_t) result = elicit (session);
+
+  g_assert_true (json_is_object (json_object_get (stats, "client_capabilities")));
+  g_assert_cmpuint (json_object_size (json_object_get (stats, "client_capabilities")), ==, 0);
+  g_assert_true (json_is_true (json_object_get (result, "isError")));
+  g_assert_nonnull (strstr (first_text (result), "did not declare"));
+}
+
+static gpointer
+decline_one (gpointer data)
+{
+  Fixture *fixture = data;
+  McpSessionResponder *responder = g_async_queue_timeout_pop (fixture->requests,
+                                                              10 * G_USEC_PER_SEC);
+  json_t *params;
+
+  g_assert_nonnull (responder);
+  params = mcp_session_responder_get_params (responder);
+  g_assert_cmpstr (mcp_json_get_string (params, "message"), ==, "Who are you?");
+  g_assert_true (json_is_object (json_object_get (params, "requestedSchema")));
+  mcp_session_responder_return_result (responder, json_pack ("{s:s}", "action", "decline"));
+  return NULL;
+}
+
+/* A handler of elicitation declares it, and the server's request reaches it. */
+static void
+test_capabilities_elicitation (Fixture *fixture, gconstpointer data)
+{
+  McpSession *session;
+  g_autoptr(json_t) stats = NULL;
+  g_autoptr(json_t) result = NULL;
+  GThread *answerer;
+
+  fixture->take_method = "elicitation/create";
+  fixture->capabilities = json_pack ("{s:{}}", "elicitation");
+  session = start (fixture, data);
+  stats = fixture_stats (session);
+  g_assert_true (json_equal (json_object_get (stats, "client_capabilities"), fixture->capabilities));
+
+  answerer = g_thread_new ("answerer", decline_one, fixture);
+  result = elicit (session);
+  g_thread_join (answerer);
+  g_assert_false (json_is_true (json_object_get (result, "isError")));
+  g_assert_cmpstr (first_text (result), ==, "{\"action\":\"decline\"}");
+}
+
 static void
 on_progress (json_t   *params,
              gpointer  user_data)
@@ -644,6 +837,11 @@ main (int argc, char **argv)
   ADD ("/session/shutdown/grandchild", "--grandchild", test_shutdown_grandchild);
   ADD ("/session/server-ping", "--ping-client", test_server_ping);
   ADD ("/session/server-request-unsupported", NULL, test_server_request_unsupported);
+  ADD ("/session/server-request/answered", NULL, test_server_request_answered);
+  ADD ("/session/server-request/not-taken", NULL, test_server_request_not_taken);
+  ADD ("/session/server-request/closed", NULL, test_server_request_closed);
+  ADD ("/session/capabilities/none", NULL, test_capabilities_none);
+  ADD ("/session/capabilities/elicitation", NULL, test_capabilities_elicitation);
   ADD ("/session/progress", NULL, test_progress);
   ADD ("/session/notifications", "--notify-before-init", test_notifications);
   ADD ("/session/cancel", NULL, test_cancel);

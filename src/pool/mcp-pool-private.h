@@ -119,6 +119,11 @@ void        mcp_pool_on_session_notification (McpSession   *session,
                                               const char   *method,
                                               json_t       *params,
                                               gpointer      user_data);
+gboolean    mcp_pool_on_session_request    (McpSession          *session,
+                                            const char          *method,
+                                            json_t              *params,
+                                            McpSessionResponder *responder,
+                                            gpointer             user_data);
 void        mcp_pool_on_session_closed     (McpSession     *session,
                                             const GError   *reason,
                                             gpointer        user_data);

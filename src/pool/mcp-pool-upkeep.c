@@ -135,6 +135,23 @@ mcp_pool_on_session_notification (McpSession *session,
     }
 }
 
+/* Passed on with the server's name, to whoever the pool serves. */
+gboolean
+mcp_pool_on_session_request (McpSession          *session,
+                             const char          *method,
+                             json_t              *params,
+                             McpSessionResponder *responder,
+                             gpointer             user_data)
+{
+  PoolEntry *entry = user_data;
+  McpPool *pool = entry->pool;
+
+  if (pool->callbacks.on_server_request == NULL)
+    return FALSE;
+  return pool->callbacks.on_server_request (pool, entry->name, method, params, responder,
+                                            pool->callbacks.user_data);
+}
+
 /* A session that died by itself (a crash while idle) is retired at once, so
  * that listings show it idle and the next call starts afresh. */
 void

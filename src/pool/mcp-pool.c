@@ -211,6 +211,7 @@ start_locked (PoolEntry  *entry,
   guint64 generation = entry->generation;
   McpSessionCallbacks callbacks = {
     mcp_pool_on_session_notification, mcp_pool_on_session_closed, mcp_pool_entry_ref (entry), (GDestroyNotify) mcp_pool_entry_unref,
+    mcp_pool_on_session_request, pool->callbacks.client_capabilities,
   };
   g_autoptr(GError) local_error = NULL;
   McpSession *session;
@@ -731,6 +732,7 @@ mcp_pool_new (GMainContext            *context,
                                            pool->options.relist_debounce_ms);
   if (callbacks != NULL)
     pool->callbacks = *callbacks;
+  pool->callbacks.client_capabilities = json_deep_copy (pool->callbacks.client_capabilities);
 
   g_mutex_init (&pool->lock);
   g_cond_init (&pool->retired_cond);
@@ -860,6 +862,7 @@ mcp_pool_unref (McpPool *pool)
   g_hash_table_unref (pool->entries);
   g_ptr_array_unref (pool->retiring);
   g_object_unref (pool->starts_cancellable);
+  json_decref (pool->callbacks.client_capabilities);
   g_mutex_clear (&pool->lock);
   g_cond_clear (&pool->retired_cond);
   g_main_context_unref (pool->context);

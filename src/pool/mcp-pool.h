@@ -27,6 +27,7 @@
 
 #include "common/mcp-server-config.h"
 #include "pool/mcp-call.h"
+#include "pool/mcp-session.h"
 
 G_BEGIN_DECLS
 
@@ -54,12 +55,19 @@ const char *mcp_server_state_to_string (McpServerState state);
 
 typedef struct _McpPool McpPool;
 
-/* Called on the pool's context. */
+/* Called on the pool's context.  @on_server_request gets the requests of
+ * every server as McpServerRequestFunc does (NULL: all are answered
+ * -32601); @client_capabilities (copied; NULL: none) is declared to every
+ * server and should name what it answers. */
 typedef struct {
   void     (*on_state_changed) (McpPool *pool, const char *server, McpServerState state,
                                 gpointer user_data);
   void     (*on_tools_changed) (McpPool *pool, const char *server, gpointer user_data);
   gpointer   user_data;
+  gboolean (*on_server_request) (McpPool *pool, const char *server, const char *method,
+                                 json_t *params, McpSessionResponder *responder,
+                                 gpointer user_data);
+  json_t    *client_capabilities;
 } McpPoolCallbacks;
 
 /* Zero fields take the defaults. */

@@ -8,6 +8,13 @@
  * session) first takes it out of `pending` under `lock`; whoever does so
  * owns its completion, which always runs on the context.  `lock` is never
  * held across a callback or a send.
+ *
+ * Requests from the server go the other way: one that the on_request
+ * handler takes waits in `served` until its responder answers it, from
+ * any thread; whoever takes it out of `served` under `lock` decides its
+ * fate: the answer sends it, the end of the session or the server's
+ * notifications/cancelled drop it (and cancel the responder's
+ * cancellable, so a handler that waits can stop).
  */
 #include "config.h"
 
@@ -54,6 +61,15 @@ typedef struct {
   GError          *error;            /* idem */
 } PendingRequest;
 
+struct _McpSessionResponder {
+  McpSession   *session;            /* a reference */
+  char         *key;                /* the server's id as a key in served */
+  json_t       *id;
+  char         *method;
+  json_t       *params;             /* never NULL */
+  GCancellable *cancellable;
+};
+
 struct _McpSession {
   gatomicrefcount      ref_count;
   McpServerConfig     *config;          /* immutable */
@@ -70,6 +86,8 @@ struct _McpSession {
   gboolean             shut_down;       /* protected by lock */
   GHashTable          *pending;         /* protected by lock; id key → PendingRequest */
   json_int_t           next_id;         /* protected by lock */
+  GHashTable          *served;          /* protected by lock; server's id key → McpSessionResponder */
+  json_t              *client_capabilities; /* immutable */
   guint                in_flight;       /* protected by lock; requests not completed yet */
   char                *protocol_version;/* set once before the session is shared */
   json_t              *server_info;     /* idem */
@@ -97,6 +115,8 @@ mcp_session_unref (McpSession *session)
   if (session->callbacks.destroy != NULL)
     session->callbacks.destroy (session->callbacks.user_data);
   g_clear_pointer (&session->pending, g_hash_table_unref);
+  g_clear_pointer (&session->served, g_hash_table_unref);
+  json_decref (session->client_capabilities);
   g_clear_error (&session->close_reason);
   g_free (session->protocol_version);
   json_decref (session->server_info);
@@ -283,6 +303,37 @@ take_pending (McpSession *session,
   return request;
 }
 
+/* Takes the server's requests out of served, all or only the one of
+ * @key, so that their answers are dropped; returns their cancellables
+ * (references: a responder may be answered and freed once the lock is
+ * gone), to be cancelled without the lock.  Called with session->lock. */
+static GPtrArray *
+steal_served_locked (McpSession *session,
+                     const char *key)
+{
+  GPtrArray *cancellables = g_ptr_array_new_with_free_func (g_object_unref);
+  GHashTableIter iter;
+  McpSessionResponder *responder;
+
+  if (key != NULL)
+    {
+      responder = g_hash_table_lookup (session->served, key);
+      if (responder != NULL)
+        {
+          g_ptr_array_add (cancellables, g_object_ref (responder->cancellable));
+          g_hash_table_remove (session->served, key);
+        }
+      return cancellables;
+    }
+  g_hash_table_iter_init (&iter, session->served);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &responder))
+    {
+      g_ptr_array_add (cancellables, g_object_ref (responder->cancellable));
+      g_hash_table_iter_remove (&iter);
+    }
+  return cancellables;
+}
+
 static gboolean
 invoke_on_closed (gpointer data)
 {
@@ -304,6 +355,7 @@ close_session (McpSession *session,
                GError     *reason)
 {
   g_autoptr(GPtrArray) failed = g_ptr_array_new ();
+  g_autoptr(GPtrArray) unserved = NULL;
   GHashTableIter iter;
   PendingRequest *request;
   gboolean notify = FALSE;
@@ -330,12 +382,15 @@ close_session (McpSession *session,
 
   if (session->callbacks.on_closed != NULL && !session->closed_notified)
     notify = session->closed_notified = TRUE;
+  unserved = steal_served_locked (session, NULL);
   g_mutex_unlock (&session->lock);
 
   /* Queued, never run here: this may be a worker thread, and the
    * callbacks belong to the session's context. */
   for (guint i = 0; i < failed->len; i++)
     complete_later (g_ptr_array_index (failed, i));
+  for (guint i = 0; i < unserved->len; i++)
+    g_cancellable_cancel (g_ptr_array_index (unserved, i));
   if (notify)
     {
       GSource *source = g_idle_source_new ();
@@ -650,26 +705,174 @@ mcp_session_call (McpSession  *session,
 
 /* Messages from the server, on the context */
 
+/* Requests from the server */
+
+static McpSessionResponder *
+responder_new (McpSession *session,
+               json_t     *id,
+               const char *method,
+               json_t     *params)
+{
+  McpSessionResponder *responder = g_new0 (McpSessionResponder, 1);
+
+  responder->session = mcp_session_ref (session);
+  responder->key = mcp_jsonrpc_id_key (id);
+  responder->id = json_incref (id);
+  responder->method = g_strdup (method);
+  responder->params = json_is_object (params) ? json_incref (params) : json_object ();
+  responder->cancellable = g_cancellable_new ();
+  return responder;
+}
+
+static void
+responder_free (McpSessionResponder *responder)
+{
+  mcp_session_unref (responder->session);
+  g_free (responder->key);
+  json_decref (responder->id);
+  g_free (responder->method);
+  json_decref (responder->params);
+  g_object_unref (responder->cancellable);
+  g_free (responder);
+}
+
+/* Sends @reply (stolen) if the request is still wanted, and frees the
+ * responder. */
+static void
+responder_answer (McpSessionResponder *responder,
+                  json_t              *reply)
+{
+  McpSession *session = responder->session;
+  g_autoptr(json_t) message = reply;
+  gboolean wanted;
+
+  g_mutex_lock (&session->lock);
+  wanted = g_hash_table_lookup (session->served, responder->key) == responder;
+  if (wanted)
+    g_hash_table_remove (session->served, responder->key);
+  g_mutex_unlock (&session->lock);
+
+  if (wanted)
+    send_message (session, message, NULL);
+  else
+    g_debug ("Server “%s”: dropping the answer to its %s request, which ended first",
+             session->config->name, responder->method);
+  responder_free (responder);
+}
+
+void
+mcp_session_responder_return_result (McpSessionResponder *responder,
+                                     json_t              *result)
+{
+  responder_answer (responder,
+                    mcp_jsonrpc_result_new (responder->id, result != NULL ? result : json_object ()));
+}
+
+void
+mcp_session_responder_return_error (McpSessionResponder *responder,
+                                    int                  code,
+                                    const char          *message)
+{
+  responder_answer (responder, mcp_jsonrpc_error_new (responder->id, code, message, NULL));
+}
+
+const char *
+mcp_session_responder_get_method (McpSessionResponder *responder)
+{
+  return responder->method;
+}
+
+json_t *
+mcp_session_responder_get_params (McpSessionResponder *responder)
+{
+  return responder->params;
+}
+
+const char *
+mcp_session_responder_get_server (McpSessionResponder *responder)
+{
+  return responder->session->config->name;
+}
+
+GCancellable *
+mcp_session_responder_get_cancellable (McpSessionResponder *responder)
+{
+  return responder->cancellable;
+}
+
+static void
+answer_not_supported (McpSessionResponder *responder)
+{
+  g_autofree char *text = g_strdup_printf ("mcp-pool does not support the client method %s",
+                                           responder->method);
+
+  mcp_session_responder_return_error (responder, MCP_JSONRPC_METHOD_NOT_FOUND, text);
+}
+
+/* Registered before the handler sees it, which may answer at once. */
 static void
 answer_server_request (McpSession *session,
                        json_t     *message)
 {
   const char *method = mcp_json_get_string (message, "method");
   json_t *id = json_object_get (message, "id");
-  g_autoptr(json_t) reply = NULL;
+  McpSessionResponder *responder;
+  gboolean duplicate, closed;
 
-  /* mcp-pool declares no client capabilities, so only ping is answered. */
   if (g_strcmp0 (method, "ping") == 0)
     {
-      reply = mcp_jsonrpc_result_new (id, json_object ());
+      g_autoptr(json_t) reply = mcp_jsonrpc_result_new (id, json_object ());
+
+      send_message (session, reply, NULL);
+      return;
     }
-  else
+
+  responder = responder_new (session, id, method, json_object_get (message, "params"));
+  g_mutex_lock (&session->lock);
+  closed = session->state == SESSION_CLOSED;
+  duplicate = g_hash_table_contains (session->served, responder->key);
+  if (!closed && !duplicate)
+    g_hash_table_insert (session->served, responder->key, responder);
+  g_mutex_unlock (&session->lock);
+
+  if (closed)
     {
-      g_autofree char *text = g_strdup_printf ("mcp-pool does not support the client method %s",
-                                               method);
-      reply = mcp_jsonrpc_error_new (id, MCP_JSONRPC_METHOD_NOT_FOUND, text, NULL);
+      responder_free (responder);
+      return;
     }
-  send_message (session, reply, NULL);
+  if (duplicate)
+    {
+      g_autoptr(json_t) reply = mcp_jsonrpc_error_new (id, MCP_JSONRPC_INVALID_REQUEST,
+                                                       "the id of this request is in use by another one",
+                                                       NULL);
+
+      responder_free (responder);
+      send_message (session, reply, NULL);
+      return;
+    }
+
+  if (session->callbacks.on_request == NULL ||
+      !session->callbacks.on_request (session, method, responder->params, responder,
+                                      session->callbacks.user_data))
+    answer_not_supported (responder);
+}
+
+/* The server no longer wants the answer to one of its requests. */
+static gboolean
+drop_cancelled_request (McpSession *session,
+                        json_t     *params)
+{
+  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (params, "requestId"));
+  g_autoptr(GPtrArray) cancellables = NULL;
+
+  if (key == NULL)
+    return FALSE;
+  g_mutex_lock (&session->lock);
+  cancellables = steal_served_locked (session, key);
+  g_mutex_unlock (&session->lock);
+  for (guint i = 0; i < cancellables->len; i++)
+    g_cancellable_cancel (g_ptr_array_index (cancellables, i));
+  return cancellables->len > 0;
 }
 
 static void
@@ -752,6 +955,9 @@ on_transport_message (json_t   *message,
     case MCP_MESSAGE_NOTIFICATION:
       if (g_strcmp0 (method, "notifications/progress") == 0)
         route_progress (session, json_object_get (message, "params"));
+      else if (g_strcmp0 (method, "notifications/cancelled") == 0 &&
+               drop_cancelled_request (session, json_object_get (message, "params")))
+        break;
       else if (session->callbacks.on_notification != NULL)
         session->callbacks.on_notification (session, method,
                                             json_object_get (message, "params"),
@@ -852,9 +1058,9 @@ handshake (McpSession    *session,
            GError       **error)
 {
   McpCallOptions options = { .cancellable = cancellable };
-  g_autoptr(json_t) params = json_pack ("{s:s, s:{}, s:{s:s, s:s}}",
+  g_autoptr(json_t) params = json_pack ("{s:s, s:O, s:{s:s, s:s}}",
                                         "protocolVersion", MCP_PROTOCOL_VERSION_NEWEST,
-                                        "capabilities",
+                                        "capabilities", session->client_capabilities,
                                         "clientInfo", "name", PACKAGE_NAME, "version", PACKAGE_VERSION);
   g_autoptr(json_t) result = NULL;
   const char *version;
@@ -951,10 +1157,16 @@ mcp_session_start (McpServerConfig            *config,
   session->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
   if (callbacks != NULL)
     session->callbacks = *callbacks;
+  /* Borrowed only for the call. */
+  session->client_capabilities = session->callbacks.client_capabilities != NULL
+                                 ? json_deep_copy (session->callbacks.client_capabilities)
+                                 : json_object ();
+  session->callbacks.client_capabilities = NULL;
   g_mutex_init (&session->lock);
   g_cond_init (&session->idle_cond);
   session->state = SESSION_STARTING;
   session->pending = g_hash_table_new (g_str_hash, g_str_equal);
+  session->served = g_hash_table_new (g_str_hash, g_str_equal);
 
   /* A pool that is shutting down starts nothing new. */
   if (!g_cancellable_set_error_if_cancelled (cancellable, &spawn_error))
