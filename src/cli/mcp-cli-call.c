@@ -17,6 +17,7 @@ typedef struct {
   const char   *server;
   const char   *tool;
   json_t       *arguments;
+  McpCliElicitMode elicit_mode;
 } CallJob;
 
 /* One JSON object, or `key=value` pairs whose values are taken as JSON
@@ -116,6 +117,9 @@ run_call (gpointer data)
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) result = NULL;
   g_autoptr(McpDiscovery) discovery = NULL;
+  g_autoptr(json_t) capabilities = NULL;
+  McpPoolCallbacks callbacks = { 0 };
+  McpCliElicitation *elicitation;
   McpCliPool *cli;
   int status;
 
@@ -131,10 +135,15 @@ run_call (gpointer data)
 
   /* The answer is out before the server is ended. */
   discovery = mcp_cli_discover (job->common);
-  cli = mcp_cli_pool_new (discovery);
+  elicitation = mcp_cli_elicitation_new (job->elicit_mode);
+  capabilities = mcp_cli_elicitation_capabilities ();
+  mcp_cli_elicitation_fill_callbacks (elicitation, &callbacks);
+  callbacks.client_capabilities = capabilities;
+  cli = mcp_cli_pool_new_full (discovery, &callbacks);
   result = mcp_pool_call_tool (cli->pool, job->server, job->tool, job->arguments, &options, &error);
   status = report_call (job, result, error);
   mcp_cli_pool_free (cli);
+  mcp_cli_elicitation_free (elicitation);
   return status;
 }
 
@@ -148,9 +157,13 @@ mcp_cli_call (int    argc,
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) arguments = NULL;
   gboolean json_output = FALSE;
+  g_autofree char *elicitation = NULL;
   char **words;
   GOptionEntry entries[] = {
     { "json", 0, 0, G_OPTION_ARG_NONE, &json_output, N_("Print the whole result as JSON"), NULL },
+    { "elicitation", 0, 0, G_OPTION_ARG_STRING, &elicitation,
+      N_("How to answer a server that asks for input without a terminal: accept-defaults, "
+         "or decline (the default)"), N_("accept-defaults|decline") },
     { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_STRING_ARRAY, &rest, NULL, NULL },
     { NULL }
   };
@@ -166,6 +179,11 @@ mcp_cli_call (int    argc,
   mcp_cli_add_shared_option (context, &common);
   if (!mcp_cli_parse (context, &argc, &argv) || !mcp_cli_url_resolve (&url, "call", &common))
     return 2;
+  if (!mcp_cli_elicit_mode_parse (elicitation, &job.elicit_mode, &error))
+    {
+      g_printerr ("mcp-pool call: %s\n", error->message);
+      return 2;
+    }
 
   /* With --url the server is named by it, and the words start at the tool. */
   if (common.url_server != NULL && (rest == NULL || rest[0] == NULL))

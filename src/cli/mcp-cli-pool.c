@@ -183,9 +183,16 @@ start_watch_free (StartWatch *watch)
 McpCliPool *
 mcp_cli_pool_new (McpDiscovery *discovery)
 {
+  return mcp_cli_pool_new_full (discovery, NULL);
+}
+
+McpCliPool *
+mcp_cli_pool_new_full (McpDiscovery           *discovery,
+                       const McpPoolCallbacks *callbacks)
+{
   McpCliPool *cli = g_new0 (McpCliPool, 1);
 
-  cli->pool = mcp_pool_new (NULL, NULL, NULL);
+  cli->pool = mcp_pool_new (NULL, NULL, callbacks);
   mcp_pool_set_servers (cli->pool, discovery->servers);
 
   if (isatty (STDERR_FILENO))

@@ -90,7 +90,35 @@ typedef struct {
 } McpCliPool;
 
 McpCliPool   *mcp_cli_pool_new           (McpDiscovery   *discovery);
+/* The same with @callbacks for the pool (may be NULL). */
+McpCliPool   *mcp_cli_pool_new_full      (McpDiscovery           *discovery,
+                                          const McpPoolCallbacks *callbacks);
 void          mcp_cli_pool_free          (McpCliPool     *cli);
+
+/* A server's elicitation/create during a command (mcp-cli-elicit.c).
+ * UNSET (no --elicitation): asked on the terminal when stdin and stderr
+ * are one, else declined with a line on stderr. */
+typedef enum {
+  MCP_CLI_ELICIT_UNSET,
+  MCP_CLI_ELICIT_ACCEPT_DEFAULTS,
+  MCP_CLI_ELICIT_DECLINE,
+} McpCliElicitMode;
+
+typedef struct _McpCliElicitation McpCliElicitation;
+
+gboolean      mcp_cli_elicit_mode_parse  (const char        *text,
+                                          McpCliElicitMode  *mode,
+                                          GError           **error);
+/* Any thread. */
+McpCliElicitation *mcp_cli_elicitation_new (McpCliElicitMode   mode);
+/* Sets the pool's on_server_request and user_data to answer elicitation
+ * (nothing else). */
+void          mcp_cli_elicitation_fill_callbacks (McpCliElicitation *elicitation,
+                                                  McpPoolCallbacks  *callbacks);
+/* What the pool declares for it: `{"elicitation": {}}` (form mode). */
+json_t       *mcp_cli_elicitation_capabilities   (void);
+/* After the pool is freed. */
+void          mcp_cli_elicitation_free   (McpCliElicitation *elicitation);
 
 int   mcp_cli_demo            (int argc, char **argv);
 int   mcp_cli_call            (int argc, char **argv);
