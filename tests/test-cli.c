@@ -182,6 +182,63 @@ test_call (void)
   g_unlink (config);
 }
 
+#define NO_DEFAULT_SCHEMA \
+  "{\"schema\": {\"type\": \"object\", \"properties\": {" \
+  "\"name\": {\"type\": \"string\", \"default\": \"Ada\"}, " \
+  "\"email\": {\"type\": \"string\", \"format\": \"email\"}}, " \
+  "\"required\": [\"name\", \"email\"]}}"
+
+/* Without a terminal (the test's pipes), the option answers. */
+static void
+test_call_elicitation (void)
+{
+  g_autofree char *config = write_config ("fixture", "[]");
+  g_auto(RunResult) defaults = { 0 };
+  g_auto(RunResult) declined = { 0 };
+  g_auto(RunResult) explicit_decline = { 0 };
+  g_auto(RunResult) missing = { 0 };
+  g_auto(RunResult) bad_mode = { 0 };
+  g_autoptr(json_t) answer = NULL;
+
+  run (&defaults, "call", "--config", config, "--elicitation", "accept-defaults",
+       "fixture", "elicit", NULL);
+  g_assert_cmpint (defaults.status, ==, 0);
+  answer = json_loads (defaults.out, 0, NULL);
+  g_assert_cmpstr (mcp_json_get_string (answer, "action"), ==, "accept");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (answer, "content"), "name"), ==, "Ada");
+  g_assert_cmpint (json_integer_value (json_object_get (json_object_get (answer, "content"), "age")), ==, 36);
+  g_assert_true (json_is_true (json_object_get (json_object_get (answer, "content"), "subscribe")));
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (answer, "content"), "color"), ==, "green");
+  g_assert_cmpfloat (json_number_value (json_object_get (json_object_get (answer, "content"), "ratio")), ==, 0.5);
+  g_assert_cmpstr (defaults.err, ==, "");
+
+  /* Declining is the default, and says how to accept. */
+  run (&declined, "call", "--config", config, "fixture", "elicit", NULL);
+  g_assert_cmpint (declined.status, ==, 0);
+  g_assert_cmpstr (declined.out, ==, "{\"action\":\"decline\"}\n");
+  g_assert_nonnull (strstr (declined.err, "declined the request of server “fixture”"));
+  g_assert_nonnull (strstr (declined.err, "Who are you?"));
+  g_assert_nonnull (strstr (declined.err, "--elicitation accept-defaults"));
+
+  run (&explicit_decline, "call", "--config", config, "--elicitation", "decline",
+       "fixture", "elicit", NULL);
+  g_assert_cmpstr (explicit_decline.out, ==, "{\"action\":\"decline\"}\n");
+
+  /* A required field without a default cannot be accepted blindly. */
+  run (&missing, "call", "--config", config, "--elicitation", "accept-defaults",
+       "fixture", "elicit", NO_DEFAULT_SCHEMA, NULL);
+  g_assert_cmpint (missing.status, ==, 0);
+  g_assert_cmpstr (missing.out, ==, "{\"action\":\"decline\"}\n");
+  g_assert_nonnull (strstr (missing.err, "“email” is required and has no default"));
+
+  run (&bad_mode, "call", "--config", config, "--elicitation", "maybe", "fixture", "elicit", NULL);
+  g_assert_cmpint (bad_mode.status, ==, 2);
+  g_assert_nonnull (strstr (bad_mode.err, "--elicitation must be accept-defaults or decline, not “maybe”"));
+
+  g_unlink (config);
+  test_assert_no_children ();
+}
+
 static void
 test_call_errors (void)
 {
@@ -896,6 +953,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/demo", test_demo);
   g_test_add_func ("/cli/call", test_call);
   g_test_add_func ("/cli/call-errors", test_call_errors);
+  g_test_add_func ("/cli/call/elicitation", test_call_elicitation);
   g_test_add_func ("/cli/children-die-with-pool", test_children_die_with_pool);
   g_test_add_func ("/cli/servers", test_servers);
   g_test_add_func ("/cli/servers/remote", test_servers_remote);
