@@ -89,6 +89,10 @@ expect "--transport=sse" call --transport=s
 expect "" tools --url https://example.com/mcp ""
 expect "" call --config servers.json --url https://example.com/mcp ""
 expect "" call -H ""
+expect "--elicitation" call --eli
+expect "" tools --eli
+expect "accept-defaults decline" call --elicitation ""
+expect "--elicitation=accept-defaults" call --elicitation=a
 COMP_WORDS=(/nonexistent/mcp-pool tools "")
 COMP_CWORD=2
 _mcp_pool && [[ ${#COMPREPLY[@]} == 0 ]] && echo "ok: a missing program completes nothing" ||
