@@ -11,6 +11,7 @@
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
+#include <glib-unix.h>
 #include <unistd.h>
 
 #include "common/mcp-jsonrpc.h"
@@ -235,6 +236,64 @@ test_call_elicitation (void)
   g_assert_cmpint (bad_mode.status, ==, 2);
   g_assert_nonnull (strstr (bad_mode.err, "--elicitation must be accept-defaults or decline, not “maybe”"));
 
+  g_unlink (config);
+  test_assert_no_children ();
+}
+
+/* On a terminal (a pty as stdin and stderr) each field is asked and
+ * checked: wrong answers are asked again, an empty one takes the default. */
+static void
+test_call_elicitation_terminal (void)
+{
+  g_autofree char *config = write_config ("fixture", "[]");
+  const char *argv[] = { test_mcp_pool_path (), "call", "--config", config, "fixture", "elicit", NULL };
+  const char answers[] = "Grace\nold\n200\n40\n\nno\npurple\nblue\na\n";
+  g_autoptr(GSubprocessLauncher) launcher = scratch_launcher (G_SUBPROCESS_FLAGS_STDOUT_PIPE, NULL);
+  g_autoptr(GSubprocess) process = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GString) terminal = g_string_new (NULL);
+  g_autofree char *out = NULL;
+  g_autoptr(json_t) answer = NULL;
+  char buffer[4096];
+  ssize_t n;
+  int master = posix_openpt (O_RDWR | O_NOCTTY);
+  int slave;
+
+  g_assert_cmpint (master, >=, 0);
+  g_assert_cmpint (grantpt (master), ==, 0);
+  g_assert_cmpint (unlockpt (master), ==, 0);
+  slave = open (ptsname (master), O_RDWR | O_NOCTTY);
+  g_assert_cmpint (slave, >=, 0);
+  /* Typed ahead: the terminal keeps the lines until they are read. */
+  g_assert_cmpint (write (master, answers, sizeof answers - 1), ==, sizeof answers - 1);
+  g_subprocess_launcher_take_stdin_fd (launcher, slave);
+  g_subprocess_launcher_take_stderr_fd (launcher, dup (slave));
+  process = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  g_clear_object (&launcher);
+  g_subprocess_communicate_utf8 (process, NULL, NULL, &out, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_get_if_exited (process));
+  g_assert_cmpint (g_subprocess_get_exit_status (process), ==, 0);
+
+  answer = json_loads (out, 0, NULL);
+  g_assert_cmpstr (mcp_json_get_string (answer, "action"), ==, "accept");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (answer, "content"), "name"), ==, "Grace");
+  g_assert_cmpint (json_integer_value (json_object_get (json_object_get (answer, "content"), "age")), ==, 40);
+  g_assert_cmpfloat (json_number_value (json_object_get (json_object_get (answer, "content"), "ratio")), ==, 0.5);
+  g_assert_true (json_is_false (json_object_get (json_object_get (answer, "content"), "subscribe")));
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (answer, "content"), "color"), ==, "blue");
+
+  /* Every writer of the pty is gone: what it showed can be read to the end. */
+  g_unix_set_fd_nonblocking (master, TRUE, NULL);
+  while ((n = read (master, buffer, sizeof buffer)) > 0)
+    g_string_append_len (terminal, buffer, n);
+  close (master);
+  g_assert_nonnull (strstr (terminal->str, "Server “fixture” asks: Who are you?"));
+  g_assert_nonnull (strstr (terminal->str, "name (string, required) — Your name [Ada]: "));
+  g_assert_nonnull (strstr (terminal->str, "“age” must be a whole number"));
+  g_assert_nonnull (strstr (terminal->str, "“age” must be between 0 and 150"));
+  g_assert_nonnull (strstr (terminal->str, "“color” must be one of red, green, blue"));
   g_unlink (config);
   test_assert_no_children ();
 }
@@ -954,6 +1013,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/call", test_call);
   g_test_add_func ("/cli/call-errors", test_call_errors);
   g_test_add_func ("/cli/call/elicitation", test_call_elicitation);
+  g_test_add_func ("/cli/call/elicitation-terminal", test_call_elicitation_terminal);
   g_test_add_func ("/cli/children-die-with-pool", test_children_die_with_pool);
   g_test_add_func ("/cli/servers", test_servers);
   g_test_add_func ("/cli/servers/remote", test_servers_remote);
