@@ -1,6 +1,7 @@
 /* mcp-call.h — the types of one call to a server, shared by the session
  * and the pool's API: its options, its progress and its completion, how it
- * can fail, and which failures mean the server cannot be trusted any more.
+ * can fail, and which failures mean the server cannot be trusted any more;
+ * and the other way, how a request of the server is answered.
  */
 #pragma once
 
@@ -55,5 +56,30 @@ typedef struct {
  * the server gone, a protocol error): the pool retires it.  Answers, even
  * JSON-RPC errors, and cancellations are not. */
 gboolean mcp_call_error_is_fatal (const GError *error);
+
+/* A request from the server (roots/list, sampling/createMessage,
+ * elicitation/create, …) that a handler took.  Like a
+ * GDBusMethodInvocation, it must be answered exactly once, with
+ * mcp_session_responder_return_result() or _return_error(), from any
+ * thread; answering frees it.  An answer after the session ended is
+ * dropped.  Any thread may read it until it is answered. */
+typedef struct _McpSessionResponder McpSessionResponder;
+
+/* Any thread, once per responder; @result is stolen (NULL: `{}`). */
+void          mcp_session_responder_return_result (McpSessionResponder *responder,
+                                                   json_t              *result);
+/* Any thread, once per responder: a JSON-RPC error @code with @message. */
+void          mcp_session_responder_return_error  (McpSessionResponder *responder,
+                                                   int                  code,
+                                                   const char          *message);
+/* Any thread, until answered.  The method, the params (borrowed, never
+ * NULL: `{}` when the server sent none) and the server's name. */
+const char   *mcp_session_responder_get_method    (McpSessionResponder *responder);
+json_t       *mcp_session_responder_get_params    (McpSessionResponder *responder);
+const char   *mcp_session_responder_get_server    (McpSessionResponder *responder);
+/* Any thread, until answered: cancelled when the session ends or the
+ * server cancels the request (notifications/cancelled), so that a handler
+ * that waits, e.g. for a person, can stop; it must still answer. */
+GCancellable *mcp_session_responder_get_cancellable (McpSessionResponder *responder);
 
 G_END_DECLS

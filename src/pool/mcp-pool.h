@@ -27,7 +27,6 @@
 
 #include "common/mcp-server-config.h"
 #include "pool/mcp-call.h"
-#include "pool/mcp-session.h"
 
 G_BEGIN_DECLS
 

@@ -33,14 +33,6 @@ typedef void (*McpNotificationFunc)  (McpSession   *session,
 typedef void (*McpSessionClosedFunc) (McpSession   *session,
                                       const GError *reason,
                                       gpointer      user_data);
-/* A request from the server (roots/list, sampling/createMessage,
- * elicitation/create, …) that a handler took.  Like a
- * GDBusMethodInvocation, it must be answered exactly once, with
- * mcp_session_responder_return_result() or _return_error(), from any
- * thread; answering frees it.  An answer after the session ended is
- * dropped.  Any thread may read it until it is answered. */
-typedef struct _McpSessionResponder McpSessionResponder;
-
 /* Called on the session's context for each request of the server but
  * ping, which the session answers itself.  @params is borrowed and may be
  * NULL.  Returns FALSE to leave the request alone (it is answered with
@@ -64,23 +56,6 @@ typedef struct {
   McpServerRequestFunc on_request;
   json_t              *client_capabilities;
 } McpSessionCallbacks;
-
-/* Any thread, once per responder; @result is stolen (NULL: `{}`). */
-void          mcp_session_responder_return_result (McpSessionResponder *responder,
-                                                   json_t              *result);
-/* Any thread, once per responder: a JSON-RPC error @code with @message. */
-void          mcp_session_responder_return_error  (McpSessionResponder *responder,
-                                                   int                  code,
-                                                   const char          *message);
-/* Any thread, until answered.  The method, the params (borrowed, never
- * NULL: `{}` when the server sent none) and the server's name. */
-const char   *mcp_session_responder_get_method    (McpSessionResponder *responder);
-json_t       *mcp_session_responder_get_params    (McpSessionResponder *responder);
-const char   *mcp_session_responder_get_server    (McpSessionResponder *responder);
-/* Any thread, until answered: cancelled when the session ends or the
- * server cancels the request (notifications/cancelled), so that a handler
- * that waits, e.g. for a person, can stop; it must still answer. */
-GCancellable *mcp_session_responder_get_cancellable (McpSessionResponder *responder);
 
 /* Any thread but the context's; blocks for the spawn, the handshake and the
  * whole tool list (bounded by the config's start timeout, or until
