@@ -608,6 +608,31 @@ test_fault_requests (Fixture *fixture, gconstpointer data)
   mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
 }
 
+/* A request the session gives up on (its timeout sends
+ * notifications/cancelled) lets go of its connection: with three
+ * connections to the host, four abandoned slow calls would otherwise
+ * leave none for the echo. */
+static void
+test_fault_cancelled (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(McpServerConfig) config = fault_config (fixture, "/mcp");
+  g_autoptr(McpSession) session = NULL;
+  guint i;
+
+  config->max_concurrency = 1;
+  session = start_session (fixture, config);
+  for (i = 0; i < 4; i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(json_t) result = call_tool (session, "slow", 100, &error);
+
+      g_assert_null (result);
+      g_assert_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_TIMEOUT);
+    }
+  assert_echo_works (session);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+}
+
 /* A stream closed on purpose is resumed after `retry:` with
  * Last-Event-ID, and the answer comes on the resumed one. */
 static void
@@ -936,6 +961,7 @@ main (int argc, char **argv)
   g_test_add_func ("/http/config-refused", test_config_refused);
   g_test_add ("/http/fault/basics", Fixture, NULL, fixture_setup, test_fault_basics, fixture_teardown);
   g_test_add ("/http/fault/requests", Fixture, NULL, fixture_setup, test_fault_requests, fixture_teardown);
+  g_test_add ("/http/fault/cancelled", Fixture, NULL, fixture_setup, test_fault_cancelled, fixture_teardown);
   g_test_add ("/http/fault/resume", Fixture, NULL, fixture_setup, test_fault_resume, fixture_teardown);
   g_test_add ("/http/fault/expiry", Fixture, NULL, fixture_setup, test_fault_expiry, fixture_teardown);
   g_test_add ("/http/fault/start", Fixture, NULL, fixture_setup, test_fault_start, fixture_teardown);

@@ -71,6 +71,9 @@ typedef struct {
   gboolean       answered;      /* the response to request_id came */
   gboolean       got_event;     /* since the last (re)connection */
   GSource       *resume_source; /* the wait before a resumption, or NULL */
+  GCancellable  *cancellable;   /* this exchange's I/O: its request was cancelled, or close */
+  char          *request_key;   /* in self->requests while set */
+  json_t        *params;        /* notifications/cancelled, until it is sent */
 } Exchange;
 
 struct _HttpTransport {
@@ -85,7 +88,8 @@ struct _HttpTransport {
   GStrv              header_values;     /* immutable; never logged */
 
   SoupSession       *soup;              /* context; NULL before the first send, after close */
-  GCancellable      *cancellable;       /* immutable; cancels every exchange on close */
+  GHashTable        *exchanges;         /* context: every Exchange alive (a set) */
+  GHashTable        *requests;          /* context: id key → the POST of that request */
   char              *session_id;        /* context: Mcp-Session-Id, NULL if none */
   char              *protocol_version;  /* context: from the initialize result */
   gboolean           legacy;            /* context: HTTP+SSE */
@@ -106,6 +110,7 @@ struct _HttpTransport {
 static void start_exchange (Exchange *exchange);
 static void read_next      (Exchange *exchange);
 static void open_stream    (HttpTransport *self, ExchangeKind kind);
+static void track          (HttpTransport *self, Exchange *exchange);
 
 /* Every callback runs inside enter() and leave(): libsoup asserts that
  * its objects are used with the context they belong to as the thread's
@@ -212,6 +217,7 @@ exchange_new (HttpTransport *self,
   exchange->self = self;
   exchange->kind = kind;
   exchange->retry_ms = -1;
+  exchange->cancellable = g_cancellable_new ();
   self->funcs.ref (self->user_data);
   return exchange;
 }
@@ -243,6 +249,12 @@ exchange_free (Exchange *exchange)
   g_clear_pointer (&exchange->request_id, json_decref);
   g_free (exchange->method);
   g_free (exchange->last_event_id);
+  g_clear_pointer (&exchange->params, json_decref);
+  if (exchange->request_key != NULL)
+    g_hash_table_remove (self->requests, exchange->request_key);
+  g_free (exchange->request_key);
+  g_hash_table_remove (self->exchanges, exchange);
+  g_object_unref (exchange->cancellable);
   g_free (exchange);
   self->funcs.unref (self->user_data);
 }
@@ -468,7 +480,10 @@ on_resume_due (gpointer data)
 
   g_queue_remove (&self->resuming, exchange);
   g_clear_pointer (&exchange->resume_source, g_source_unref);
-  start_get (exchange);
+  if (g_cancellable_is_cancelled (exchange->cancellable))
+    exchange_free (exchange);
+  else
+    start_get (exchange);
   leave (context);
   return G_SOURCE_REMOVE;
 }
@@ -645,7 +660,7 @@ take_chunk (Exchange  *exchange,
       if (exchange->buffer->len + length > self->config->max_line)
         {
           g_set_error (error, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_PROTOCOL,
-                       _("the reply is longer than the limit of %" G_GSIZE_FORMAT " bytes (maxMessageBytes)"),
+                       _("the reply is longer than the limit of %zu bytes (maxMessageBytes)"),
                        self->config->max_line);
           return FALSE;
         }
@@ -709,7 +724,7 @@ static void
 read_next (Exchange *exchange)
 {
   g_input_stream_read_bytes_async (exchange->body, READ_CHUNK_BYTES, G_PRIORITY_DEFAULT,
-                                   exchange->self->cancellable, on_read, exchange);
+                                   exchange->cancellable, on_read, exchange);
 }
 
 static void
@@ -927,7 +942,7 @@ start_exchange (Exchange *exchange)
   HttpTransport *self = exchange->self;
 
   ensure_soup (self);
-  soup_session_send_async (self->soup, exchange->message, G_PRIORITY_DEFAULT, self->cancellable,
+  soup_session_send_async (self->soup, exchange->message, G_PRIORITY_DEFAULT, exchange->cancellable,
                            on_sent, exchange);
 }
 
@@ -935,11 +950,65 @@ static void
 open_stream (HttpTransport *self,
              ExchangeKind   kind)
 {
+  Exchange *exchange = exchange_new (self, kind);
+
   self->get_opened = TRUE;
-  start_get (exchange_new (self, kind));
+  track (self, exchange);
+  start_get (exchange);
 }
 
 /* Sending */
+
+static void
+collect_cancellable (gpointer key,
+                     gpointer value,
+                     gpointer user_data)
+{
+  g_ptr_array_add (user_data, g_object_ref (((Exchange *) key)->cancellable));
+}
+
+/* Collected first: a cancellation may end its exchange at once. */
+static void
+cancel_all (HttpTransport *self)
+{
+  g_autoptr(GPtrArray) cancellables = g_ptr_array_new_with_free_func (g_object_unref);
+  guint i;
+
+  g_hash_table_foreach (self->exchanges, collect_cancellable, cancellables);
+  for (i = 0; i < cancellables->len; i++)
+    g_cancellable_cancel (g_ptr_array_index (cancellables, i));
+}
+
+/* The session gave up on a request (timeout, the caller cancelled): its
+ * POST goes too, so that its connection is free again.  The server hears
+ * of it from the notification itself; no error reply comes. */
+static void
+drop_cancelled_request (HttpTransport *self,
+                        Exchange      *notification)
+{
+  g_autofree char *key = NULL;
+  json_t *id;
+  Exchange *request;
+
+  if (g_strcmp0 (notification->method, "notifications/cancelled") != 0)
+    return;
+  id = json_object_get (notification->params, "requestId");
+  if (id == NULL || (key = mcp_jsonrpc_id_key (id)) == NULL ||
+      (request = g_hash_table_lookup (self->requests, key)) == NULL)
+    return;
+  request->answered = TRUE;
+  g_cancellable_cancel (request->cancellable);
+}
+
+static void
+track (HttpTransport *self,
+       Exchange      *exchange)
+{
+  g_hash_table_add (self->exchanges, exchange);
+  if (exchange->request_id != NULL &&
+      (exchange->request_key = mcp_jsonrpc_id_key (exchange->request_id)) != NULL)
+    g_hash_table_insert (self->requests, exchange->request_key, exchange);
+}
 
 /* On the context: the message goes out now, or after the legacy
  * server's endpoint is known. */
@@ -951,6 +1020,9 @@ on_send_due (gpointer data)
 
   GMainContext *context = enter (self);
 
+  track (self, exchange);
+  drop_cancelled_request (self, exchange);
+  g_clear_pointer (&exchange->params, json_decref);
   if (is_closing (self))
     exchange_free (exchange);
   else if (self->config->transport == MCP_TRANSPORT_SSE && !self->legacy)
@@ -994,6 +1066,8 @@ http_send (McpTransport  *transport,
   exchange = exchange_new (self, EXCHANGE_POST);
   exchange->request_body = body;
   exchange->method = g_strdup (mcp_json_get_string (message, "method"));
+  if (g_strcmp0 (exchange->method, "notifications/cancelled") == 0)
+    exchange->params = json_incref (json_object_get (message, "params"));
   if (kind == MCP_MESSAGE_REQUEST)
     exchange->request_id = json_deep_copy (json_object_get (message, "id"));
 
@@ -1070,7 +1144,7 @@ on_close_due (gpointer data)
 
   GMainContext *context = enter (self);
 
-  g_cancellable_cancel (self->cancellable);
+  cancel_all (self);
   while (!g_queue_is_empty (&self->waiting))
     exchange_free (g_queue_pop_head (&self->waiting));
   while (!g_queue_is_empty (&self->resuming))
@@ -1182,7 +1256,8 @@ http_free (McpTransport *transport)
   g_clear_pointer (&self->post_url, g_uri_unref);
   g_clear_pointer (&self->url, g_uri_unref);
   g_clear_object (&self->tls_database);
-  g_clear_object (&self->cancellable);
+  g_clear_pointer (&self->exchanges, g_hash_table_unref);
+  g_clear_pointer (&self->requests, g_hash_table_unref);
   g_strfreev (self->header_names);
   g_strfreev (self->header_values);
   g_main_context_unref (self->context);
@@ -1314,7 +1389,8 @@ mcp_http_transport_new (McpServerConfig          *config,
   self->user_data = user_data;
   self->url = g_steal_pointer (&url);
   self->tls_database = g_steal_pointer (&database);
-  self->cancellable = g_cancellable_new ();
+  self->exchanges = g_hash_table_new (NULL, NULL);
+  self->requests = g_hash_table_new (g_str_hash, g_str_equal);
   g_queue_init (&self->waiting);
   g_queue_init (&self->resuming);
   g_mutex_init (&self->lock);
