@@ -163,7 +163,7 @@ check_size (McpSseParser *parser,
     return TRUE;
   parser->failed = TRUE;
   g_set_error (error, MCP_SSE_ERROR, MCP_SSE_ERROR_TOO_LONG,
-               _("An event of the stream is longer than the limit of %" G_GSIZE_FORMAT " bytes"),
+               _("An event of the stream is longer than the limit of %zu bytes"),
                parser->max_event);
   return FALSE;
 }
