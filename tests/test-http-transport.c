@@ -12,6 +12,7 @@
 #include <libsoup/soup.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "pool/mcp-pool.h"
 #include "pool/mcp-session.h"
 #include "transport/mcp-http-transport.h"
 #include "transport/mcp-sse-parser.h"
@@ -264,6 +265,19 @@ handle_call (FaultServer       *server,
     respond (message, SOUP_STATUS_BAD_REQUEST, "text/plain", "unknown tool");
 }
 
+static json_t *
+list_tools (void)
+{
+  static const char *names[] = { "echo", "fail", "slow", "resume", "drop", "malformed", "huge", "expire" };
+  json_t *tools = json_array ();
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (names); i++)
+    json_array_append_new (tools, json_pack ("{s:s, s:{s:s}}", "name", names[i],
+                                             "inputSchema", "type", "object"));
+  return json_pack ("{s:o}", "tools", tools);
+}
+
 static gboolean
 session_is_current (FaultServer       *server,
                     SoupServerMessage *message)
@@ -309,8 +323,7 @@ handle_post (FaultServer       *server,
   else if (id == NULL || method == NULL)
     respond (message, SOUP_STATUS_ACCEPTED, NULL, NULL);
   else if (strcmp (method, "tools/list") == 0)
-    respond_json (message, id, json_pack ("{s:[{s:s, s:{s:s}}]}", "tools", "name", "echo",
-                                          "inputSchema", "type", "object"));
+    respond_json (message, id, list_tools ());
   else if (strcmp (method, "tools/call") == 0)
     handle_call (server, message, id,
                  mcp_json_get_string (json_object_get (request, "params"), "name"));
@@ -675,6 +688,50 @@ test_fault_expiry (Fixture *fixture, gconstpointer data)
   g_assert_cmpuint (fixture->server->generation, ==, 1);
   g_mutex_unlock (&fixture->server->lock);
   mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  /* A session that is gone gets no DELETE. */
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpuint (fixture->server->deletes, ==, 0);
+  g_mutex_unlock (&fixture->server->lock);
+}
+
+/* Through the pool: a session the server ended is started again on the
+ * next call, re-initialised, and the call that met the 404 is not sent
+ * again. */
+static void
+test_fault_pool_expiry (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  g_autoptr(json_t) echo = json_object ();
+  g_autoptr(json_t) first = NULL;
+  g_autoptr(json_t) expired = NULL;
+  g_autoptr(json_t) again = NULL;
+  g_autoptr(GError) error = NULL;
+  McpPool *pool = mcp_pool_new (test_io_thread_get_context (fixture->io), NULL, NULL);
+
+  g_ptr_array_add (configs, fault_config (fixture, "/mcp"));
+  mcp_pool_set_servers (pool, configs);
+  first = mcp_pool_call_tool (pool, "faulty", "echo", echo, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (first), ==, "echoed");
+
+  expired = mcp_pool_call_tool (pool, "faulty", "expire", echo, NULL, &error);
+  g_assert_null (expired);
+  g_test_message ("%s", error->message);
+  g_assert_nonnull (strstr (error->message, "ended the session"));
+  g_clear_error (&error);
+
+  again = mcp_pool_call_tool (pool, "faulty", "echo", echo, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (again), ==, "echoed");
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpuint (fixture->server->generation, ==, 2);
+  g_mutex_unlock (&fixture->server->lock);
+
+  mcp_pool_shutdown (pool, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  mcp_pool_free (pool);
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpuint (fixture->server->deletes, ==, 1);
+  g_mutex_unlock (&fixture->server->lock);
 }
 
 static void
@@ -964,6 +1021,7 @@ main (int argc, char **argv)
   g_test_add ("/http/fault/cancelled", Fixture, NULL, fixture_setup, test_fault_cancelled, fixture_teardown);
   g_test_add ("/http/fault/resume", Fixture, NULL, fixture_setup, test_fault_resume, fixture_teardown);
   g_test_add ("/http/fault/expiry", Fixture, NULL, fixture_setup, test_fault_expiry, fixture_teardown);
+  g_test_add ("/http/fault/pool-expiry", Fixture, NULL, fixture_setup, test_fault_pool_expiry, fixture_teardown);
   g_test_add ("/http/fault/start", Fixture, NULL, fixture_setup, test_fault_start, fixture_teardown);
   g_test_add ("/http/everything/streamable", EverythingFixture, "streamableHttp",
               everything_setup, test_everything, everything_teardown);

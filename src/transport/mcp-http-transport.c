@@ -903,8 +903,10 @@ on_sent_with (Exchange     *exchange,
   else if (status == SOUP_STATUS_NOT_FOUND && !self->legacy && self->session_id != NULL)
     {
       /* Never replayed: the pool starts a new session, and the caller of
-       * a tool decides whether to call again. */
+       * a tool decides whether to call again.  A session that is gone
+       * gets no DELETE. */
       drop_body (body);
+      g_clear_pointer (&self->session_id, g_free);
       report_closed_with (self, MCP_TRANSPORT_ERROR_EXPIRED,
                           _("Server “%s” ended the session (HTTP 404 on %s %s); it will be started again"),
                           self->config->name, exchange_verb (exchange), g_uri_get_path (self->url));
