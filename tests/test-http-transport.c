@@ -149,6 +149,10 @@ typedef struct {
   char         *resume_id;      /* the id of the request a GET resumes */
   char         *last_event_id;  /* what the last resuming GET sent */
   GPtrArray    *paused;         /* the "slow" calls, never answered */
+  gboolean      serve_get;      /* offer a GET stream (else 405) */
+  GString      *get_ids;        /* the Last-Event-ID of each GET stream, "-" for none */
+  gboolean      ping_answered;  /* the reply to the ping on the GET stream came */
+  gboolean      saw_header;     /* the config's header came on every POST */
 } FaultServer;
 
 static void
@@ -300,6 +304,16 @@ handle_post (FaultServer       *server,
   const char *method = mcp_json_get_string (request, "method");
   json_t *id = json_object_get (request, "id");
   g_autofree char *session = NULL;
+  const char *header = soup_message_headers_get_one (soup_server_message_get_request_headers (message),
+                                                     "X-Fault-Test");
+
+  g_mutex_lock (&server->lock);
+  server->saw_header = (server->saw_header || g_strcmp0 (method, "initialize") == 0) &&
+                       g_strcmp0 (header, "yes, really") == 0;
+  if (method == NULL && g_strcmp0 (mcp_json_get_string (request, "id"), "p1") == 0 &&
+      json_is_object (json_object_get (request, "result")))
+    server->ping_answered = TRUE;
+  g_mutex_unlock (&server->lock);
 
   if (g_strcmp0 (method, "initialize") == 0)
     {
@@ -331,8 +345,33 @@ handle_post (FaultServer       *server,
     respond (message, SOUP_STATUS_BAD_REQUEST, "text/plain", "unknown method");
 }
 
-/* A GET resumes the stream of the "resume" call; any other has nothing
- * to offer. */
+/* The GET stream, when offered: a notification, then the end on purpose
+ * with a retry; resumed, a ping request, then the end; after that, 405. */
+static void
+handle_get_stream (FaultServer       *server,
+                   SoupServerMessage *message,
+                   const char        *last)
+{
+  gboolean offered;
+
+  g_mutex_lock (&server->lock);
+  offered = server->serve_get;
+  if (offered)
+    g_string_append_printf (server->get_ids, "%s,", last ? last : "-");
+  g_mutex_unlock (&server->lock);
+
+  if (offered && last == NULL)
+    respond (message, SOUP_STATUS_OK, "text/event-stream",
+             "id: g1\nretry: 10\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\","
+             "\"params\":{\"level\":\"info\",\"data\":\"A\"}}\n\n");
+  else if (offered && strcmp (last, "g1") == 0)
+    respond (message, SOUP_STATUS_OK, "text/event-stream",
+             "id: g2\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"p1\",\"method\":\"ping\"}\n\n");
+  else
+    respond (message, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL, NULL);
+}
+
+/* A GET with Last-Event-ID r1 resumes the stream of the "resume" call. */
 static void
 handle_get (FaultServer       *server,
             SoupServerMessage *message)
@@ -342,9 +381,9 @@ handle_get (FaultServer       *server,
   g_autoptr(json_t) id = NULL;
   g_autofree char *events = NULL;
 
-  if (last == NULL)
+  if (g_strcmp0 (last, "r1") != 0)
     {
-      respond (message, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL, NULL);
+      handle_get_stream (server, message, last);
       return;
     }
   g_mutex_lock (&server->lock);
@@ -448,6 +487,7 @@ fault_server_new (void)
   g_mutex_init (&server->lock);
   g_cond_init (&server->cond);
   server->paused = g_ptr_array_new_with_free_func (g_object_unref);
+  server->get_ids = g_string_new (NULL);
   server->context = g_main_context_new ();
   server->loop = g_main_loop_new (server->context, FALSE);
   server->thread = g_thread_new ("fault-server", fault_server_run, server);
@@ -473,6 +513,7 @@ fault_server_free (FaultServer *server)
   g_main_loop_unref (server->loop);
   g_main_context_unref (server->context);
   g_ptr_array_unref (server->paused);
+  g_string_free (server->get_ids, TRUE);
   g_free (server->resume_id);
   g_free (server->last_event_id);
   g_mutex_clear (&server->lock);
@@ -523,8 +564,10 @@ static McpServerConfig *
 fault_config (Fixture *fixture, const char *path)
 {
   g_autofree char *url = g_strdup_printf ("http://127.0.0.1:%u%s", fixture->server->port, path);
+  McpServerConfig *config = remote_config ("faulty", MCP_TRANSPORT_HTTP, url);
 
-  return remote_config ("faulty", MCP_TRANSPORT_HTTP, url);
+  config->headers = g_strdupv ((char **) (const char *[]) { "X-Fault-Test:  yes, really ", NULL });
+  return config;
 }
 
 static McpSession *
@@ -590,7 +633,54 @@ test_fault_basics (Fixture *fixture, gconstpointer data)
   mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
   g_mutex_lock (&fixture->server->lock);
   g_assert_cmpuint (fixture->server->deletes, ==, 1);
+  g_assert_true (fixture->server->saw_header);
   g_mutex_unlock (&fixture->server->lock);
+}
+
+static void
+count_message (McpSession *session, const char *method, json_t *params, gpointer user_data)
+{
+  if (g_strcmp0 (method, "notifications/message") == 0 &&
+      g_strcmp0 (mcp_json_get_string (params, "data"), "A") == 0)
+    g_atomic_int_inc ((int *) user_data);
+}
+
+typedef struct {
+  FaultServer *server;
+  int         *messages;
+} GetStreamSeen;
+
+static gboolean
+get_stream_done (gpointer data)
+{
+  GetStreamSeen *seen = data;
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&seen->server->lock);
+
+  return g_atomic_int_get (seen->messages) == 1 && seen->server->ping_answered &&
+         strcmp (seen->server->get_ids->str, "-,g1,g2,") == 0;
+}
+
+/* The GET stream opens after the handshake; a notification and a server
+ * request arrive on it, and the stream the server ends on purpose is
+ * resumed after its retry: with Last-Event-ID. */
+static void
+test_fault_get_stream (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(McpServerConfig) config = fault_config (fixture, "/mcp");
+  g_autoptr(McpSession) session = NULL;
+  g_autoptr(GError) error = NULL;
+  int messages = 0;
+  McpSessionCallbacks callbacks = { .on_notification = count_message, .user_data = &messages };
+  GetStreamSeen seen = { fixture->server, &messages };
+
+  g_mutex_lock (&fixture->server->lock);
+  fixture->server->serve_get = TRUE;
+  g_mutex_unlock (&fixture->server->lock);
+  session = mcp_session_start (config, test_io_thread_get_context (fixture->io), &callbacks, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (test_wait_for (get_stream_done, &seen, 10000));
+  assert_echo_works (session);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
 }
 
 /* Each failing call fails alone, with the server's name, and the session
@@ -1017,6 +1107,7 @@ main (int argc, char **argv)
   g_test_add_func ("/sse/too-long", test_sse_too_long);
   g_test_add_func ("/http/config-refused", test_config_refused);
   g_test_add ("/http/fault/basics", Fixture, NULL, fixture_setup, test_fault_basics, fixture_teardown);
+  g_test_add ("/http/fault/get-stream", Fixture, NULL, fixture_setup, test_fault_get_stream, fixture_teardown);
   g_test_add ("/http/fault/requests", Fixture, NULL, fixture_setup, test_fault_requests, fixture_teardown);
   g_test_add ("/http/fault/cancelled", Fixture, NULL, fixture_setup, test_fault_cancelled, fixture_teardown);
   g_test_add ("/http/fault/resume", Fixture, NULL, fixture_setup, test_fault_resume, fixture_teardown);
