@@ -138,6 +138,7 @@ typedef struct {
   GThread      *thread;
   GMainContext *context;
   GMainLoop    *loop;
+  gboolean      tls;            /* https, with tests/tls/server.pem */
   guint         port;
   GMutex        lock;
   GCond         cond;
@@ -448,9 +449,21 @@ fault_server_run (gpointer data)
   guint i;
 
   g_main_context_push_thread_default (server->context);
-  soup_server = soup_server_new (NULL, NULL);
+  if (server->tls)
+    {
+      g_autofree char *pem = g_test_build_filename (G_TEST_DIST, "tls", "server.pem", NULL);
+      g_autofree char *key = g_test_build_filename (G_TEST_DIST, "tls", "server.key", NULL);
+      g_autoptr(GTlsCertificate) certificate = g_tls_certificate_new_from_files (pem, key, &error);
+
+      g_assert_no_error (error);
+      soup_server = soup_server_new ("tls-certificate", certificate, NULL);
+    }
+  else
+    soup_server = soup_server_new (NULL, NULL);
   soup_server_add_handler (soup_server, NULL, handle_request, server, NULL);
-  g_assert_true (soup_server_listen_local (soup_server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY, &error));
+  g_assert_true (soup_server_listen_local (soup_server, 0,
+                                           SOUP_SERVER_LISTEN_IPV4_ONLY |
+                                           (server->tls ? SOUP_SERVER_LISTEN_HTTPS : 0), &error));
   g_assert_no_error (error);
   uris = soup_server_get_uris (soup_server);
   g_mutex_lock (&server->lock);
@@ -480,10 +493,11 @@ fault_server_run (gpointer data)
 }
 
 static FaultServer *
-fault_server_new (void)
+fault_server_new (gboolean tls)
 {
   FaultServer *server = g_new0 (FaultServer, 1);
 
+  server->tls = tls;
   g_mutex_init (&server->lock);
   g_cond_init (&server->cond);
   server->paused = g_ptr_array_new_with_free_func (g_object_unref);
@@ -532,7 +546,7 @@ fixture_setup (Fixture *fixture, gconstpointer data)
 {
   fixture->io = test_io_thread_new ();
   fixture->fds = test_count_open_fds ();
-  fixture->server = fault_server_new ();
+  fixture->server = fault_server_new (data != NULL);
 }
 
 static void
@@ -563,7 +577,8 @@ remote_config (const char       *name,
 static McpServerConfig *
 fault_config (Fixture *fixture, const char *path)
 {
-  g_autofree char *url = g_strdup_printf ("http://127.0.0.1:%u%s", fixture->server->port, path);
+  g_autofree char *url = g_strdup_printf ("%s://127.0.0.1:%u%s", fixture->server->tls ? "https" : "http",
+                                          fixture->server->port, path);
   McpServerConfig *config = remote_config ("faulty", MCP_TRANSPORT_HTTP, url);
 
   config->headers = g_strdupv ((char **) (const char *[]) { "X-Fault-Test:  yes, really ", NULL });
@@ -819,6 +834,28 @@ test_fault_pool_expiry (Fixture *fixture, gconstpointer data)
 
   mcp_pool_shutdown (pool, G_USEC_PER_SEC, G_USEC_PER_SEC);
   mcp_pool_free (pool);
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpuint (fixture->server->deletes, ==, 1);
+  g_mutex_unlock (&fixture->server->lock);
+}
+
+static void assert_start_fails (Fixture *fixture, McpServerConfig *config, const char *part);
+
+/* TLS through GIO: the test CA is not in the system's trust store, so
+ * the server is refused until caFile names it, which then replaces the
+ * system's store for that server. */
+static void
+test_fault_tls (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(McpServerConfig) untrusted = fault_config (fixture, "/mcp");
+  g_autoptr(McpServerConfig) trusted = fault_config (fixture, "/mcp");
+  g_autoptr(McpSession) session = NULL;
+
+  assert_start_fails (fixture, untrusted, "could not be reached");
+  trusted->ca_file = g_test_build_filename (G_TEST_DIST, "tls", "ca.pem", NULL);
+  session = start_session (fixture, trusted);
+  assert_echo_works (session);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
   g_mutex_lock (&fixture->server->lock);
   g_assert_cmpuint (fixture->server->deletes, ==, 1);
   g_mutex_unlock (&fixture->server->lock);
@@ -1113,6 +1150,7 @@ main (int argc, char **argv)
   g_test_add ("/http/fault/resume", Fixture, NULL, fixture_setup, test_fault_resume, fixture_teardown);
   g_test_add ("/http/fault/expiry", Fixture, NULL, fixture_setup, test_fault_expiry, fixture_teardown);
   g_test_add ("/http/fault/pool-expiry", Fixture, NULL, fixture_setup, test_fault_pool_expiry, fixture_teardown);
+  g_test_add ("/http/fault/tls", Fixture, "tls", fixture_setup, test_fault_tls, fixture_teardown);
   g_test_add ("/http/fault/start", Fixture, NULL, fixture_setup, test_fault_start, fixture_teardown);
   g_test_add ("/http/everything/streamable", EverythingFixture, "streamableHttp",
               everything_setup, test_everything, everything_teardown);
