@@ -411,6 +411,11 @@ handle_request (SoupServer        *soup_server,
       soup_server_message_set_redirect (message, SOUP_STATUS_FOUND, "/loop");
       return;
     }
+  if (strcmp (path, "/gone") == 0)
+    {
+      respond (message, SOUP_STATUS_NOT_FOUND, "text/plain", "nothing here");
+      return;
+    }
   if (strcmp (path, "/broken") == 0)
     {
       respond (message, SOUP_STATUS_INTERNAL_SERVER_ERROR, "text/html",
@@ -883,6 +888,7 @@ test_fault_start (Fixture *fixture, gconstpointer data)
   g_autoptr(McpServerConfig) broken = fault_config (fixture, "/broken");
   g_autoptr(McpServerConfig) loop = fault_config (fixture, "/loop");
   g_autoptr(McpServerConfig) auth = fault_config (fixture, "/auth");
+  g_autoptr(McpServerConfig) gone = fault_config (fixture, "/gone");
   g_autoptr(McpServerConfig) refused = NULL;
   g_autofree char *closed_url = NULL;
   g_autoptr(GSocket) socket = NULL;
@@ -893,6 +899,9 @@ test_fault_start (Fixture *fixture, gconstpointer data)
   assert_start_fails (fixture, broken, "HTTP 500 Internal Server Error: <html><body>backend exploded");
   assert_start_fails (fixture, loop, "could not be reached");
   assert_start_fails (fixture, auth, "needs a login: run `mcp-pool auth faulty`");
+  /* The POST's 404 leads to HTTP+SSE, whose GET gets 404 too. */
+  assert_start_fails (fixture, gone, "answered GET /gone with HTTP 404 Not Found: nothing here; "
+                                     "it had refused the Streamable HTTP POST with HTTP 404");
 
   /* A port where nothing listens: bound, not listening. */
   socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);

@@ -93,6 +93,7 @@ struct _HttpTransport {
   char              *session_id;        /* context: Mcp-Session-Id, NULL if none */
   char              *protocol_version;  /* context: from the initialize result */
   gboolean           legacy;            /* context: HTTP+SSE */
+  guint              fallback_status;   /* context: what the POST got before the fallback, or 0 */
   GUri              *post_url;          /* context, legacy: from the endpoint event */
   GQueue             waiting;           /* context, legacy: POSTs before the endpoint */
   GQueue             resuming;          /* context: exchanges waiting to resume */
@@ -575,7 +576,12 @@ on_http_failure (Exchange   *exchange,
                              g_uri_get_path (self->url), status,
                              soup_message_get_reason_phrase (exchange->message),
                              excerpt[0] != '\0' ? ": " : "", excerpt);
-  if (exchange->kind == EXCHANGE_LEGACY_GET)
+  /* After a fallback, both refusals: the server may be either kind. */
+  if (exchange->kind == EXCHANGE_LEGACY_GET && self->fallback_status != 0)
+    report_closed_with (self, MCP_TRANSPORT_ERROR_HTTP,
+                        _("%s; it had refused the Streamable HTTP POST with HTTP %u"),
+                        message, self->fallback_status);
+  else if (exchange->kind == EXCHANGE_LEGACY_GET)
     report_closed_with (self, MCP_TRANSPORT_ERROR_HTTP, "%s", message);
   else if (exchange->request_id != NULL)
     fail_request (exchange, message);
@@ -813,6 +819,7 @@ falls_back (Exchange *exchange,
     return FALSE;
   g_debug ("Server “%s”: POST got HTTP %u, trying HTTP+SSE", self->config->name, status);
   self->legacy = TRUE;
+  self->fallback_status = status;
   exchange_reset (exchange);
   g_queue_push_tail (&self->waiting, exchange);
   open_stream (self, EXCHANGE_LEGACY_GET);
