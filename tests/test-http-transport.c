@@ -718,6 +718,12 @@ test_fault_requests (Fixture *fixture, gconstpointer data)
   assert_call_fails (session, "fail", "HTTP 503 Service Unavailable: backend exploded");
   assert_call_fails (session, "drop", "before answering");
   assert_call_fails (session, "malformed", "before answering");
+  {
+    /* What no caller heard of is in the log tail: the bad event. */
+    g_autofree char *log = mcp_session_dup_stderr_tail (session, 4096);
+
+    g_assert_nonnull (strstr (log, "Server “faulty” sent something that is not a JSON-RPC message"));
+  }
   assert_call_fails (session, "huge", "65536 bytes");
   g_assert_true (mcp_session_is_alive (session));
   assert_echo_works (session);
@@ -845,6 +851,91 @@ test_fault_pool_expiry (Fixture *fixture, gconstpointer data)
 }
 
 static void assert_start_fails (Fixture *fixture, McpServerConfig *config, const char *part);
+
+/* The seam alone, without a session: what the callbacks see. */
+typedef struct {
+  GMutex  lock;
+  GCond   cond;
+  GError *closed;    /* protected by lock */
+} SeamWatch;
+
+static void
+seam_on_message (json_t *message, gpointer user_data)
+{
+}
+
+static void
+seam_on_closed (GError *reason, gpointer user_data)
+{
+  SeamWatch *watch = user_data;
+
+  g_mutex_lock (&watch->lock);
+  watch->closed = reason;
+  g_cond_broadcast (&watch->cond);
+  g_mutex_unlock (&watch->lock);
+}
+
+static gpointer
+seam_ref (gpointer user_data)
+{
+  return user_data;
+}
+
+static void
+seam_unref (gpointer user_data)
+{
+}
+
+/* A 401 closes the transport with MCP_TRANSPORT_ERROR_AUTH, and the
+ * challenge stays readable for the login. */
+static void
+test_transport_auth (Fixture *fixture, gconstpointer data)
+{
+  static const McpTransportFuncs funcs = {
+    .on_message = seam_on_message, .on_closed = seam_on_closed, .ref = seam_ref, .unref = seam_unref,
+  };
+  g_autoptr(McpServerConfig) config = fault_config (fixture, "/auth");
+  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 1,
+                                            "method", "initialize", "params");
+  g_autoptr(GError) error = NULL;
+  g_autofree char *challenge = NULL;
+  g_autofree char *log = NULL;
+  gint64 deadline = g_get_monotonic_time () + test_timeout_ms (10000) * G_TIME_SPAN_MILLISECOND;
+  SeamWatch watch = { 0 };
+  McpTransport *transport;
+
+  g_mutex_init (&watch.lock);
+  g_cond_init (&watch.cond);
+  transport = mcp_transport_new_for_config (config, test_io_thread_get_context (fixture->io),
+                                            &funcs, &watch, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (mcp_transport_get_pid (transport), ==, 0);
+  g_assert_null (mcp_http_transport_dup_www_authenticate (transport));
+  g_assert_true (mcp_transport_send (transport, initialize, &error));
+
+  g_mutex_lock (&watch.lock);
+  while (watch.closed == NULL && g_cond_wait_until (&watch.cond, &watch.lock, deadline))
+    ;
+  g_mutex_unlock (&watch.lock);
+  g_assert_error (watch.closed, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_AUTH);
+  g_assert_cmpstr (watch.closed->message, ==,
+                   "Server “faulty” needs a login: run `mcp-pool auth faulty` (HTTP 401)");
+  challenge = mcp_http_transport_dup_www_authenticate (transport);
+  g_assert_cmpstr (challenge, ==, "Bearer resource_metadata=\"http://127.0.0.1/prm\"");
+  /* Header values, which may hold tokens, appear nowhere. */
+  log = mcp_transport_dup_log_tail (transport, 4096);
+  g_assert_null (strstr (log, "yes, really"));
+  g_assert_null (mcp_transport_describe_end (transport, 0));
+
+  mcp_transport_close (transport, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  mcp_transport_close (transport, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  g_assert_false (mcp_transport_send (transport, initialize, &error));
+  g_assert_error (error, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_CLOSED);
+  mcp_transport_free (transport);
+  g_clear_error (&watch.closed);
+  g_mutex_clear (&watch.lock);
+  g_cond_clear (&watch.cond);
+}
 
 /* TLS through GIO: the test CA is not in the system's trust store, so
  * the server is refused until caFile names it, which then replaces the
@@ -1047,6 +1138,7 @@ typedef struct {
 static void
 on_echo_reply (json_t *result, const GError *error, gpointer user_data)
 {
+  g_autoptr(json_t) owned = result;
   Calls *calls = user_data;
 
   g_mutex_lock (&calls->lock);
@@ -1160,6 +1252,7 @@ main (int argc, char **argv)
   g_test_add ("/http/fault/expiry", Fixture, NULL, fixture_setup, test_fault_expiry, fixture_teardown);
   g_test_add ("/http/fault/pool-expiry", Fixture, NULL, fixture_setup, test_fault_pool_expiry, fixture_teardown);
   g_test_add ("/http/fault/tls", Fixture, "tls", fixture_setup, test_fault_tls, fixture_teardown);
+  g_test_add ("/http/fault/transport-auth", Fixture, NULL, fixture_setup, test_transport_auth, fixture_teardown);
   g_test_add ("/http/fault/start", Fixture, NULL, fixture_setup, test_fault_start, fixture_teardown);
   g_test_add ("/http/everything/streamable", EverythingFixture, "streamableHttp",
               everything_setup, test_everything, everything_teardown);
