@@ -857,6 +857,7 @@ typedef struct {
   GMutex  lock;
   GCond   cond;
   GError *closed;    /* protected by lock */
+  gint    refs;      /* what the transport holds of its owner; atomic */
 } SeamWatch;
 
 static void
@@ -878,12 +879,21 @@ seam_on_closed (GError *reason, gpointer user_data)
 static gpointer
 seam_ref (gpointer user_data)
 {
+  g_atomic_int_inc (&((SeamWatch *) user_data)->refs);
   return user_data;
 }
 
 static void
 seam_unref (gpointer user_data)
 {
+  g_atomic_int_dec_and_test (&((SeamWatch *) user_data)->refs);
+}
+
+/* The owner frees the transport once the transport lets go of it. */
+static gboolean
+seam_released (gpointer user_data)
+{
+  return g_atomic_int_get (&((SeamWatch *) user_data)->refs) == 0;
 }
 
 /* A 401 closes the transport with MCP_TRANSPORT_ERROR_AUTH, and the
@@ -931,6 +941,7 @@ test_transport_auth (Fixture *fixture, gconstpointer data)
   mcp_transport_close (transport, G_USEC_PER_SEC, G_USEC_PER_SEC);
   g_assert_false (mcp_transport_send (transport, initialize, &error));
   g_assert_error (error, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_CLOSED);
+  g_assert_true (test_wait_for (seam_released, &watch, 5000));
   mcp_transport_free (transport);
   g_clear_error (&watch.closed);
   g_mutex_clear (&watch.lock);
@@ -947,7 +958,7 @@ test_fault_tls (Fixture *fixture, gconstpointer data)
   g_autoptr(McpServerConfig) trusted = fault_config (fixture, "/mcp");
   g_autoptr(McpSession) session = NULL;
 
-  assert_start_fails (fixture, untrusted, "could not be reached");
+  assert_start_fails (fixture, untrusted, "name the CA's file in \"caFile\" in its entry");
   trusted->ca_file = g_test_build_filename (G_TEST_DIST, "tls", "ca.pem", NULL);
   session = start_session (fixture, trusted);
   assert_echo_works (session);

@@ -384,7 +384,6 @@ deliver_text (Exchange   *exchange,
   HttpTransport *self = exchange->self;
   g_autoptr(McpRawResponse) raw = NULL;
   g_autoptr(json_t) message = NULL;
-  g_autoptr(GError) error = NULL;
   g_autofree char *note = NULL;
   size_t index;
   json_t *item;
@@ -885,7 +884,12 @@ on_sent_with (Exchange     *exchange,
   if (body == NULL)
     {
       /* Unreachable, TLS refused, a redirect loop: nothing will work. */
-      if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+      if (g_error_matches (error, G_TLS_ERROR, G_TLS_ERROR_BAD_CERTIFICATE))
+        report_closed_with (self, MCP_TRANSPORT_ERROR_HTTP,
+                            _("Server “%s” at %s could not be reached: %s; if its certificate "
+                              "comes from a CA of your own, name the CA's file in \"caFile\" in its entry"),
+                            self->config->name, self->config->url, error->message);
+      else if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
         report_closed_with (self, MCP_TRANSPORT_ERROR_HTTP, _("Server “%s” at %s could not be reached: %s"),
                             self->config->name, self->config->url, error->message);
       exchange_free (exchange);
@@ -1118,15 +1122,20 @@ on_deleted (GObject      *source,
   Deletion *deletion = user_data;
   HttpTransport *self = deletion->self;
   GMainContext *context = enter (self);
+  GDestroyNotify unref;
+  gpointer owner;
   g_autoptr(GBytes) reply = soup_session_send_and_read_finish (SOUP_SESSION (source), result, NULL);
 
   g_source_destroy (deletion->timeout);
   g_source_unref (deletion->timeout);
   g_object_unref (deletion->cancellable);
   g_free (deletion);
+  unref = self->funcs.unref;
+  owner = self->user_data;
+  /* The closing thread may go on as soon as finish_io() says so. */
   finish_io (self);
   leave (context);
-  self->funcs.unref (self->user_data);
+  unref (owner);
 }
 
 static gboolean
@@ -1166,8 +1175,12 @@ on_close_due (gpointer data)
     }
   if (self->soup == NULL || self->legacy || self->session_id == NULL)
     {
+      GDestroyNotify unref = self->funcs.unref;
+      gpointer owner = self->user_data;
+
+      /* The closing thread may go on as soon as finish_io() says so. */
       finish_io (self);
-      self->funcs.unref (self->user_data);
+      unref (owner);
     }
   else
     {
