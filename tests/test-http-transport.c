@@ -1240,6 +1240,37 @@ test_everything (EverythingFixture *fixture, gconstpointer data)
   g_assert_false (mcp_session_is_alive (session));
 }
 
+/* The pool over Streamable HTTP, as a user's config would have it. */
+static void
+test_everything_pool (EverythingFixture *fixture, gconstpointer data)
+{
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  g_autofree char *url = NULL;
+  g_autoptr(json_t) echo = NULL;
+  g_autoptr(json_t) sum = NULL;
+  g_autoptr(json_t) message = json_pack ("{s:s}", "message", "pooled");
+  g_autoptr(json_t) numbers = json_pack ("{s:i, s:i}", "a", 2, "b", 3);
+  g_autoptr(GError) error = NULL;
+  McpPool *pool;
+
+  if (fixture->node == NULL)
+    return;
+  url = g_strdup_printf ("http://127.0.0.1:%u/mcp", fixture->port);
+  pool = mcp_pool_new (test_io_thread_get_context (fixture->io), NULL, NULL);
+  g_ptr_array_add (configs, remote_config ("everything", MCP_TRANSPORT_HTTP, url));
+  mcp_pool_set_servers (pool, configs);
+
+  echo = mcp_pool_call_tool (pool, "everything", "echo", message, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (echo), ==, "Echo: pooled");
+  sum = mcp_pool_call_tool (pool, "everything", "get-sum", numbers, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (text_of (sum), "5"));
+
+  mcp_pool_shutdown (pool, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  mcp_pool_free (pool);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1269,6 +1300,8 @@ main (int argc, char **argv)
               everything_setup, test_everything, everything_teardown);
   g_test_add ("/http/everything/sse", EverythingFixture, "sse",
               everything_setup, test_everything, everything_teardown);
+  g_test_add ("/http/everything/pool", EverythingFixture, "streamableHttp",
+              everything_setup, test_everything_pool, everything_teardown);
   g_test_add ("/http/everything/fallback", EverythingFixture, "fallback",
               everything_setup, test_everything, everything_teardown);
 
