@@ -1170,8 +1170,8 @@ mcp_session_start (McpServerConfig            *config,
 
   /* A pool that is shutting down starts nothing new. */
   if (!g_cancellable_set_error_if_cancelled (cancellable, &spawn_error))
-    session->transport = mcp_stdio_transport_new (config, session->context, &transport_funcs,
-                                                  session, &spawn_error);
+    session->transport = mcp_transport_new_for_config (config, session->context, &transport_funcs,
+                                                       session, &spawn_error);
   if (session->transport == NULL)
     {
       g_set_error_literal (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_START, spawn_error->message);

@@ -21,8 +21,6 @@
 #include "common/mcp-ring.h"
 #include "common/mcp-spawner.h"
 
-G_DEFINE_QUARK (mcp-transport-error-quark, mcp_transport_error)
-
 /* How long a closed stdout waits for the exit status to explain it. */
 #define EXIT_AFTER_EOF_WAIT_MS 500
 /* How often the exit is checked when there is no pidfd to watch. */

@@ -16,15 +16,6 @@
 
 G_BEGIN_DECLS
 
-#define MCP_TRANSPORT_ERROR (mcp_transport_error_quark ())
-GQuark mcp_transport_error_quark (void);
-
-typedef enum {
-  MCP_TRANSPORT_ERROR_SPAWN,     /* the server could not be started */
-  MCP_TRANSPORT_ERROR_CLOSED,    /* it exited, closed its output, or a write failed */
-  MCP_TRANSPORT_ERROR_PROTOCOL,  /* it broke the framing (a line over the cap) */
-} McpTransportError;
-
 /* Any thread; spawns the server of @config.  The callbacks run on
  * @context (see mcp-transport.h); on failure none ever runs. */
 McpTransport *mcp_stdio_transport_new (McpServerConfig          *config,

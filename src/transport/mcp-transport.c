@@ -1,8 +1,25 @@
 /* mcp-transport.c — the seam's functions, dispatched to the kind of
- * transport. */
+ * transport, and the choice of the kind for a config. */
 #include "config.h"
 
 #include "transport/mcp-transport.h"
+
+#include "transport/mcp-http-transport.h"
+#include "transport/mcp-stdio-transport.h"
+
+G_DEFINE_QUARK (mcp-transport-error-quark, mcp_transport_error)
+
+McpTransport *
+mcp_transport_new_for_config (McpServerConfig         *config,
+                              GMainContext            *context,
+                              const McpTransportFuncs *funcs,
+                              gpointer                 user_data,
+                              GError                 **error)
+{
+  if (config->transport == MCP_TRANSPORT_STDIO)
+    return mcp_stdio_transport_new (config, context, funcs, user_data, error);
+  return mcp_http_transport_new (config, context, funcs, user_data, error);
+}
 
 gboolean
 mcp_transport_send (McpTransport  *transport,

@@ -5,9 +5,10 @@
  * the server to on_message on its GMainContext, and reports once, through
  * on_closed, that the connection is over (the server exited or hung up, a
  * write failed, the server broke the framing).  It knows nothing of ids,
- * requests or the handshake: that is the session's job.  stdio is the
- * first implementation (mcp-stdio-transport.h); HTTP ones join it behind
- * the same functions.
+ * requests or the handshake: that is the session's job.  stdio
+ * (mcp-stdio-transport.h) and HTTP (mcp-http-transport.h: Streamable HTTP
+ * and the older HTTP+SSE) implement it; mcp_transport_new_for_config()
+ * picks the one a config asks for.
  *
  * Lifetime: the owner (a session) creates one transport and ends it with
  * mcp_transport_close(), then mcp_transport_free().  Every source a
@@ -22,8 +23,22 @@
 #include <jansson.h>
 
 #include "common/mcp-raw-response.h"
+#include "common/mcp-server-config.h"
 
 G_BEGIN_DECLS
+
+#define MCP_TRANSPORT_ERROR (mcp_transport_error_quark ())
+GQuark mcp_transport_error_quark (void);
+
+typedef enum {
+  MCP_TRANSPORT_ERROR_SPAWN,     /* the server could not be started */
+  MCP_TRANSPORT_ERROR_CLOSED,    /* it exited, closed its output, or a write failed */
+  MCP_TRANSPORT_ERROR_PROTOCOL,  /* it broke the framing (a line over the cap) */
+  MCP_TRANSPORT_ERROR_CONFIG,    /* a remote entry that cannot be used (url, header, CA file) */
+  MCP_TRANSPORT_ERROR_HTTP,      /* the server could not be reached, or refused with a status */
+  MCP_TRANSPORT_ERROR_AUTH,      /* the server wants a login (HTTP 401 or 403) */
+  MCP_TRANSPORT_ERROR_EXPIRED,   /* the server ended the session (HTTP 404): start a new one */
+} McpTransportError;
 
 typedef struct _McpTransport McpTransport;
 
@@ -59,6 +74,15 @@ typedef struct {
 struct _McpTransport {
   const McpTransportClass *klass;
 };
+
+/* Any thread but the context's (a stdio server is spawned, an HTTP
+ * entry checked); the callbacks run on @context.  On failure none ever
+ * runs. */
+McpTransport *mcp_transport_new_for_config (McpServerConfig         *config,
+                                            GMainContext            *context,
+                                            const McpTransportFuncs *funcs,
+                                            gpointer                 user_data,
+                                            GError                 **error);
 
 /* Any thread.  Never waits for the server to read: what it has not taken
  * yet waits in the transport.  A failure also closes the transport. */

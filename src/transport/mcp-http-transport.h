@@ -1,0 +1,40 @@
+/* mcp-http-transport.h — a remote MCP server over HTTP: Streamable HTTP
+ * (2025-03-26 … 2025-11-25), and the HTTP+SSE transport of 2024-11-05,
+ * which it falls back to when the first POST is refused (400, 404, 405)
+ * or which the config asks for (MCP_TRANSPORT_SSE).
+ *
+ * All HTTP runs on the context given, through one libsoup session per
+ * transport (asynchronous; libsoup is not thread-safe): sends from other
+ * threads hop there.  Replies come as JSON or as event streams, which are
+ * resumed with Last-Event-ID after the server's `retry:`.  Failures of one
+ * request (a 5xx, a stream cut before its answer) come back as a JSON-RPC
+ * error reply for that request; failures of the whole connection (the
+ * server unreachable, a login needed, the session gone) close the
+ * transport.  Header values are never logged: they may hold tokens.
+ */
+#pragma once
+
+#include "common/mcp-server-config.h"
+#include "transport/mcp-transport.h"
+
+G_BEGIN_DECLS
+
+/* Any thread; checks the config (the URL's scheme, plain http:// only to
+ * loopback unless allow_insecure_http, the headers, the CA file) and
+ * does no I/O yet.  The callbacks run on @context. */
+McpTransport *mcp_http_transport_new (McpServerConfig          *config,
+                                      GMainContext             *context,
+                                      const McpTransportFuncs  *funcs,
+                                      gpointer                  user_data,
+                                      GError                  **error);
+
+/* Any thread, on an HTTP transport: the WWW-Authenticate value of the
+ * last 401 or 403 (for the login flow; it may name the scopes and the
+ * resource metadata), or NULL. */
+char         *mcp_http_transport_dup_www_authenticate (McpTransport *transport);
+
+/* Any thread: TRUE if @host names this machine (localhost, 127.0.0.0/8,
+ * ::1), where plain http:// is allowed. */
+gboolean      mcp_http_host_is_loopback (const char *host);
+
+G_END_DECLS

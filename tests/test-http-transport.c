@@ -1,0 +1,1327 @@
+/* test-http-transport.c — the event-stream parser, and sessions over the
+ * HTTP transports: against a fault server of our own (a SoupServer on
+ * 127.0.0.1, in this process, on a thread of its own) and against the
+ * real server-everything in its streamableHttp and sse modes.
+ */
+#include "config.h"
+
+#include <signal.h>
+#include <string.h>
+
+#include <gio/gio.h>
+#include <libsoup/soup.h>
+
+#include "common/mcp-jsonrpc.h"
+#include "pool/mcp-pool.h"
+#include "pool/mcp-session.h"
+#include "transport/mcp-http-transport.h"
+#include "transport/mcp-sse-parser.h"
+#include "test-client.h"
+#include "test-io-thread.h"
+#include "test-procs.h"
+#include "test-wait.h"
+
+/* The parser */
+
+typedef struct {
+  GPtrArray *events;   /* "TYPE|DATA|ID" */
+} Collected;
+
+static void
+collect_event (const char *event,
+               const char *data,
+               gsize       length,
+               const char *id,
+               gpointer    user_data)
+{
+  Collected *collected = user_data;
+
+  g_assert_cmpuint (strlen (data), ==, length);
+  g_ptr_array_add (collected->events, g_strdup_printf ("%s|%s|%s", event, data, id ? id : "-"));
+}
+
+/* Feeds @text whole, then again one byte at a time: a line end split
+ * across chunks (CR, then LF) must not count twice. */
+static void
+assert_parses (const char         *text,
+               const char * const *expected,
+               gint64              retry_ms)
+{
+  guint step;
+
+  for (step = 0; step < 2; step++)
+    {
+      Collected collected = { g_ptr_array_new_with_free_func (g_free) };
+      g_autoptr(McpSseParser) parser = mcp_sse_parser_new (4096, collect_event, &collected);
+      g_autoptr(GError) error = NULL;
+      gsize i, length = strlen (text);
+      guint n;
+
+      if (step == 0)
+        g_assert_true (mcp_sse_parser_feed (parser, text, length, &error));
+      else
+        for (i = 0; i < length; i++)
+          g_assert_true (mcp_sse_parser_feed (parser, text + i, 1, &error));
+      g_assert_no_error (error);
+      for (n = 0; expected[n] != NULL; n++)
+        {
+          g_assert_cmpuint (n, <, collected.events->len);
+          g_assert_cmpstr (g_ptr_array_index (collected.events, n), ==, expected[n]);
+        }
+      g_assert_cmpuint (collected.events->len, ==, n);
+      g_assert_cmpint (mcp_sse_parser_get_retry_ms (parser), ==, retry_ms);
+      g_ptr_array_unref (collected.events);
+    }
+}
+
+static void
+test_sse_fields (void)
+{
+  assert_parses ("data: one\n\n", (const char *[]) { "message|one|-", NULL }, -1);
+  /* Several data lines join with LF; one leading space goes, not two. */
+  assert_parses ("data: a\ndata:  b\ndata\n\n", (const char *[]) { "message|a\n b\n|-", NULL }, -1);
+  assert_parses ("event: endpoint\ndata: /messages?s=1\n\ndata: x\n\n",
+                 (const char *[]) { "endpoint|/messages?s=1|-", "message|x|-", NULL }, -1);
+  /* An id stays for the later events; an empty one clears it. */
+  assert_parses ("id: 7\ndata: a\n\ndata: b\n\nid\ndata: c\n\n",
+                 (const char *[]) { "message|a|7", "message|b|7", "message|c|-", NULL }, -1);
+  /* Comments, unknown fields, events without data and a bad retry are
+   * nothing; a good retry is kept. */
+  assert_parses (": keep-alive\nfoo: bar\nretry: 25x\n\nevent: x\n\nretry: 250\ndata: z\n\n",
+                 (const char *[]) { "message|z|-", NULL }, 250);
+  /* An event not ended by a blank line is not dispatched. */
+  assert_parses ("data: a\n\ndata: unfinished\n", (const char *[]) { "message|a|-", NULL }, -1);
+  /* A byte order mark may open the stream. */
+  assert_parses ("\xEF\xBB\xBF" "data: bom\n\n", (const char *[]) { "message|bom|-", NULL }, -1);
+}
+
+static void
+test_sse_line_ends (void)
+{
+  const char *expected[] = { "message|a\nb|1", "message|c|1", NULL };
+
+  assert_parses ("id: 1\ndata: a\ndata: b\n\ndata: c\n\n", expected, -1);
+  assert_parses ("id: 1\r\ndata: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n", expected, -1);
+  assert_parses ("id: 1\rdata: a\rdata: b\r\rdata: c\r\r", expected, -1);
+  assert_parses ("id: 1\r\ndata: a\rdata: b\n\r\ndata: c\r\r", expected, -1);
+}
+
+static void
+test_sse_too_long (void)
+{
+  Collected collected = { g_ptr_array_new_with_free_func (g_free) };
+  g_autoptr(McpSseParser) parser = mcp_sse_parser_new (64, collect_event, &collected);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *line = g_strnfill (40, 'x');
+  guint i;
+
+  /* The cap is on the event: lines that each fit may add up past it. */
+  g_assert_true (mcp_sse_parser_feed (parser, "data: ok\n\n", 10, &error));
+  g_assert_true (mcp_sse_parser_feed (parser, "data: ", 6, &error));
+  g_assert_true (mcp_sse_parser_feed (parser, line, 40, &error));
+  g_assert_true (mcp_sse_parser_feed (parser, "\ndata: ", 7, &error));
+  for (i = 0; i < 10 && error == NULL; i++)
+    mcp_sse_parser_feed (parser, line, 40, &error);
+  g_assert_error (error, MCP_SSE_ERROR, MCP_SSE_ERROR_TOO_LONG);
+  g_assert_nonnull (strstr (error->message, "64 bytes"));
+  g_clear_error (&error);
+  g_assert_false (mcp_sse_parser_feed (parser, "\n\n", 2, &error));
+  g_assert_error (error, MCP_SSE_ERROR, MCP_SSE_ERROR_FAILED);
+  g_assert_cmpuint (collected.events->len, ==, 1);
+  g_ptr_array_unref (collected.events);
+}
+
+/* The fault server: a Streamable HTTP server of our own whose tools
+ * misbehave on purpose, on its own thread and context. */
+
+typedef struct {
+  GThread      *thread;
+  GMainContext *context;
+  GMainLoop    *loop;
+  gboolean      tls;            /* https, with tests/tls/server.pem */
+  guint         port;
+  GMutex        lock;
+  GCond         cond;
+  gboolean      ready;
+  /* protected by lock */
+  guint         generation;     /* the session id is "s<generation>" */
+  gboolean      expired;
+  guint         deletes;
+  char         *resume_id;      /* the id of the request a GET resumes */
+  char         *last_event_id;  /* what the last resuming GET sent */
+  GPtrArray    *paused;         /* the "slow" calls, never answered */
+  gboolean      serve_get;      /* offer a GET stream (else 405) */
+  GString      *get_ids;        /* the Last-Event-ID of each GET stream, "-" for none */
+  gboolean      ping_answered;  /* the reply to the ping on the GET stream came */
+  gboolean      saw_header;     /* the config's header came on every POST */
+} FaultServer;
+
+static void
+respond (SoupServerMessage *message,
+         guint              status,
+         const char        *type,
+         const char        *body)
+{
+  soup_server_message_set_status (message, status, NULL);
+  if (body != NULL)
+    soup_server_message_set_response (message, type, SOUP_MEMORY_COPY, body, strlen (body));
+}
+
+static void
+respond_json (SoupServerMessage *message,
+              json_t            *id,
+              json_t            *result)
+{
+  g_autoptr(json_t) reply = mcp_jsonrpc_result_new (id, result);
+  g_autofree char *text = json_dumps (reply, JSON_COMPACT);
+
+  respond (message, SOUP_STATUS_OK, "application/json", text);
+}
+
+static char *
+response_event (json_t     *id,
+                const char *text,
+                const char *event_id)
+{
+  g_autoptr(json_t) reply = mcp_jsonrpc_result_new (id, json_pack ("{s:[{s:s, s:s}]}", "content",
+                                                                   "type", "text", "text", text));
+  g_autofree char *data = json_dumps (reply, JSON_COMPACT);
+
+  if (event_id != NULL)
+    return g_strdup_printf ("id: %s\ndata: %s\n\n", event_id, data);
+  return g_strdup_printf ("data: %s\n\n", data);
+}
+
+static void
+on_drop_chunk_written (SoupServerMessage *message,
+                       gpointer           user_data)
+{
+  /* The stream breaks off after its first event, as a crashed server's. */
+  g_socket_shutdown (soup_server_message_get_socket (message), TRUE, TRUE, NULL);
+}
+
+static void
+handle_call (FaultServer       *server,
+             SoupServerMessage *message,
+             json_t            *id,
+             const char        *tool)
+{
+  g_autofree char *events = NULL;
+  g_autofree char *progress = NULL;
+  g_autofree char *huge = NULL;
+
+  if (strcmp (tool, "echo") == 0)
+    {
+      /* A notification first, then the answer, on one event stream. */
+      g_autofree char *answer = response_event (id, "echoed", "e2");
+
+      events = g_strdup_printf ("event: message\nid: e1\ndata: %s\n\n%s",
+                                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\","
+                                "\"params\":{\"level\":\"info\",\"data\":\"hi\"}}", answer);
+      respond (message, SOUP_STATUS_OK, "text/event-stream", events);
+    }
+  else if (strcmp (tool, "fail") == 0)
+    respond (message, SOUP_STATUS_SERVICE_UNAVAILABLE, "text/plain", "backend exploded\n");
+  else if (strcmp (tool, "slow") == 0)
+    {
+      g_mutex_lock (&server->lock);
+      g_ptr_array_add (server->paused, g_object_ref (message));
+      g_mutex_unlock (&server->lock);
+      soup_server_message_pause (message);
+    }
+  else if (strcmp (tool, "resume") == 0)
+    {
+      /* The server ends the stream on purpose before the answer, with a
+       * retry; the answer waits for the GET with Last-Event-ID. */
+      g_mutex_lock (&server->lock);
+      g_free (server->resume_id);
+      server->resume_id = json_dumps (id, JSON_ENCODE_ANY);
+      g_mutex_unlock (&server->lock);
+      respond (message, SOUP_STATUS_OK, "text/event-stream", "id: r1\nretry: 10\ndata:\n\n");
+    }
+  else if (strcmp (tool, "drop") == 0)
+    {
+      soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
+      soup_message_headers_set_encoding (soup_server_message_get_response_headers (message),
+                                         SOUP_ENCODING_CHUNKED);
+      soup_message_headers_set_content_type (soup_server_message_get_response_headers (message),
+                                             "text/event-stream", NULL);
+      progress = g_strdup (": working\n\n");
+      soup_message_body_append (soup_server_message_get_response_body (message), SOUP_MEMORY_COPY,
+                                progress, strlen (progress));
+      g_signal_connect (message, "wrote-chunk", G_CALLBACK (on_drop_chunk_written), NULL);
+    }
+  else if (strcmp (tool, "malformed") == 0)
+    respond (message, SOUP_STATUS_OK, "text/event-stream", "data: {\"jsonrpc\": \"2.0\", \"id\n\n");
+  else if (strcmp (tool, "huge") == 0)
+    {
+      huge = g_strnfill (256 * 1024, 'x');
+      events = g_strdup_printf ("data: %s\n\n", huge);
+      respond (message, SOUP_STATUS_OK, "text/event-stream", events);
+    }
+  else if (strcmp (tool, "huge-json") == 0)
+    {
+      huge = g_strnfill (256 * 1024, ' ');
+      respond (message, SOUP_STATUS_OK, "application/json", huge);
+    }
+  else if (strcmp (tool, "expire") == 0)
+    {
+      g_mutex_lock (&server->lock);
+      server->expired = TRUE;
+      g_mutex_unlock (&server->lock);
+      respond (message, SOUP_STATUS_NOT_FOUND, "text/plain", "no such session");
+    }
+  else
+    respond (message, SOUP_STATUS_BAD_REQUEST, "text/plain", "unknown tool");
+}
+
+static json_t *
+list_tools (void)
+{
+  static const char *names[] = { "echo", "fail", "slow", "resume", "drop", "malformed", "huge",
+                                 "huge-json", "expire" };
+  json_t *tools = json_array ();
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (names); i++)
+    json_array_append_new (tools, json_pack ("{s:s, s:{s:s}}", "name", names[i],
+                                             "inputSchema", "type", "object"));
+  return json_pack ("{s:o}", "tools", tools);
+}
+
+static gboolean
+session_is_current (FaultServer       *server,
+                    SoupServerMessage *message)
+{
+  const char *id = soup_message_headers_get_one (soup_server_message_get_request_headers (message),
+                                                 "Mcp-Session-Id");
+  g_autofree char *current = NULL;
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&server->lock);
+
+  current = g_strdup_printf ("s%u", server->generation);
+  return !server->expired && g_strcmp0 (id, current) == 0;
+}
+
+static void
+handle_post (FaultServer       *server,
+             SoupServerMessage *message)
+{
+  SoupMessageBody *body = soup_server_message_get_request_body (message);
+  g_autoptr(json_t) request = json_loadb (body->data, body->length, 0, NULL);
+  const char *method = mcp_json_get_string (request, "method");
+  json_t *id = json_object_get (request, "id");
+  g_autofree char *session = NULL;
+  const char *header = soup_message_headers_get_one (soup_server_message_get_request_headers (message),
+                                                     "X-Fault-Test");
+
+  g_mutex_lock (&server->lock);
+  server->saw_header = (server->saw_header || g_strcmp0 (method, "initialize") == 0) &&
+                       g_strcmp0 (header, "yes, really") == 0;
+  if (method == NULL && g_strcmp0 (mcp_json_get_string (request, "id"), "p1") == 0 &&
+      json_is_object (json_object_get (request, "result")))
+    server->ping_answered = TRUE;
+  g_mutex_unlock (&server->lock);
+
+  if (g_strcmp0 (method, "initialize") == 0)
+    {
+      g_mutex_lock (&server->lock);
+      server->generation++;
+      server->expired = FALSE;
+      session = g_strdup_printf ("s%u", server->generation);
+      g_mutex_unlock (&server->lock);
+      soup_message_headers_replace (soup_server_message_get_response_headers (message),
+                                    "Mcp-Session-Id", session);
+      respond_json (message, id, json_pack ("{s:s, s:{s:{}}, s:{s:s, s:s}}",
+                                            "protocolVersion", "2025-06-18",
+                                            "capabilities", "tools",
+                                            "serverInfo", "name", "fault", "version", "1"));
+    }
+  else if (!session_is_current (server, message))
+    respond (message, SOUP_STATUS_NOT_FOUND, "text/plain", "no such session");
+  else if (g_strcmp0 (soup_message_headers_get_one (soup_server_message_get_request_headers (message),
+                                                   "MCP-Protocol-Version"), "2025-06-18") != 0)
+    respond (message, SOUP_STATUS_BAD_REQUEST, "text/plain", "no MCP-Protocol-Version");
+  else if (id == NULL || method == NULL)
+    respond (message, SOUP_STATUS_ACCEPTED, NULL, NULL);
+  else if (strcmp (method, "tools/list") == 0)
+    respond_json (message, id, list_tools ());
+  else if (strcmp (method, "tools/call") == 0)
+    handle_call (server, message, id,
+                 mcp_json_get_string (json_object_get (request, "params"), "name"));
+  else
+    respond (message, SOUP_STATUS_BAD_REQUEST, "text/plain", "unknown method");
+}
+
+/* The GET stream, when offered: a notification, then the end on purpose
+ * with a retry; resumed, a ping request, then the end; after that, 405. */
+static void
+handle_get_stream (FaultServer       *server,
+                   SoupServerMessage *message,
+                   const char        *last)
+{
+  gboolean offered;
+
+  g_mutex_lock (&server->lock);
+  offered = server->serve_get;
+  if (offered)
+    g_string_append_printf (server->get_ids, "%s,", last ? last : "-");
+  g_mutex_unlock (&server->lock);
+
+  if (offered && last == NULL)
+    respond (message, SOUP_STATUS_OK, "text/event-stream",
+             "id: g1\nretry: 10\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\","
+             "\"params\":{\"level\":\"info\",\"data\":\"A\"}}\n\n");
+  else if (offered && strcmp (last, "g1") == 0)
+    respond (message, SOUP_STATUS_OK, "text/event-stream",
+             "id: g2\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"p1\",\"method\":\"ping\"}\n\n");
+  else
+    respond (message, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL, NULL);
+}
+
+/* A GET with Last-Event-ID r1 resumes the stream of the "resume" call. */
+static void
+handle_get (FaultServer       *server,
+            SoupServerMessage *message)
+{
+  const char *last = soup_message_headers_get_one (soup_server_message_get_request_headers (message),
+                                                   "Last-Event-ID");
+  g_autoptr(json_t) id = NULL;
+  g_autofree char *events = NULL;
+
+  if (g_strcmp0 (last, "r1") != 0)
+    {
+      handle_get_stream (server, message, last);
+      return;
+    }
+  g_mutex_lock (&server->lock);
+  g_free (server->last_event_id);
+  server->last_event_id = g_strdup (last);
+  id = server->resume_id != NULL ? json_loads (server->resume_id, JSON_DECODE_ANY, NULL) : NULL;
+  g_mutex_unlock (&server->lock);
+  events = response_event (id, "resumed", "r2");
+  respond (message, SOUP_STATUS_OK, "text/event-stream", events);
+}
+
+static void
+handle_request (SoupServer        *soup_server,
+                SoupServerMessage *message,
+                const char        *path,
+                GHashTable        *query,
+                gpointer           user_data)
+{
+  FaultServer *server = user_data;
+  const char *method = soup_server_message_get_method (message);
+
+  if (strcmp (path, "/loop") == 0)
+    {
+      soup_server_message_set_redirect (message, SOUP_STATUS_FOUND, "/loop");
+      return;
+    }
+  if (strcmp (path, "/elsewhere") == 0)
+    {
+      /* An HTTP+SSE server that sends the client's POSTs, and headers,
+       * to another host. */
+      respond (message, SOUP_STATUS_OK, "text/event-stream",
+               "event: endpoint\ndata: https://example.com/steal\n\n");
+      return;
+    }
+  if (strcmp (path, "/gone") == 0)
+    {
+      respond (message, SOUP_STATUS_NOT_FOUND, "text/plain", "nothing here");
+      return;
+    }
+  if (strcmp (path, "/broken") == 0)
+    {
+      respond (message, SOUP_STATUS_INTERNAL_SERVER_ERROR, "text/html",
+               "<html><body>backend\texploded</body></html>");
+      return;
+    }
+  if (strcmp (path, "/auth") == 0)
+    {
+      soup_message_headers_replace (soup_server_message_get_response_headers (message),
+                                    "WWW-Authenticate", "Bearer resource_metadata=\"http://127.0.0.1/prm\"");
+      respond (message, SOUP_STATUS_UNAUTHORIZED, "text/plain", "log in");
+      return;
+    }
+  if (strcmp (method, "POST") == 0)
+    handle_post (server, message);
+  else if (strcmp (method, "GET") == 0)
+    handle_get (server, message);
+  else if (strcmp (method, "DELETE") == 0)
+    {
+      g_mutex_lock (&server->lock);
+      server->deletes++;
+      g_mutex_unlock (&server->lock);
+      respond (message, SOUP_STATUS_OK, NULL, NULL);
+    }
+  else
+    respond (message, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL, NULL);
+}
+
+static gpointer
+fault_server_run (gpointer data)
+{
+  FaultServer *server = data;
+  g_autoptr(SoupServer) soup_server = NULL;
+  g_autoptr(GError) error = NULL;
+  GSList *uris;
+  guint i;
+
+  g_main_context_push_thread_default (server->context);
+  if (server->tls)
+    {
+      g_autofree char *pem = g_test_build_filename (G_TEST_DIST, "tls", "server.pem", NULL);
+      g_autofree char *key = g_test_build_filename (G_TEST_DIST, "tls", "server.key", NULL);
+      g_autoptr(GTlsCertificate) certificate = g_tls_certificate_new_from_files (pem, key, &error);
+
+      g_assert_no_error (error);
+      soup_server = soup_server_new ("tls-certificate", certificate, NULL);
+    }
+  else
+    soup_server = soup_server_new (NULL, NULL);
+  soup_server_add_handler (soup_server, NULL, handle_request, server, NULL);
+  g_assert_true (soup_server_listen_local (soup_server, 0,
+                                           SOUP_SERVER_LISTEN_IPV4_ONLY |
+                                           (server->tls ? SOUP_SERVER_LISTEN_HTTPS : 0), &error));
+  g_assert_no_error (error);
+  uris = soup_server_get_uris (soup_server);
+  g_mutex_lock (&server->lock);
+  server->port = g_uri_get_port (uris->data);
+  server->ready = TRUE;
+  g_cond_broadcast (&server->cond);
+  g_mutex_unlock (&server->lock);
+  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+
+  g_main_loop_run (server->loop);
+
+  /* The slow calls end with the server. */
+  for (i = 0; i < server->paused->len; i++)
+    {
+      respond (g_ptr_array_index (server->paused, i), SOUP_STATUS_SERVICE_UNAVAILABLE, NULL, NULL);
+      soup_server_message_unpause (g_ptr_array_index (server->paused, i));
+    }
+  g_ptr_array_set_size (server->paused, 0);
+  soup_server_disconnect (soup_server);
+  while (g_main_context_iteration (server->context, FALSE))
+    ;
+  g_clear_object (&soup_server);
+  while (g_main_context_iteration (server->context, FALSE))
+    ;
+  g_main_context_pop_thread_default (server->context);
+  return NULL;
+}
+
+static FaultServer *
+fault_server_new (gboolean tls)
+{
+  FaultServer *server = g_new0 (FaultServer, 1);
+
+  server->tls = tls;
+  g_mutex_init (&server->lock);
+  g_cond_init (&server->cond);
+  server->paused = g_ptr_array_new_with_free_func (g_object_unref);
+  server->get_ids = g_string_new (NULL);
+  server->context = g_main_context_new ();
+  server->loop = g_main_loop_new (server->context, FALSE);
+  server->thread = g_thread_new ("fault-server", fault_server_run, server);
+  g_mutex_lock (&server->lock);
+  while (!server->ready)
+    g_cond_wait (&server->cond, &server->lock);
+  g_mutex_unlock (&server->lock);
+  return server;
+}
+
+static gboolean
+quit_loop (gpointer data)
+{
+  g_main_loop_quit (data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+fault_server_free (FaultServer *server)
+{
+  g_main_context_invoke (server->context, quit_loop, server->loop);
+  g_thread_join (server->thread);
+  g_main_loop_unref (server->loop);
+  g_main_context_unref (server->context);
+  g_ptr_array_unref (server->paused);
+  g_string_free (server->get_ids, TRUE);
+  g_free (server->resume_id);
+  g_free (server->last_event_id);
+  g_mutex_clear (&server->lock);
+  g_cond_clear (&server->cond);
+  g_free (server);
+}
+
+typedef struct {
+  FaultServer  *server;
+  TestIoThread *io;
+  guint         fds;
+} Fixture;
+
+static void
+fixture_setup (Fixture *fixture, gconstpointer data)
+{
+  fixture->io = test_io_thread_new ();
+  fixture->fds = test_count_open_fds ();
+  fixture->server = fault_server_new (data != NULL);
+}
+
+static void
+fixture_teardown (Fixture *fixture, gconstpointer data)
+{
+  /* Checked while the context still runs, as the pool's main loop does:
+   * libsoup closes connections asynchronously.  The server's side of
+   * kept-alive connections goes with the server. */
+  fault_server_free (fixture->server);
+  test_assert_open_fds (fixture->fds);
+  test_io_thread_free (fixture->io);
+  test_assert_no_children ();
+}
+
+static McpServerConfig *
+remote_config (const char       *name,
+               McpTransportKind  kind,
+               const char       *url)
+{
+  McpServerConfig *config = mcp_server_config_new (name, NULL, NULL);
+
+  config->transport = kind;
+  config->url = g_strdup (url);
+  config->start_timeout_ms = test_timeout_ms (10000);
+  return config;
+}
+
+static McpServerConfig *
+fault_config (Fixture *fixture, const char *path)
+{
+  g_autofree char *url = g_strdup_printf ("%s://127.0.0.1:%u%s", fixture->server->tls ? "https" : "http",
+                                          fixture->server->port, path);
+  McpServerConfig *config = remote_config ("faulty", MCP_TRANSPORT_HTTP, url);
+
+  config->headers = g_strdupv ((char **) (const char *[]) { "X-Fault-Test:  yes, really ", NULL });
+  return config;
+}
+
+static McpSession *
+start_session (Fixture *fixture, McpServerConfig *config)
+{
+  g_autoptr(GError) error = NULL;
+  McpSession *session = mcp_session_start (config, test_io_thread_get_context (fixture->io),
+                                           NULL, NULL, &error);
+
+  g_assert_no_error (error);
+  return session;
+}
+
+static json_t *
+call_tool (McpSession *session, const char *tool, gint64 timeout_ms, GError **error)
+{
+  g_autoptr(json_t) params = json_pack ("{s:s, s:{}}", "name", tool, "arguments");
+
+  return mcp_session_call (session, "tools/call", params, timeout_ms, error);
+}
+
+static const char *
+text_of (json_t *result)
+{
+  return mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text");
+}
+
+static void
+assert_call_fails (McpSession *session, const char *tool, const char *part)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) result = call_tool (session, tool, test_timeout_ms (10000), &error);
+
+  g_assert_null (result);
+  g_assert_nonnull (error);
+  g_test_message ("%s: %s", tool, error->message);
+  g_assert_nonnull (strstr (error->message, "“faulty”"));
+  g_assert_nonnull (strstr (error->message, part));
+}
+
+static void
+assert_echo_works (McpSession *session)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) result = call_tool (session, "echo", test_timeout_ms (10000), &error);
+
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (result), ==, "echoed");
+}
+
+/* Handshake, an answer on an event stream, and DELETE at the end. */
+static void
+test_fault_basics (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(McpServerConfig) config = fault_config (fixture, "/mcp");
+  g_autoptr(McpSession) session = start_session (fixture, config);
+  g_autoptr(json_t) tools = mcp_session_dup_tools (session);
+
+  g_assert_cmpstr (mcp_session_get_protocol_version (session), ==, "2025-06-18");
+  g_assert_nonnull (test_find_tool (tools, "echo"));
+  g_assert_cmpint (mcp_session_get_pid (session), ==, 0);
+  assert_echo_works (session);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpuint (fixture->server->deletes, ==, 1);
+  g_assert_true (fixture->server->saw_header);
+  g_mutex_unlock (&fixture->server->lock);
+}
+
+static void
+count_message (McpSession *session, const char *method, json_t *params, gpointer user_data)
+{
+  if (g_strcmp0 (method, "notifications/message") == 0 &&
+      g_strcmp0 (mcp_json_get_string (params, "data"), "A") == 0)
+    g_atomic_int_inc ((int *) user_data);
+}
+
+typedef struct {
+  FaultServer *server;
+  int         *messages;
+} GetStreamSeen;
+
+static gboolean
+get_stream_done (gpointer data)
+{
+  GetStreamSeen *seen = data;
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&seen->server->lock);
+
+  return g_atomic_int_get (seen->messages) == 1 && seen->server->ping_answered &&
+         strcmp (seen->server->get_ids->str, "-,g1,g2,") == 0;
+}
+
+/* The GET stream opens after the handshake; a notification and a server
+ * request arrive on it, and the stream the server ends on purpose is
+ * resumed after its retry: with Last-Event-ID. */
+static void
+test_fault_get_stream (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(McpServerConfig) config = fault_config (fixture, "/mcp");
+  g_autoptr(McpSession) session = NULL;
+  g_autoptr(GError) error = NULL;
+  int messages = 0;
+  McpSessionCallbacks callbacks = { .on_notification = count_message, .user_data = &messages };
+  GetStreamSeen seen = { fixture->server, &messages };
+
+  g_mutex_lock (&fixture->server->lock);
+  fixture->server->serve_get = TRUE;
+  g_mutex_unlock (&fixture->server->lock);
+  session = mcp_session_start (config, test_io_thread_get_context (fixture->io), &callbacks, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (test_wait_for (get_stream_done, &seen, 10000));
+  assert_echo_works (session);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+}
+
+/* Each failing call fails alone, with the server's name, and the session
+ * goes on serving. */
+static void
+test_fault_requests (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(McpServerConfig) config = fault_config (fixture, "/mcp");
+  g_autoptr(McpSession) session = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) result = NULL;
+
+  config->max_line = 64 * 1024;
+  session = start_session (fixture, config);
+  assert_call_fails (session, "fail", "HTTP 503 Service Unavailable: backend exploded");
+  assert_call_fails (session, "drop", "before answering");
+  assert_call_fails (session, "malformed", "before answering");
+  {
+    /* What no caller heard of is in the log tail: the bad event. */
+    g_autofree char *log = mcp_session_dup_stderr_tail (session, 4096);
+
+    g_assert_nonnull (strstr (log, "Server “faulty” sent something that is not a JSON-RPC message"));
+  }
+  assert_call_fails (session, "huge", "65536 bytes");
+  assert_call_fails (session, "huge-json", "65536 bytes (maxMessageBytes)");
+  g_assert_true (mcp_session_is_alive (session));
+  assert_echo_works (session);
+
+  /* A slow answer: the session's timeout ends the call; the request
+   * itself is dropped when the transport closes. */
+  result = call_tool (session, "slow", 200, &error);
+  g_assert_null (result);
+  g_assert_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_TIMEOUT);
+  assert_echo_works (session);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+}
+
+/* A request the session gives up on (its timeout sends
+ * notifications/cancelled) lets go of its connection: with three
+ * connections to the host, four abandoned slow calls would otherwise
+ * leave none for the echo. */
+static void
+test_fault_cancelled (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(McpServerConfig) config = fault_config (fixture, "/mcp");
+  g_autoptr(McpSession) session = NULL;
+  guint i;
+
+  config->max_concurrency = 1;
+  session = start_session (fixture, config);
+  for (i = 0; i < 4; i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(json_t) result = call_tool (session, "slow", 100, &error);
+
+      g_assert_null (result);
+      g_assert_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_TIMEOUT);
+    }
+  assert_echo_works (session);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+}
+
+/* A stream closed on purpose is resumed after `retry:` with
+ * Last-Event-ID, and the answer comes on the resumed one. */
+static void
+test_fault_resume (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(McpServerConfig) config = fault_config (fixture, "/mcp");
+  g_autoptr(McpSession) session = start_session (fixture, config);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) result = call_tool (session, "resume", test_timeout_ms (10000), &error);
+
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (result), ==, "resumed");
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpstr (fixture->server->last_event_id, ==, "r1");
+  g_mutex_unlock (&fixture->server->lock);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+}
+
+static gboolean
+session_is_dead (gpointer data)
+{
+  return !mcp_session_is_alive (data);
+}
+
+/* A 404 for the session closes it with a clear reason; nothing is sent
+ * again. */
+static void
+test_fault_expiry (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(McpServerConfig) config = fault_config (fixture, "/mcp");
+  g_autoptr(McpSession) session = start_session (fixture, config);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) result = call_tool (session, "expire", test_timeout_ms (10000), &error);
+
+  g_assert_null (result);
+  g_test_message ("%s", error->message);
+  g_assert_nonnull (strstr (error->message, "Server “faulty” ended the session (HTTP 404"));
+  g_assert_true (test_wait_for (session_is_dead, session, 5000));
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpuint (fixture->server->generation, ==, 1);
+  g_mutex_unlock (&fixture->server->lock);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  /* A session that is gone gets no DELETE. */
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpuint (fixture->server->deletes, ==, 0);
+  g_mutex_unlock (&fixture->server->lock);
+}
+
+/* Through the pool: a session the server ended is started again on the
+ * next call, re-initialised, and the call that met the 404 is not sent
+ * again. */
+static void
+test_fault_pool_expiry (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  g_autoptr(json_t) echo = json_object ();
+  g_autoptr(json_t) first = NULL;
+  g_autoptr(json_t) expired = NULL;
+  g_autoptr(json_t) again = NULL;
+  g_autoptr(GError) error = NULL;
+  McpPool *pool = mcp_pool_new (test_io_thread_get_context (fixture->io), NULL, NULL);
+
+  g_ptr_array_add (configs, fault_config (fixture, "/mcp"));
+  mcp_pool_set_servers (pool, configs);
+  first = mcp_pool_call_tool (pool, "faulty", "echo", echo, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (first), ==, "echoed");
+
+  expired = mcp_pool_call_tool (pool, "faulty", "expire", echo, NULL, &error);
+  g_assert_null (expired);
+  g_test_message ("%s", error->message);
+  g_assert_nonnull (strstr (error->message, "ended the session"));
+  g_clear_error (&error);
+
+  again = mcp_pool_call_tool (pool, "faulty", "echo", echo, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (again), ==, "echoed");
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpuint (fixture->server->generation, ==, 2);
+  g_mutex_unlock (&fixture->server->lock);
+
+  mcp_pool_shutdown (pool, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  mcp_pool_free (pool);
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpuint (fixture->server->deletes, ==, 1);
+  g_mutex_unlock (&fixture->server->lock);
+}
+
+static void assert_start_fails (Fixture *fixture, McpServerConfig *config, const char *part);
+
+/* The seam alone, without a session: what the callbacks see. */
+typedef struct {
+  GMutex  lock;
+  GCond   cond;
+  GError *closed;    /* protected by lock */
+  gint    refs;      /* what the transport holds of its owner; atomic */
+} SeamWatch;
+
+static void
+seam_on_message (json_t *message, gpointer user_data)
+{
+}
+
+static void
+seam_on_closed (GError *reason, gpointer user_data)
+{
+  SeamWatch *watch = user_data;
+
+  g_mutex_lock (&watch->lock);
+  watch->closed = reason;
+  g_cond_broadcast (&watch->cond);
+  g_mutex_unlock (&watch->lock);
+}
+
+static gpointer
+seam_ref (gpointer user_data)
+{
+  g_atomic_int_inc (&((SeamWatch *) user_data)->refs);
+  return user_data;
+}
+
+static void
+seam_unref (gpointer user_data)
+{
+  g_atomic_int_dec_and_test (&((SeamWatch *) user_data)->refs);
+}
+
+/* The owner frees the transport once the transport lets go of it. */
+static gboolean
+seam_released (gpointer user_data)
+{
+  return g_atomic_int_get (&((SeamWatch *) user_data)->refs) == 0;
+}
+
+/* A 401 closes the transport with MCP_TRANSPORT_ERROR_AUTH, and the
+ * challenge stays readable for the login. */
+static void
+test_transport_auth (Fixture *fixture, gconstpointer data)
+{
+  static const McpTransportFuncs funcs = {
+    .on_message = seam_on_message, .on_closed = seam_on_closed, .ref = seam_ref, .unref = seam_unref,
+  };
+  g_autoptr(McpServerConfig) config = fault_config (fixture, "/auth");
+  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 1,
+                                            "method", "initialize", "params");
+  g_autoptr(GError) error = NULL;
+  g_autofree char *challenge = NULL;
+  g_autofree char *log = NULL;
+  gint64 deadline = g_get_monotonic_time () + test_timeout_ms (10000) * G_TIME_SPAN_MILLISECOND;
+  SeamWatch watch = { 0 };
+  McpTransport *transport;
+
+  g_mutex_init (&watch.lock);
+  g_cond_init (&watch.cond);
+  transport = mcp_transport_new_for_config (config, test_io_thread_get_context (fixture->io),
+                                            &funcs, &watch, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (mcp_transport_get_pid (transport), ==, 0);
+  g_assert_null (mcp_http_transport_dup_www_authenticate (transport));
+  g_assert_true (mcp_transport_send (transport, initialize, &error));
+
+  g_mutex_lock (&watch.lock);
+  while (watch.closed == NULL && g_cond_wait_until (&watch.cond, &watch.lock, deadline))
+    ;
+  g_mutex_unlock (&watch.lock);
+  g_assert_error (watch.closed, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_AUTH);
+  g_assert_cmpstr (watch.closed->message, ==,
+                   "Server “faulty” needs a login: run `mcp-pool auth faulty` (HTTP 401)");
+  challenge = mcp_http_transport_dup_www_authenticate (transport);
+  g_assert_cmpstr (challenge, ==, "Bearer resource_metadata=\"http://127.0.0.1/prm\"");
+  /* Header values, which may hold tokens, appear nowhere. */
+  log = mcp_transport_dup_log_tail (transport, 4096);
+  g_assert_null (strstr (log, "yes, really"));
+  g_assert_null (mcp_transport_describe_end (transport, 0));
+
+  mcp_transport_close (transport, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  mcp_transport_close (transport, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  g_assert_false (mcp_transport_send (transport, initialize, &error));
+  g_assert_error (error, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_CLOSED);
+  g_assert_true (test_wait_for (seam_released, &watch, 5000));
+  mcp_transport_free (transport);
+  g_clear_error (&watch.closed);
+  g_mutex_clear (&watch.lock);
+  g_cond_clear (&watch.cond);
+}
+
+/* TLS through GIO: the test CA is not in the system's trust store, so
+ * the server is refused until caFile names it, which then replaces the
+ * system's store for that server. */
+static void
+test_fault_tls (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(McpServerConfig) untrusted = fault_config (fixture, "/mcp");
+  g_autoptr(McpServerConfig) trusted = fault_config (fixture, "/mcp");
+  g_autoptr(McpSession) session = NULL;
+
+  assert_start_fails (fixture, untrusted, "name the CA's file in \"caFile\" in its entry");
+  trusted->ca_file = g_test_build_filename (G_TEST_DIST, "tls", "ca.pem", NULL);
+  session = start_session (fixture, trusted);
+  assert_echo_works (session);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpuint (fixture->server->deletes, ==, 1);
+  g_mutex_unlock (&fixture->server->lock);
+}
+
+static void
+assert_start_fails (Fixture    *fixture,
+                    McpServerConfig *config,
+                    const char *part)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(McpSession) session = mcp_session_start (config, test_io_thread_get_context (fixture->io),
+                                                     NULL, NULL, &error);
+
+  g_assert_null (session);
+  g_assert_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_START);
+  g_test_message ("%s", error->message);
+  g_assert_nonnull (strstr (error->message, config->name));
+  g_assert_nonnull (strstr (error->message, part));
+}
+
+static void
+test_fault_start (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(McpServerConfig) broken = fault_config (fixture, "/broken");
+  g_autoptr(McpServerConfig) loop = fault_config (fixture, "/loop");
+  g_autoptr(McpServerConfig) auth = fault_config (fixture, "/auth");
+  g_autoptr(McpServerConfig) gone = fault_config (fixture, "/gone");
+  g_autoptr(McpServerConfig) elsewhere = fault_config (fixture, "/elsewhere");
+  g_autoptr(McpServerConfig) refused = NULL;
+  g_autofree char *closed_url = NULL;
+  g_autoptr(GSocket) socket = NULL;
+  g_autoptr(GSocketAddress) address = NULL;
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
+
+  assert_start_fails (fixture, broken, "HTTP 500 Internal Server Error: <html><body>backend exploded");
+  assert_start_fails (fixture, loop, "could not be reached");
+  assert_start_fails (fixture, auth, "needs a login: run `mcp-pool auth faulty`");
+  elsewhere->transport = MCP_TRANSPORT_SSE;
+  assert_start_fails (fixture, elsewhere, "named an endpoint that is not on 127.0.0.1: https://example.com/steal");
+  /* The POST's 404 leads to HTTP+SSE, whose GET gets 404 too. */
+  assert_start_fails (fixture, gone, "answered GET /gone with HTTP 404 Not Found: nothing here; "
+                                     "it had refused the Streamable HTTP POST with HTTP 404");
+
+  /* A port where nothing listens: bound, not listening. */
+  socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  g_assert_true (g_socket_bind (socket, any, TRUE, NULL));
+  address = g_socket_get_local_address (socket, NULL);
+  closed_url = g_strdup_printf ("http://127.0.0.1:%u/mcp",
+                                g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (address)));
+  refused = remote_config ("faulty", MCP_TRANSPORT_HTTP, closed_url);
+  assert_start_fails (fixture, refused, "could not be reached");
+}
+
+/* What the config says is checked before any I/O. */
+static void
+test_config_refused (void)
+{
+  static const struct {
+    const char *url;
+    const char *header;
+    const char *ca_file;
+    gboolean    insecure;
+    const char *part;
+  } cases[] = {
+    { "http://example.com/mcp", NULL, NULL, FALSE, "set \"allowInsecureHttp\": true" },
+    { "http://10.0.0.1/mcp", NULL, NULL, FALSE, "refusing plain http:// to 10.0.0.1" },
+    { "ftp://example.com/mcp", NULL, NULL, FALSE, "https:// or http://" },
+    { "not a url", NULL, NULL, FALSE, "no valid url" },
+    { "https://example.com/mcp", "Authorization secret", NULL, FALSE, "header 1 of its entry" },
+    { "https://example.com/mcp", NULL, "/nonexistent/ca.pem", FALSE, "/nonexistent/ca.pem" },
+  };
+  const McpTransportFuncs funcs = { 0 };
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(McpServerConfig) config = remote_config ("remote", MCP_TRANSPORT_HTTP, cases[i].url);
+      g_autoptr(GError) error = NULL;
+      McpTransport *transport;
+
+      if (cases[i].header != NULL)
+        config->headers = g_strdupv ((char **) (const char *[]) { cases[i].header, NULL });
+      config->ca_file = g_strdup (cases[i].ca_file);
+      transport = mcp_transport_new_for_config (config, NULL, &funcs, NULL, &error);
+      g_assert_null (transport);
+      g_assert_error (error, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_CONFIG);
+      g_assert_nonnull (strstr (error->message, "“remote”"));
+      g_assert_nonnull (strstr (error->message, cases[i].part));
+      g_assert_null (strstr (error->message, "secret"));
+    }
+
+  g_assert_true (mcp_http_host_is_loopback ("localhost"));
+  g_assert_true (mcp_http_host_is_loopback ("127.0.0.2"));
+  g_assert_true (mcp_http_host_is_loopback ("::1"));
+  g_assert_false (mcp_http_host_is_loopback ("localhost.example.com"));
+  g_assert_false (mcp_http_host_is_loopback ("192.168.1.1"));
+}
+
+/* server-everything, unmodified */
+
+typedef struct {
+  TestIoThread *io;
+  GSubprocess  *node;
+  guint         port;
+  guint         fds;
+} EverythingFixture;
+
+static guint
+free_port (void)
+{
+  g_autoptr(GSocket) socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
+                                            G_SOCKET_PROTOCOL_TCP, NULL);
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) address = NULL;
+
+  g_assert_true (g_socket_bind (socket, any, TRUE, NULL));
+  address = g_socket_get_local_address (socket, NULL);
+  return g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (address));
+}
+
+static gboolean
+port_listens (gpointer data)
+{
+  EverythingFixture *fixture = data;
+  g_autoptr(GSocketClient) client = g_socket_client_new ();
+  g_autoptr(GSocketConnection) connection =
+    g_socket_client_connect_to_host (client, "127.0.0.1", fixture->port, NULL, NULL);
+
+  g_assert_true (g_subprocess_get_identifier (fixture->node) != NULL);
+  return connection != NULL;
+}
+
+static void
+everything_setup (EverythingFixture *fixture, gconstpointer data)
+{
+  g_autofree char *entry = test_interop_file ("@modelcontextprotocol/server-everything/dist/index.js");
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
+  g_autofree char *port = NULL;
+  g_autoptr(GError) error = NULL;
+
+  if (entry == NULL)
+    return;
+  fixture->io = test_io_thread_new ();
+  fixture->fds = test_count_open_fds ();
+  fixture->port = free_port ();
+  port = g_strdup_printf ("%u", fixture->port);
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+  g_subprocess_launcher_setenv (launcher, "PORT", port, TRUE);
+  /* The fallback runs against the sse mode too. */
+  fixture->node = g_subprocess_launcher_spawn (launcher, &error, "node", entry,
+                                               strcmp (data, "streamableHttp") == 0 ? "streamableHttp" : "sse",
+                                               NULL);
+  g_assert_no_error (error);
+  g_assert_true (test_wait_for (port_listens, fixture, 20000));
+}
+
+static void
+everything_teardown (EverythingFixture *fixture, gconstpointer data)
+{
+  if (fixture->node == NULL)
+    return;
+  g_subprocess_send_signal (fixture->node, SIGTERM);
+  g_assert_true (test_subprocess_wait (fixture->node, 10000));
+  g_clear_object (&fixture->node);
+  test_assert_no_children ();
+  /* While the context runs, as in fixture_teardown(). */
+  test_assert_open_fds (fixture->fds);
+  test_io_thread_free (fixture->io);
+}
+
+static void
+count_progress (json_t *params, gpointer user_data)
+{
+  g_atomic_int_inc ((int *) user_data);
+}
+
+typedef struct {
+  GMutex lock;
+  GCond  cond;
+  guint  left;
+  guint  right;
+} Calls;
+
+static void
+on_echo_reply (json_t *result, const GError *error, gpointer user_data)
+{
+  g_autoptr(json_t) owned = result;
+  Calls *calls = user_data;
+
+  g_mutex_lock (&calls->lock);
+  if (error == NULL && g_str_has_prefix (text_of (result), "Echo: "))
+    calls->right++;
+  calls->left--;
+  g_cond_broadcast (&calls->cond);
+  g_mutex_unlock (&calls->lock);
+}
+
+/* Many calls in flight at once on one remote session. */
+static void
+assert_many_calls (McpSession *session, guint count)
+{
+  Calls calls = { .left = count };
+  gint64 deadline = g_get_monotonic_time () + test_timeout_ms (20000) * G_TIME_SPAN_MILLISECOND;
+  guint i;
+
+  g_mutex_init (&calls.lock);
+  g_cond_init (&calls.cond);
+  for (i = 0; i < count; i++)
+    {
+      g_autofree char *number = g_strdup_printf ("%u", i);
+      g_autoptr(json_t) params = json_pack ("{s:s, s:{s:s+}}", "name", "echo", "arguments",
+                                            "message", "call ", number);
+
+      mcp_session_call_async (session, "tools/call", params, NULL, on_echo_reply, &calls);
+    }
+  g_mutex_lock (&calls.lock);
+  while (calls.left > 0 && g_cond_wait_until (&calls.cond, &calls.lock, deadline))
+    ;
+  g_assert_cmpuint (calls.left, ==, 0);
+  g_assert_cmpuint (calls.right, ==, count);
+  g_mutex_unlock (&calls.lock);
+  g_mutex_clear (&calls.lock);
+  g_cond_clear (&calls.cond);
+}
+
+static void
+test_everything (EverythingFixture *fixture, gconstpointer data)
+{
+  const char *mode = data;
+  g_autofree char *url = NULL;
+  g_autoptr(McpServerConfig) config = NULL;
+  g_autoptr(McpSession) session = NULL;
+  g_autoptr(json_t) tools = NULL;
+  g_autoptr(json_t) info = NULL;
+  g_autoptr(json_t) params = NULL;
+  g_autoptr(json_t) result = NULL;
+  g_autoptr(json_t) long_run = NULL;
+  g_autoptr(GError) error = NULL;
+  int progress = 0;
+  McpCallOptions options = { .progress = count_progress, .progress_data = &progress,
+                             .timeout_ms = test_timeout_ms (20000) };
+
+  if (fixture->node == NULL)
+    return;
+  /* Streamable HTTP at /mcp; HTTP+SSE at /sse, reached both by asking for
+   * it and by falling back from a refused POST. */
+  url = g_strdup_printf ("http://127.0.0.1:%u/%s", fixture->port,
+                         strcmp (mode, "streamableHttp") == 0 ? "mcp" : "sse");
+  config = remote_config ("everything", strcmp (mode, "sse") == 0 ? MCP_TRANSPORT_SSE : MCP_TRANSPORT_HTTP,
+                          url);
+  session = mcp_session_start (config, test_io_thread_get_context (fixture->io), NULL, NULL, &error);
+  g_assert_no_error (error);
+
+  info = mcp_session_dup_server_info (session);
+  g_assert_cmpstr (mcp_json_get_string (info, "name"), ==, "mcp-servers/everything");
+  tools = mcp_session_dup_tools (session);
+  g_assert_nonnull (test_find_tool (tools, "echo"));
+
+  params = json_pack ("{s:s, s:{s:s}}", "name", "echo", "arguments", "message", "over http");
+  result = mcp_session_call (session, "tools/call", params, test_timeout_ms (20000), &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (result), ==, "Echo: over http");
+
+  assert_many_calls (session, 32);
+
+  /* Progress on the request's stream reaches the caller. */
+  json_decref (params);
+  params = json_pack ("{s:s, s:{s:i, s:i}}", "name", "trigger-long-running-operation",
+                      "arguments", "duration", 1, "steps", 3);
+  long_run = mcp_session_call_full (session, "tools/call", params, &options, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_atomic_int_get (&progress), >=, 1);
+
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  g_assert_false (mcp_session_is_alive (session));
+}
+
+/* The pool over Streamable HTTP, as a user's config would have it. */
+static void
+test_everything_pool (EverythingFixture *fixture, gconstpointer data)
+{
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  g_autofree char *url = NULL;
+  g_autoptr(json_t) echo = NULL;
+  g_autoptr(json_t) sum = NULL;
+  g_autoptr(json_t) message = json_pack ("{s:s}", "message", "pooled");
+  g_autoptr(json_t) numbers = json_pack ("{s:i, s:i}", "a", 2, "b", 3);
+  g_autoptr(GError) error = NULL;
+  McpPool *pool;
+
+  if (fixture->node == NULL)
+    return;
+  url = g_strdup_printf ("http://127.0.0.1:%u/mcp", fixture->port);
+  pool = mcp_pool_new (test_io_thread_get_context (fixture->io), NULL, NULL);
+  g_ptr_array_add (configs, remote_config ("everything", MCP_TRANSPORT_HTTP, url));
+  mcp_pool_set_servers (pool, configs);
+
+  echo = mcp_pool_call_tool (pool, "everything", "echo", message, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (echo), ==, "Echo: pooled");
+  sum = mcp_pool_call_tool (pool, "everything", "get-sum", numbers, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (text_of (sum), "5"));
+
+  mcp_pool_shutdown (pool, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  mcp_pool_free (pool);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  json_object_seed (1);
+  /* GIO's modules keep fds of their own once loaded; load them before any
+   * test counts fds. */
+  g_object_unref (soup_session_new ());
+  g_tls_backend_get_default ();
+  g_proxy_resolver_get_default ();
+
+  g_test_add_func ("/sse/fields", test_sse_fields);
+  g_test_add_func ("/sse/line-ends", test_sse_line_ends);
+  g_test_add_func ("/sse/too-long", test_sse_too_long);
+  g_test_add_func ("/http/config-refused", test_config_refused);
+  g_test_add ("/http/fault/basics", Fixture, NULL, fixture_setup, test_fault_basics, fixture_teardown);
+  g_test_add ("/http/fault/get-stream", Fixture, NULL, fixture_setup, test_fault_get_stream, fixture_teardown);
+  g_test_add ("/http/fault/requests", Fixture, NULL, fixture_setup, test_fault_requests, fixture_teardown);
+  g_test_add ("/http/fault/cancelled", Fixture, NULL, fixture_setup, test_fault_cancelled, fixture_teardown);
+  g_test_add ("/http/fault/resume", Fixture, NULL, fixture_setup, test_fault_resume, fixture_teardown);
+  g_test_add ("/http/fault/expiry", Fixture, NULL, fixture_setup, test_fault_expiry, fixture_teardown);
+  g_test_add ("/http/fault/pool-expiry", Fixture, NULL, fixture_setup, test_fault_pool_expiry, fixture_teardown);
+  g_test_add ("/http/fault/tls", Fixture, "tls", fixture_setup, test_fault_tls, fixture_teardown);
+  g_test_add ("/http/fault/transport-auth", Fixture, NULL, fixture_setup, test_transport_auth, fixture_teardown);
+  g_test_add ("/http/fault/start", Fixture, NULL, fixture_setup, test_fault_start, fixture_teardown);
+  g_test_add ("/http/everything/streamable", EverythingFixture, "streamableHttp",
+              everything_setup, test_everything, everything_teardown);
+  g_test_add ("/http/everything/sse", EverythingFixture, "sse",
+              everything_setup, test_everything, everything_teardown);
+  g_test_add ("/http/everything/pool", EverythingFixture, "streamableHttp",
+              everything_setup, test_everything_pool, everything_teardown);
+  g_test_add ("/http/everything/fallback", EverythingFixture, "fallback",
+              everything_setup, test_everything, everything_teardown);
+
+  return g_test_run ();
+}
