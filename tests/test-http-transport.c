@@ -154,6 +154,8 @@ typedef struct {
   GString      *get_ids;        /* the Last-Event-ID of each GET stream, "-" for none */
   gboolean      ping_answered;  /* the reply to the ping on the GET stream came */
   gboolean      saw_header;     /* the config's header came on every POST */
+  SoupServerMessage *held_initialized; /* its 202 held back a moment; server thread */
+  gboolean      overtaken;      /* a POST came while notifications/initialized was held */
 } FaultServer;
 
 static void
@@ -302,6 +304,37 @@ session_is_current (FaultServer       *server,
   return !server->expired && g_strcmp0 (id, current) == 0;
 }
 
+/* The 202 of notifications/initialized goes out a moment late, or at once
+ * when another POST overtakes it, which the client must never let happen:
+ * a server may refuse requests before the handshake is over. */
+static gboolean
+release_initialized (gpointer data)
+{
+  FaultServer *server = data;
+  SoupServerMessage *message = g_steal_pointer (&server->held_initialized);
+
+  if (message != NULL)
+    {
+      respond (message, SOUP_STATUS_ACCEPTED, NULL, NULL);
+      soup_server_message_unpause (message);
+      g_object_unref (message);
+    }
+  return G_SOURCE_REMOVE;
+}
+
+static void
+hold_initialized (FaultServer       *server,
+                  SoupServerMessage *message)
+{
+  GSource *source = g_timeout_source_new (100);
+
+  server->held_initialized = g_object_ref (message);
+  soup_server_message_pause (message);
+  g_source_set_callback (source, release_initialized, server, NULL);
+  g_source_attach (source, server->context);
+  g_source_unref (source);
+}
+
 static void
 handle_post (FaultServer       *server,
              SoupServerMessage *message)
@@ -320,7 +353,10 @@ handle_post (FaultServer       *server,
   if (method == NULL && g_strcmp0 (mcp_json_get_string (request, "id"), "p1") == 0 &&
       json_is_object (json_object_get (request, "result")))
     server->ping_answered = TRUE;
+  if (server->held_initialized != NULL)
+    server->overtaken = TRUE;
   g_mutex_unlock (&server->lock);
+  release_initialized (server);
 
   if (g_strcmp0 (method, "initialize") == 0)
     {
@@ -341,6 +377,8 @@ handle_post (FaultServer       *server,
   else if (g_strcmp0 (soup_message_headers_get_one (soup_server_message_get_request_headers (message),
                                                    "MCP-Protocol-Version"), "2025-06-18") != 0)
     respond (message, SOUP_STATUS_BAD_REQUEST, "text/plain", "no MCP-Protocol-Version");
+  else if (g_strcmp0 (method, "notifications/initialized") == 0)
+    hold_initialized (server, message);
   else if (id == NULL || method == NULL)
     respond (message, SOUP_STATUS_ACCEPTED, NULL, NULL);
   else if (strcmp (method, "tools/list") == 0)
@@ -494,6 +532,7 @@ fault_server_run (gpointer data)
 
   g_main_loop_run (server->loop);
 
+  release_initialized (server);
   /* The slow calls end with the server. */
   for (i = 0; i < server->paused->len; i++)
     {
@@ -668,6 +707,7 @@ test_fault_basics (Fixture *fixture, gconstpointer data)
   g_mutex_lock (&fixture->server->lock);
   g_assert_cmpuint (fixture->server->deletes, ==, 1);
   g_assert_true (fixture->server->saw_header);
+  g_assert_false (fixture->server->overtaken);
   g_mutex_unlock (&fixture->server->lock);
 }
 

@@ -95,7 +95,10 @@ struct _HttpTransport {
   gboolean           legacy;            /* context: HTTP+SSE */
   guint              fallback_status;   /* context: what the POST got before the fallback, or 0 */
   GUri              *post_url;          /* context, legacy: from the endpoint event */
-  GQueue             waiting;           /* context, legacy: POSTs before the endpoint */
+  GQueue             waiting;           /* context: POSTs held back, before the legacy
+                                         * endpoint is known or while handshake is out */
+  Exchange          *handshake;         /* context: the POST of notifications/initialized
+                                         * until its answer; NULL after */
   GQueue             resuming;          /* context: exchanges waiting to resume */
   gboolean           get_opened;        /* context: the GET stream was started */
 
@@ -255,6 +258,8 @@ exchange_free (Exchange *exchange)
     g_hash_table_remove (self->requests, exchange->request_key);
   g_free (exchange->request_key);
   g_hash_table_remove (self->exchanges, exchange);
+  if (self->handshake == exchange)
+    self->handshake = NULL;
   g_object_unref (exchange->cancellable);
   g_free (exchange);
   self->funcs.unref (self->user_data);
@@ -422,13 +427,24 @@ deliver_text (Exchange   *exchange,
 
 /* The legacy server names the URL to POST to; it must be the same
  * origin, or a server could send our headers elsewhere. */
+/* Starts the POSTs held back, once nothing holds them any more. */
+static void
+release_waiting (HttpTransport *self)
+{
+  Exchange *waiting;
+
+  if (self->handshake != NULL || (self->legacy && self->post_url == NULL))
+    return;
+  while ((waiting = g_queue_pop_head (&self->waiting)) != NULL)
+    start_post (waiting);
+}
+
 static void
 take_endpoint (Exchange   *exchange,
                const char *data)
 {
   HttpTransport *self = exchange->self;
   g_autoptr(GUri) endpoint = NULL;
-  Exchange *waiting;
 
   endpoint = g_uri_parse_relative (self->url, data, SOUP_HTTP_URI_FLAGS, NULL);
   if (endpoint == NULL ||
@@ -443,8 +459,7 @@ take_endpoint (Exchange   *exchange,
     }
   g_clear_pointer (&self->post_url, g_uri_unref);
   self->post_url = g_steal_pointer (&endpoint);
-  while ((waiting = g_queue_pop_head (&self->waiting)) != NULL)
-    start_post (waiting);
+  release_waiting (self);
 }
 
 static void
@@ -881,6 +896,11 @@ on_sent_with (Exchange     *exchange,
   HttpTransport *self = exchange->self;
   guint status;
 
+  if (exchange == self->handshake)
+    {
+      self->handshake = NULL;
+      release_waiting (self);
+    }
   if (body == NULL)
     {
       /* Unreachable, TLS refused, a redirect loop: nothing will work. */
@@ -1044,10 +1064,17 @@ on_send_due (gpointer data)
       g_queue_push_tail (&self->waiting, exchange);
       open_stream (self, EXCHANGE_LEGACY_GET);
     }
-  else if (self->legacy && self->post_url == NULL)
+  else if (self->handshake != NULL || (self->legacy && self->post_url == NULL))
     g_queue_push_tail (&self->waiting, exchange);
   else
-    start_post (exchange);
+    {
+      /* POSTs in flight reach the server in any order, but nothing may
+       * overtake notifications/initialized: the server must see it before
+       * the requests that follow (tools/list first of all). */
+      if (g_strcmp0 (exchange->method, "notifications/initialized") == 0)
+        self->handshake = exchange;
+      start_post (exchange);
+    }
   leave (context);
   return G_SOURCE_REMOVE;
 }
