@@ -1885,6 +1885,46 @@ row_peers (BenchSetup *s)
   return 0;
 }
 
+/* Row 12: remote */
+
+static int
+row_remote (BenchSetup *s)
+{
+  g_autoptr(GSubprocess) node = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) result = NULL;
+  g_autofree char *script = s->peers ? g_build_filename (s->peers, "remote.mjs", NULL) : NULL;
+  g_autofree char *everything = interop_script ("server-everything");
+  g_autofree char *calls = g_strdup_printf ("%d", MAX (s->calls / 5, 20));
+  g_autofree char *output = NULL, *note = NULL;
+  double direct_us, pool_us;
+
+  if (script == NULL || everything == NULL || !interop_has_sdk ())
+    {
+      emit_not_measured ("remote", "not measured: server-everything and the SDK are not installed: "
+                                   "cd tests/interop && npm ci");
+      return 0;
+    }
+  node = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error, "node", script, s->interop,
+                           s->mcp_pool, calls, NULL);
+  if (node == NULL || !g_subprocess_communicate_utf8 (node, NULL, NULL, &output, NULL, &error))
+    return fail ("remote", error);
+  result = g_subprocess_get_if_exited (node) && g_subprocess_get_exit_status (node) == 0
+           ? json_loads (output, 0, NULL) : NULL;
+  if (!json_is_object (result))
+    {
+      g_set_error (&error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s failed (its reason is above)", script);
+      return fail ("remote", error);
+    }
+  direct_us = json_number_value (json_object_get (result, "direct_us"));
+  pool_us = json_number_value (json_object_get (result, "pool_us"));
+  note = g_strdup_printf ("server-everything echo over Streamable HTTP on loopback, median of %s interleaved "
+                          "calls: the SDK client on it directly against the same client on `mcp-pool serve "
+                          "--expose proxy` reaching it by URL; %+.0f µs per call", calls, pool_us - direct_us);
+  emit_row ("remote", direct_us, pool_us, "µs", pool_us / direct_us, note);
+  return 0;
+}
+
 /* Main */
 
 static const struct {
@@ -1903,6 +1943,7 @@ static const struct {
   { "shared-overhead", row_shared_overhead },
   { "large-reply",   row_large_reply },
   { "peers",         row_peers },
+  { "remote",        row_remote },
 };
 
 typedef struct {
