@@ -9,6 +9,8 @@
 #include "config.h"
 
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 #include <gio/gio.h>
@@ -989,18 +991,32 @@ secrets_owned (gpointer data)
 }
 
 static void
+die_with_parent (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+static void
 keyring_start (Fixture *f,
                Keyring *keyring)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(GDataInputStream) lines = NULL;
-  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE);
+  g_autoptr(GSubprocessLauncher) launcher =
+    g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
+                               G_SUBPROCESS_FLAGS_STDERR_SILENCE);
   g_autoptr(GDBusConnection) connection = NULL;
   g_autofree char *runtime = g_build_filename (f->dir, "runtime", NULL);
   g_autofree char *data = g_build_filename (f->dir, "data", NULL);
 
-  keyring->bus = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error, "dbus-daemon",
-                                   "--session", "--nofork", "--print-address=1", NULL);
+  g_autoptr(GSubprocessLauncher) bus_launcher =
+    g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+
+  /* Both die with this process even if an assertion ends it. */
+  g_subprocess_launcher_set_child_setup (bus_launcher, die_with_parent, NULL, NULL);
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  keyring->bus = g_subprocess_launcher_spawn (bus_launcher, &error, "dbus-daemon", "--session",
+                                              "--nofork", "--print-address=1", NULL);
   g_assert_no_error (error);
   lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (keyring->bus));
   keyring->address = g_data_input_stream_read_line (lines, NULL, NULL, &error);
@@ -1016,7 +1032,12 @@ keyring_start (Fixture *f,
                                                   "--foreground", "--unlock",
                                                   "--components=secrets", NULL);
   g_assert_no_error (error);
-  /* The empty password, then end of input: the login keyring is unlocked. */
+  /* A password, then end of input: the login keyring is made and
+   * unlocked.  An empty one makes none, and the first store would need a
+   * prompt. */
+  g_output_stream_write_all (g_subprocess_get_stdin_pipe (keyring->keyring), "test", 4, NULL, NULL,
+                             &error);
+  g_assert_no_error (error);
   g_output_stream_close (g_subprocess_get_stdin_pipe (keyring->keyring), NULL, &error);
   g_assert_no_error (error);
 

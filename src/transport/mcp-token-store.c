@@ -78,12 +78,20 @@ ensure_private_dir (const char *dir,
 }
 
 /* A keyring error that means "no Secret Service here", after which the
- * file is used, as opposed to one from a service that answered. */
+ * file is used, as opposed to one from a service that answered (a locked
+ * or missing collection): that one is reported, since the user has a
+ * keyring and expects the tokens in it. */
 static gboolean
 is_no_service (const GError *error)
 {
-  return error->domain == G_DBUS_ERROR || error->domain == G_IO_ERROR ||
-         error->domain == G_SPAWN_ERROR;
+  if (error->domain == G_IO_ERROR || error->domain == G_SPAWN_ERROR)
+    return TRUE;   /* no bus, nothing listening at its address, no autolaunch */
+  return g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN) ||
+         g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER) ||
+         g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NO_SERVER) ||
+         g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SPAWN_EXEC_FAILED) ||
+         g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SPAWN_CHILD_EXITED) ||
+         g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND);
 }
 
 static json_t *
