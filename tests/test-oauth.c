@@ -1136,6 +1136,30 @@ test_bad_url (Fixture      *f,
   g_assert_nonnull (strstr (result.err, "http://mcp.example.com/mcp is not https"));
 }
 
+/* SERVER names a configured server: an unknown name or a local one gets
+ * a message that says what to do. */
+static void
+test_cli_names (Fixture      *f,
+                gconstpointer data)
+{
+  g_autofree char *file = g_build_filename (f->dir, "servers.json", NULL);
+  g_auto(AuthResult) unknown;
+  g_auto(AuthResult) local;
+  g_autoptr(GError) error = NULL;
+
+  g_file_set_contents (file, "{\"mcpServers\": {\"local\": {\"command\": \"true\"}}}", -1,
+                       &error);
+  g_assert_no_error (error);
+  run_auth (f, &unknown, (const char * const []) { "--config", file, "nosuch", NULL });
+  g_assert_cmpint (unknown.status, ==, 1);
+  g_assert_nonnull (strstr (unknown.err, "No server is named “nosuch”"));
+  run_auth (f, &local, (const char * const []) { "--config", file, "local", NULL });
+  g_assert_cmpint (local.status, ==, 1);
+  g_assert_nonnull (strstr (local.err, "“local”"));
+  g_assert_nonnull (strstr (local.err, "is not a remote server"));
+  g_assert_cmpuint (f->gets->len, ==, 0);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1153,6 +1177,7 @@ main (int    argc,
   ADD ("/oauth/login/refresh-first", test_login_refresh_first, NULL);
   ADD ("/oauth/login/insecure-url", test_bad_url, NULL);
   ADD ("/oauth/logout", test_logout, NULL);
+  ADD ("/oauth/cli/names", test_cli_names, NULL);
   ADD ("/oauth/discovery/prm-path", test_discovery, &prm_path_case);
   ADD ("/oauth/discovery/prm-root", test_discovery, &prm_root_case);
   ADD ("/oauth/discovery/oidc-root", test_discovery, &oidc_root_case);

@@ -1277,8 +1277,10 @@ mcp_oauth_login_async (McpServerConfig            *config,
                        GAsyncReadyCallback         callback,
                        gpointer                    user_data)
 {
-  Flow *flow = flow_new (config, cancellable, callback, user_data, mcp_oauth_login_async);
+  Flow *flow;
 
+  g_return_if_fail (options != NULL && options->open_uri != NULL);
+  flow = flow_new (config, cancellable, callback, user_data, mcp_oauth_login_async);
   flow->options = *options;
   flow->resource = canonical_resource (config->url);
   flow_run_job (flow, job_load, on_login_loaded);
