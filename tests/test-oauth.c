@@ -110,7 +110,8 @@ static char *
 issue (Fixture    *f,
        const char *prefix)
 {
-  char *token = g_strconcat (prefix, g_uuid_string_random (), NULL);
+  g_autofree char *uuid = g_uuid_string_random ();
+  char *token = g_strconcat (prefix, uuid, NULL);
 
   g_ptr_array_add (f->issued, g_strdup (token));
   return token;
@@ -355,12 +356,13 @@ handle_token (Fixture           *f,
   if (g_strcmp0 (grant, "authorization_code") == 0)
     {
       g_autoptr(json_t) code = NULL;
+      g_autofree char *key = NULL;
       g_autofree char *challenge = NULL;
       const char *verifier = g_hash_table_lookup (form, "code_verifier");
 
       f->code_grants++;
-      if (!g_hash_table_steal_extended (f->codes, g_hash_table_lookup (form, "code"), NULL,
-                                        (gpointer *) &code))
+      if (!g_hash_table_steal_extended (f->codes, g_hash_table_lookup (form, "code"),
+                                        (gpointer *) &key, (gpointer *) &code))
         {
           reply_json (msg, 400, json_pack ("{s:s}", "error", "invalid_grant"));
           return;
@@ -379,12 +381,13 @@ handle_token (Fixture           *f,
     }
   else if (g_strcmp0 (grant, "refresh_token") == 0)
     {
+      g_autofree char *key = NULL;
       g_autofree char *scope = NULL;
 
       f->refresh_grants++;
       if (f->refuse_refresh ||
           !g_hash_table_steal_extended (f->refresh, g_hash_table_lookup (form, "refresh_token"),
-                                        NULL, (gpointer *) &scope))
+                                        (gpointer *) &key, (gpointer *) &scope))
         {
           reply_json (msg, 400, json_pack ("{s:s, s:s}", "error", "invalid_grant",
                                            "error_description", "refresh token revoked"));
@@ -428,7 +431,8 @@ fixture_setup (Fixture      *f,
   g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
   g_autoptr(GSocketAddress) address = g_inet_socket_address_new (loopback, 0);
   g_autofree char *script = NULL;
-  GSList *uris;
+  g_autoptr(GSocketAddress) bound = NULL;
+  GSList *listeners;
 
   f->dir = g_dir_make_tmp ("test-oauth-XXXXXX", &error);
   g_assert_no_error (error);
@@ -449,9 +453,12 @@ fixture_setup (Fixture      *f,
   soup_server_add_handler (f->server, NULL, on_request, f, NULL);
   soup_server_listen (f->server, address, 0, &error);
   g_assert_no_error (error);
-  uris = soup_server_get_uris (f->server);
-  f->base = g_strdup_printf ("http://127.0.0.1:%d", g_uri_get_port (uris->data));
-  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+  listeners = soup_server_get_listeners (f->server);
+  bound = g_socket_get_local_address (listeners->data, &error);
+  g_slist_free (listeners);
+  g_assert_no_error (error);
+  f->base = g_strdup_printf ("http://127.0.0.1:%u",
+                             g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
   f->mcp_url = g_strconcat (f->base, "/mcp", NULL);
   f->challenge_scope = "mcp:read";
   /* The in-process token store (the API tests) uses the file. */

@@ -30,14 +30,21 @@ mcp_oauth_redirect_new (GError **error)
   g_autoptr(McpOAuthRedirect) redirect = g_new0 (McpOAuthRedirect, 1);
   g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
   g_autoptr(GSocketAddress) address = g_inet_socket_address_new (loopback, 0);
-  GSList *uris;
+  g_autoptr(GSocketAddress) bound = NULL;
+  GSList *listeners;
 
   redirect->server = soup_server_new ("server-header", "mcp-pool", NULL);
   if (!soup_server_listen (redirect->server, address, 0, error))
     return NULL;
-  uris = soup_server_get_uris (redirect->server);
-  redirect->uri = g_strdup_printf ("http://127.0.0.1:%d/callback", g_uri_get_port (uris->data));
-  g_slist_free_full (uris, (GDestroyNotify) g_uri_unref);
+  /* From the socket, not soup_server_get_uris(), which leaks an address
+   * in libsoup 3.2. */
+  listeners = soup_server_get_listeners (redirect->server);
+  bound = g_socket_get_local_address (listeners->data, error);
+  g_slist_free (listeners);
+  if (bound == NULL)
+    return NULL;
+  redirect->uri = g_strdup_printf ("http://127.0.0.1:%u/callback",
+                                   g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
   return g_steal_pointer (&redirect);
 }
 
