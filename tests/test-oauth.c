@@ -34,6 +34,7 @@ typedef struct {
   char       *state_home;
   char       *page_file;    /* the last page the browser saw */
   const char *bus;          /* DBUS_SESSION_BUS_ADDRESS for mcp-pool */
+  const char *browser;      /* MCP_POOL_BROWSER; NULL: the script */
   /* how the fixture behaves */
   PrmMode     prm;
   AsMode      as;
@@ -552,7 +553,8 @@ run_auth (Fixture            *f,
   g_subprocess_launcher_setenv (launcher, "HOME", f->dir, TRUE);
   g_subprocess_launcher_setenv (launcher, "XDG_STATE_HOME", f->state_home, TRUE);
   g_subprocess_launcher_setenv (launcher, "DBUS_SESSION_BUS_ADDRESS", f->bus, TRUE);
-  g_subprocess_launcher_setenv (launcher, "MCP_POOL_BROWSER", browser, TRUE);
+  g_subprocess_launcher_setenv (launcher, "MCP_POOL_BROWSER", f->browser ? f->browser : browser,
+                                TRUE);
   g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_CONFIG");
   g_subprocess_launcher_set_cwd (launcher, f->dir);
   g_strv_builder_add (builder, test_mcp_pool_path ());
@@ -1172,6 +1174,23 @@ test_cli_names (Fixture      *f,
   g_assert_cmpuint (f->gets->len, ==, 0);
 }
 
+/* A browser that never comes back: the wait ends at --timeout with what
+ * to do, and the URL was printed for the user all the same. */
+static void
+test_login_timeout (Fixture      *f,
+                    gconstpointer data)
+{
+  g_auto(AuthResult) result;
+
+  f->browser = "true";
+  run_auth (f, &result, (const char * const []) { f->mcp_url, "--timeout", "1", NULL });
+  g_assert_cmpint (result.status, ==, 1);
+  g_assert_nonnull (strstr (result.out, "/authorize?"));
+  g_assert_nonnull (strstr (result.err, "no answer from the browser within 1 s"));
+  g_assert_nonnull (strstr (result.err, "--timeout"));
+  g_assert_cmpuint (f->authorize_hits, ==, 0);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1188,6 +1207,7 @@ main (int    argc,
   ADD ("/oauth/login/no-s256", test_login_no_s256, NULL);
   ADD ("/oauth/login/refresh-first", test_login_refresh_first, NULL);
   ADD ("/oauth/login/insecure-url", test_bad_url, NULL);
+  ADD ("/oauth/login/timeout", test_login_timeout, NULL);
   ADD ("/oauth/logout", test_logout, NULL);
   ADD ("/oauth/cli/names", test_cli_names, NULL);
   ADD ("/oauth/discovery/prm-path", test_discovery, &prm_path_case);

@@ -249,7 +249,7 @@ mcp_cli_auth (int    argc,
     { NULL },
   };
   g_autoptr(GOptionContext) context =
-    mcp_cli_option_context_new (_("[SERVER]"),
+    mcp_cli_option_context_new (_("[SERVER | URL]"),
                                 _("Logs in to a remote server through the browser and keeps the "
                                   "tokens in the keyring (or a private file without one). The URL "
                                   "to visit is printed; $MCP_POOL_BROWSER names the command that "
@@ -270,6 +270,10 @@ mcp_cli_auth (int    argc,
       auth_options_clear (&options);
       return mcp_cli_fail (_("Name one server, or give --url URL"));
     }
+  /* A URL in place of the name is --url: the hint of an ad-hoc server's
+   * error names it so. */
+  if (options.url == NULL && strstr (argv[1], "://") != NULL)
+    options.url = g_strdup (argv[1]);
   config = options.url != NULL ? config_from_url (&options) : config_from_name (&options, argv[1]);
   if (config == NULL)
     {
