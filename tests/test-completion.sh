@@ -42,7 +42,7 @@ expect()
     fi
 }
 
-expect "--help --version call demo doctor evict help reload run serve servers tools" ""
+expect "--help --version auth call demo doctor evict help reload run serve servers tools" ""
 expect "serve servers" se
 expect "reload run" r
 expect "reload" rel
@@ -57,6 +57,7 @@ expect "--shared" tools --sh
 expect "--shared" call --sh
 expect "--shared" evict --sh
 expect "--shared" reload --s
+expect "--logout" auth --l
 expect "" doctor --sh
 expect "" demo --sh
 expect "--json" servers --j

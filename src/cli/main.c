@@ -26,6 +26,7 @@ static const Subcommand subcommands[] = {
   { "run",     mcp_cli_run,     N_("Run Python in the code sandbox, with tools of the servers") },
   { "evict",   mcp_cli_evict,   N_("Retire a server's session so the next call starts it afresh") },
   { "reload",  mcp_cli_reload,  N_("Make the shared daemon read the config files again") },
+  { "auth",    mcp_cli_auth,    N_("Log in to a remote server through the browser, or --logout") },
   { "doctor",  mcp_cli_doctor,  N_("Check bwrap, python3, the config files and every server") },
   { "demo",    mcp_cli_demo,    N_("Show a cold start against warm calls on the example server") },
 };

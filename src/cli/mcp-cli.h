@@ -129,5 +129,6 @@ int   mcp_cli_reload          (int argc, char **argv);
 int   mcp_cli_doctor          (int argc, char **argv);
 int   mcp_cli_serve           (int argc, char **argv);
 int   mcp_cli_run             (int argc, char **argv);
+int   mcp_cli_auth            (int argc, char **argv);
 
 G_END_DECLS

@@ -1,0 +1,75 @@
+/* mcp-oauth-private.h — what the two halves of mcp-oauth share: the Flow
+ * that one login or refresh is, and its steps' plumbing (mcp-oauth.c);
+ * the interactive login is mcp-oauth-login.c.  Not for other modules.
+ *
+ * Everything here runs on the flow's main context, except the FlowJob,
+ * which runs on a worker while the context waits for it.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <libsoup/soup.h>
+
+#include "transport/mcp-oauth.h"
+#include "transport/mcp-oauth-redirect.h"
+
+G_BEGIN_DECLS
+
+typedef struct _Flow Flow;
+typedef void (*FlowReply) (Flow *flow, SoupMessage *msg, GBytes *body, GError *error);
+typedef void (*FlowFound) (Flow *flow, json_t *document);
+typedef gboolean (*FlowJob) (Flow *flow, GError **error);
+typedef void (*FlowDone) (Flow *flow, GError *error);
+
+struct _Flow {
+  GTask            *task;            /* borrowed: the task owns the flow */
+  McpServerConfig  *config;
+  SoupSession      *session;
+  McpOAuthLoginOptions options;
+  json_t           *record;          /* the stored record, updated as tokens arrive */
+  McpTokenStoreKind store;
+  McpOAuthLoginOutcome outcome;
+  /* the step pending */
+  SoupMessage      *msg;
+  FlowReply         reply;
+  FlowJob           job;
+  FlowDone          job_done;
+  GPtrArray        *candidates;      /* metadata URLs still to try, in order */
+  guint             candidate;
+  FlowFound         found;
+  /* discovery */
+  char             *resource;        /* RFC 8707 resource: the server's canonical URL */
+  char             *challenge_scope; /* scope= of the last WWW-Authenticate */
+  char             *metadata_url;    /* resource_metadata= of the 401 */
+  json_t           *prm;             /* RFC 9728 document, or NULL (2025-03-26 fallback) */
+  json_t           *as;              /* RFC 8414 / OIDC document, or the default endpoints */
+  char             *issuer;
+  /* the authorization */
+  McpOAuthRedirect *redirect;
+  char             *verifier;
+  char             *state;
+  char             *scope;
+  guint             step_ups;
+};
+
+void mcp_oauth_replace_str (char **slot, const char *value);
+const char *mcp_oauth_record_string (json_t *record, const char *key);
+void mcp_oauth_record_set (json_t *record, const char *key, const char *value);
+void mcp_oauth_flow_fail (Flow *flow, GError *error);
+gboolean mcp_oauth_flow_check_url (Flow *flow, const char *url, GError **error);
+void mcp_oauth_flow_send (Flow *flow, SoupMessage *msg, FlowReply reply);
+void mcp_oauth_flow_run_job (Flow *flow, FlowJob job, FlowDone done);
+gboolean mcp_oauth_job_save (Flow *flow, GError **error);
+json_t *mcp_oauth_body_json (GBytes *body);
+GError *mcp_oauth_http_error (Flow *flow, SoupMessage *msg, const char *what);
+void mcp_oauth_flow_fetch_first (Flow *flow, GPtrArray *candidates, FlowFound found);
+char *mcp_oauth_split_url (const char *url, char **path);
+void mcp_oauth_add_candidate (GPtrArray *candidates, const char *origin, const char *middle, const char *path);
+void mcp_oauth_form_add (GString *form, const char *name, const char *value);
+SoupMessage *mcp_oauth_token_request (Flow *flow, GString *form);
+gboolean mcp_oauth_take_tokens (Flow *flow, SoupMessage *msg, GBytes *body, GError *error, GError **out_error);
+void mcp_oauth_flow_refresh (Flow *flow, FlowReply reply);
+Flow *mcp_oauth_flow_new (McpServerConfig *config, GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data, gpointer source_tag);
+gboolean mcp_oauth_job_load (Flow *flow, GError **error);
+
+G_END_DECLS
