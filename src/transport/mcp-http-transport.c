@@ -23,6 +23,7 @@
 
 #include "common/mcp-jsonrpc.h"
 #include "common/mcp-ring.h"
+#include "transport/mcp-oauth.h"
 #include "transport/mcp-sse-parser.h"
 
 /* How much of an error reply's body goes into the message. */
@@ -83,9 +84,12 @@ struct _HttpTransport {
   McpTransportFuncs  funcs;             /* immutable */
   gpointer           user_data;         /* immutable; the exchanges hold references */
   GUri              *url;               /* immutable */
+  char              *display_url;       /* immutable: url for messages, without userinfo
+                                         * or query, which may hold a key */
   GTlsDatabase      *tls_database;      /* immutable; NULL: the system's trust store */
   GStrv              header_names;      /* immutable, parallel to header_values */
   GStrv              header_values;     /* immutable; never logged */
+  gboolean           has_authorization; /* immutable: the config sends its own Authorization */
 
   SoupSession       *soup;              /* context; NULL before the first send, after close */
   GHashTable        *exchanges;         /* context: every Exchange alive (a set) */
@@ -101,6 +105,12 @@ struct _HttpTransport {
                                          * until its answer; NULL after */
   GQueue             resuming;          /* context: exchanges waiting to resume */
   gboolean           get_opened;        /* context: the GET stream was started */
+  char              *access_token;      /* context (set before the first send): the stored
+                                         * OAuth token, sent as a bearer; never logged */
+  gboolean           refresh_tried;     /* context: refreshed since the last 2xx answer */
+  GCancellable      *refresh;           /* context: the token refresh under way, or NULL */
+  GQueue             refused;           /* context: exchanges refused with 401, sent again
+                                         * once the refresh brings a new token */
 
   GMutex             lock;
   GCond              io_done_cond;
@@ -303,6 +313,12 @@ build_message (HttpTransport *self,
 
   for (i = 0; self->header_names[i] != NULL; i++)
     soup_message_headers_replace (headers, self->header_names[i], self->header_values[i]);
+  if (self->access_token != NULL)
+    {
+      g_autofree char *bearer = g_strconcat ("Bearer ", self->access_token, NULL);
+
+      soup_message_headers_replace (headers, "Authorization", bearer);
+    }
   soup_message_headers_replace (headers, "Accept", accept);
   if (!self->legacy && self->session_id != NULL)
     soup_message_headers_replace (headers, "Mcp-Session-Id", self->session_id);
@@ -800,6 +816,72 @@ take_session_id (Exchange *exchange)
 }
 
 /* The server wants a login; the login flow reads WWW-Authenticate. */
+/* The same request once more, with the token of now. */
+static void
+send_again (Exchange *exchange)
+{
+  if (exchange->kind == EXCHANGE_POST && exchange->last_event_id == NULL)
+    start_post (exchange);
+  else
+    start_get (exchange);
+}
+
+static void
+on_refreshed (GObject      *source,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  HttpTransport *self = user_data;
+  GMainContext *context = enter (self);
+  GDestroyNotify unref = self->funcs.unref;
+  gpointer owner = self->user_data;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *token = mcp_oauth_refresh_finish (result, &error);
+  Exchange *exchange;
+
+  g_clear_object (&self->refresh);
+  if (token != NULL && !is_closing (self))
+    {
+      g_free (self->access_token);
+      self->access_token = g_steal_pointer (&token);
+      while ((exchange = g_queue_pop_head (&self->refused)) != NULL)
+        send_again (exchange);
+    }
+  else
+    {
+      /* The message names the server and says to run `mcp-pool auth`. */
+      if (!is_closing (self))
+        report_closed_with (self, MCP_TRANSPORT_ERROR_AUTH, "%s", error->message);
+      while ((exchange = g_queue_pop_head (&self->refused)) != NULL)
+        exchange_free (exchange);
+    }
+  leave (context);
+  unref (owner);
+}
+
+/* A 401 on a token that worked, or that was stored: most likely it
+ * expired.  The exchange waits for one refresh, shared by every exchange
+ * refused meanwhile; a refused request was not carried out, so sending it
+ * again replays nothing. */
+static gboolean
+refresh_and_send_again (Exchange *exchange)
+{
+  HttpTransport *self = exchange->self;
+
+  if (self->access_token == NULL || (self->refresh_tried && self->refresh == NULL))
+    return FALSE;
+  exchange_reset (exchange);
+  g_queue_push_tail (&self->refused, exchange);
+  if (self->refresh == NULL)
+    {
+      self->refresh_tried = TRUE;
+      self->refresh = g_cancellable_new ();
+      self->funcs.ref (self->user_data);
+      mcp_oauth_refresh_async (self->config, self->refresh, on_refreshed, self);
+    }
+  return TRUE;
+}
+
 static void
 on_login_needed (Exchange *exchange,
                  guint     status)
@@ -908,10 +990,10 @@ on_sent_with (Exchange     *exchange,
         report_closed_with (self, MCP_TRANSPORT_ERROR_HTTP,
                             _("Server “%s” at %s could not be reached: %s; if its certificate "
                               "comes from a CA of your own, name the CA's file in \"caFile\" in its entry"),
-                            self->config->name, self->config->url, error->message);
+                            self->config->name, self->display_url, error->message);
       else if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
         report_closed_with (self, MCP_TRANSPORT_ERROR_HTTP, _("Server “%s” at %s could not be reached: %s"),
-                            self->config->name, self->config->url, error->message);
+                            self->config->name, self->display_url, error->message);
       exchange_free (exchange);
       return;
     }
@@ -924,12 +1006,18 @@ on_sent_with (Exchange     *exchange,
 
   status = soup_message_get_status (exchange->message);
   if (SOUP_STATUS_IS_SUCCESSFUL (status))
-    on_success (exchange, body);
+    {
+      self->refresh_tried = FALSE;
+      on_success (exchange, body);
+    }
   else if (status == SOUP_STATUS_UNAUTHORIZED || status == SOUP_STATUS_FORBIDDEN)
     {
       drop_body (body);
-      on_login_needed (exchange, status);
-      exchange_free (exchange);
+      if (status == SOUP_STATUS_FORBIDDEN || !refresh_and_send_again (exchange))
+        {
+          on_login_needed (exchange, status);
+          exchange_free (exchange);
+        }
     }
   else if (status == SOUP_STATUS_NOT_FOUND && !self->legacy && self->session_id != NULL)
     {
@@ -1190,8 +1278,12 @@ on_close_due (gpointer data)
   GMainContext *context = enter (self);
 
   cancel_all (self);
+  if (self->refresh != NULL)
+    g_cancellable_cancel (self->refresh);
   while (!g_queue_is_empty (&self->waiting))
     exchange_free (g_queue_pop_head (&self->waiting));
+  while (!g_queue_is_empty (&self->refused))
+    exchange_free (g_queue_pop_head (&self->refused));
   while (!g_queue_is_empty (&self->resuming))
     {
       Exchange *exchange = g_queue_pop_head (&self->resuming);
@@ -1300,10 +1392,14 @@ http_free (McpTransport *transport)
   g_cond_clear (&self->io_done_cond);
   g_clear_pointer (&self->errors, mcp_ring_free);
   g_free (self->www_authenticate);
+  if (self->access_token != NULL)
+    memset (self->access_token, 0, strlen (self->access_token));
+  g_free (self->access_token);
   g_free (self->session_id);
   g_free (self->protocol_version);
   g_clear_pointer (&self->post_url, g_uri_unref);
   g_clear_pointer (&self->url, g_uri_unref);
+  g_free (self->display_url);
   g_clear_object (&self->tls_database);
   g_clear_pointer (&self->exchanges, g_hash_table_unref);
   g_clear_pointer (&self->requests, g_hash_table_unref);
@@ -1437,11 +1533,13 @@ mcp_http_transport_new (McpServerConfig          *config,
   self->funcs = *funcs;
   self->user_data = user_data;
   self->url = g_steal_pointer (&url);
+  self->display_url = mcp_server_config_display_url (config);
   self->tls_database = g_steal_pointer (&database);
   self->exchanges = g_hash_table_new (NULL, NULL);
   self->requests = g_hash_table_new (g_str_hash, g_str_equal);
   g_queue_init (&self->waiting);
   g_queue_init (&self->resuming);
+  g_queue_init (&self->refused);
   g_mutex_init (&self->lock);
   g_cond_init (&self->io_done_cond);
   self->errors = mcp_ring_new (ERROR_LOG_BYTES);
@@ -1452,6 +1550,12 @@ mcp_http_transport_new (McpServerConfig          *config,
       http_free (&self->parent);
       return NULL;
     }
+  /* A token that `mcp-pool auth` stored; a config that sends its own
+   * Authorization keeps it. */
+  for (guint i = 0; self->header_names[i] != NULL; i++)
+    self->has_authorization |= g_ascii_strcasecmp (self->header_names[i], "Authorization") == 0;
+  if (!self->has_authorization)
+    self->access_token = mcp_oauth_load_access_token (config, NULL);
   return &self->parent;
 }
 

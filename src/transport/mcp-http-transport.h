@@ -19,9 +19,14 @@
 
 G_BEGIN_DECLS
 
-/* Any thread; checks the config (the URL's scheme, plain http:// only to
- * loopback unless allow_insecure_http, the headers, the CA file) and
- * does no I/O yet.  The callbacks run on @context. */
+/* Any thread but @context's; checks the config (the URL's scheme, plain
+ * http:// only to loopback unless allow_insecure_http, the headers, the
+ * CA file) and reads the OAuth token that `mcp-pool auth` stored, which
+ * may block on the keyring; nothing goes to the server yet.  The
+ * callbacks run on @context.  A 401 on a stored token is answered by one
+ * refresh (mcp-oauth.h) and the refused requests are sent again; without
+ * a token, or when the refresh fails, the transport closes with
+ * MCP_TRANSPORT_ERROR_AUTH ("run `mcp-pool auth NAME`"). */
 McpTransport *mcp_http_transport_new (McpServerConfig          *config,
                                       GMainContext             *context,
                                       const McpTransportFuncs  *funcs,

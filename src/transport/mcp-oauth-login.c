@@ -144,7 +144,7 @@ on_verified (Flow        *flow,
     {
       mcp_oauth_flow_fail (flow, g_error_new (MCP_OAUTH_ERROR, MCP_OAUTH_ERROR_HTTP,
                                     _("Server “%s” cannot be reached at %s: %s"),
-                                    flow->config->name, flow->config->url, error->message));
+                                    flow->config->name, flow->display_url, error->message));
       return;
     }
   status = soup_message_get_status (msg);
@@ -576,7 +576,7 @@ on_probed (Flow        *flow,
       mcp_oauth_flow_fail (flow, error->domain == MCP_OAUTH_ERROR ? g_error_copy (error)
                  : g_error_new (MCP_OAUTH_ERROR, MCP_OAUTH_ERROR_HTTP,
                                 _("Server “%s” cannot be reached at %s: %s"),
-                                flow->config->name, flow->config->url, error->message));
+                                flow->config->name, flow->display_url, error->message));
       return;
     }
   if (soup_message_get_status (msg) != SOUP_STATUS_UNAUTHORIZED)
@@ -607,8 +607,8 @@ login_probe (Flow *flow)
   if (msg == NULL)
     {
       mcp_oauth_flow_fail (flow, g_error_new (MCP_OAUTH_ERROR, MCP_OAUTH_ERROR_DISCOVERY,
-                                    _("Server “%s”: “%s” is not a URL"), flow->config->name,
-                                    flow->config->url));
+                                    _("Server “%s”: its address is not a URL; give an https:// URL"),
+                                    flow->config->name));
       return;
     }
   mcp_oauth_flow_send (flow, msg, on_probed);

@@ -24,6 +24,7 @@ typedef void (*FlowDone) (Flow *flow, GError *error);
 struct _Flow {
   GTask            *task;            /* borrowed: the task owns the flow */
   McpServerConfig  *config;
+  char             *display_url;     /* config->url for messages: no userinfo, no query */
   SoupSession      *session;
   McpOAuthLoginOptions options;
   json_t           *record;          /* the stored record, updated as tokens arrive */

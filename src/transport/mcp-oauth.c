@@ -31,6 +31,7 @@ flow_free (Flow *flow)
   g_clear_pointer (&flow->record, json_decref);
   g_clear_object (&flow->msg);
   g_clear_pointer (&flow->candidates, g_ptr_array_unref);
+  g_free (flow->display_url);
   g_free (flow->resource);
   g_free (flow->challenge_scope);
   g_free (flow->metadata_url);
@@ -468,6 +469,9 @@ mcp_oauth_flow_new (McpServerConfig *config,
   g_task_set_task_data (task, flow, (GDestroyNotify) flow_free);
   flow->task = task;
   flow->config = mcp_server_config_ref (config);
+  flow->display_url = mcp_server_config_display_url (config);
+  if (flow->display_url == NULL)
+    flow->display_url = g_strdup (_("(an address that is not a URL)"));
   flow->session = soup_session_new_with_options ("timeout", HTTP_TIMEOUT_S,
                                                  "user-agent", "mcp-pool/" PACKAGE_VERSION, NULL);
   if (config->ca_file != NULL)

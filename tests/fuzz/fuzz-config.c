@@ -91,8 +91,16 @@ check_discovery (McpDiscovery *discovery)
 
       g_assert_nonnull (config->name);
       g_assert_nonnull (config->source);
-      g_assert_nonnull (config->command);
-      g_assert_cmpstr (argv[0], ==, config->command);
+      if (config->transport == MCP_TRANSPORT_STDIO)
+        {
+          g_assert_nonnull (config->command);
+          g_assert_cmpstr (argv[0], ==, config->command);
+        }
+      else
+        {
+          g_assert_nonnull (config->url);
+          g_assert_null (config->command);
+        }
       g_assert_nonnull (fingerprint);
       g_assert_cmpint (config->start_timeout_ms, >=, 0);
       g_assert_cmpint (config->call_timeout_ms, >=, 0);
