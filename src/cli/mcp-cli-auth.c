@@ -81,6 +81,7 @@ open_with_command (const char *command,
   g_subprocess_wait_check_async (browser, NULL, on_browser_exited, NULL);
 }
 
+/* @user_data is the stream the URL is printed on. */
 static void
 open_uri (const char *uri,
           gpointer    user_data)
@@ -88,8 +89,8 @@ open_uri (const char *uri,
   const char *command = g_getenv (BROWSER_ENV);
   g_autoptr(GError) error = NULL;
 
-  printf (_("Open this URL in a browser to log in:\n\n  %s\n\n"), uri);
-  fflush (stdout);
+  fprintf (user_data, _("Open this URL in a browser to log in:\n\n  %s\n\n"), uri);
+  fflush (user_data);
   if (command != NULL && *command)
     open_with_command (command, uri);
   else if (!g_app_info_launch_default_for_uri (uri, NULL, &error))
@@ -142,6 +143,7 @@ login (McpServerConfig *config,
 {
   McpOAuthLoginOptions login_options = {
     .open_uri = open_uri,
+    .open_uri_data = stdout,
     /* --timeout is the wait for the browser here, not a call's limit. */
     .timeout_ms = options->common.timeout_s > 0 ? (guint) (options->common.timeout_s * 1000) : 0,
   };
@@ -154,6 +156,31 @@ login (McpServerConfig *config,
   status = report (config, &run);
   g_clear_error (&run.error);
   return status;
+}
+
+gboolean
+mcp_cli_error_needs_login (const GError *error)
+{
+  return g_error_matches (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_LOGIN);
+}
+
+gboolean
+mcp_cli_login (McpServerConfig  *config,
+               GError          **error)
+{
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(GMainLoop) loop = g_main_loop_new (context, FALSE);
+  McpOAuthLoginOptions login_options = { .open_uri = open_uri, .open_uri_data = stderr };
+  AuthRun run = { .loop = loop };
+
+  g_printerr (_("Server “%s” needs a login.\n"), config->name);
+  g_main_context_push_thread_default (context);
+  mcp_oauth_login_async (config, &login_options, NULL, on_login_done, &run);
+  g_main_loop_run (loop);
+  g_main_context_pop_thread_default (context);
+  if (!run.ok)
+    g_propagate_error (error, run.error);
+  return run.ok;
 }
 
 static McpServerConfig *

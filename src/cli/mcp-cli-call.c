@@ -133,16 +133,33 @@ run_call (gpointer data)
       return report_call (job, result, error);
     }
 
-  /* The answer is out before the server is ended. */
+  /* The answer is out before the server is ended.  A remote server that
+   * refuses us gets one login, and the call is made once more: a refused
+   * call was not carried out. */
   discovery = mcp_cli_discover (job->common);
   elicitation = mcp_cli_elicitation_new (job->elicit_mode);
   capabilities = mcp_cli_elicitation_capabilities ();
   mcp_cli_elicitation_fill_callbacks (elicitation, &callbacks);
   callbacks.client_capabilities = capabilities;
-  cli = mcp_cli_pool_new_full (discovery, &callbacks);
-  result = mcp_pool_call_tool (cli->pool, job->server, job->tool, job->arguments, &options, &error);
+  for (guint attempt = 0; attempt < 2; attempt++)
+    {
+      McpServerConfig *config = mcp_server_config_find (discovery->servers, job->server);
+
+      g_clear_error (&error);
+      cli = mcp_cli_pool_new_full (discovery, &callbacks);
+      result = mcp_pool_call_tool (cli->pool, job->server, job->tool, job->arguments, &options, &error);
+      if (result != NULL || attempt > 0 || !mcp_cli_error_needs_login (error) || config == NULL)
+        break;
+      mcp_cli_pool_free (cli);
+      if (!mcp_cli_login (config, &error))
+        {
+          cli = NULL;
+          break;
+        }
+    }
   status = report_call (job, result, error);
-  mcp_cli_pool_free (cli);
+  if (cli != NULL)
+    mcp_cli_pool_free (cli);
   mcp_cli_elicitation_free (elicitation);
   return status;
 }

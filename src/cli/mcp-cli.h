@@ -120,6 +120,15 @@ json_t       *mcp_cli_elicitation_capabilities   (void);
 /* After the pool is freed. */
 void          mcp_cli_elicitation_free   (McpCliElicitation *elicitation);
 
+/* Any thread (a job's), blocking: the login of `mcp-pool auth` to the
+ * remote server of @config, on a context of its own, for a command that
+ * met MCP_SESSION_ERROR_LOGIN.  The URL to visit goes to stderr, apart
+ * from the command's output. */
+gboolean      mcp_cli_login              (McpServerConfig   *config,
+                                          GError           **error);
+/* Whether @error says that the remote server needs a login. */
+gboolean      mcp_cli_error_needs_login  (const GError      *error);
+
 int   mcp_cli_demo            (int argc, char **argv);
 int   mcp_cli_call            (int argc, char **argv);
 int   mcp_cli_servers         (int argc, char **argv);

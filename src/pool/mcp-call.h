@@ -24,6 +24,7 @@ typedef enum {
   MCP_SESSION_ERROR_CANCELLED, /* the caller cancelled the request */
   MCP_SESSION_ERROR_CLOSED,    /* the server exited, closed its pipes or failed a write */
   MCP_SESSION_ERROR_REMOTE,    /* the server answered with a JSON-RPC error */
+  MCP_SESSION_ERROR_LOGIN,     /* a remote server refused us: run `mcp-pool auth NAME` */
 } McpSessionError;
 
 /* Called on the pool's (the session's) context for each progress

@@ -20,6 +20,8 @@
 
 #include "pool/mcp-session.h"
 
+#include <string.h>
+
 #include <glib/gi18n-lib.h>
 
 #include "common/mcp-jsonrpc.h"
@@ -179,7 +181,8 @@ mcp_call_error_is_fatal (const GError *error)
   return error != NULL && error->domain == MCP_SESSION_ERROR &&
          (error->code == MCP_SESSION_ERROR_TIMEOUT ||
           error->code == MCP_SESSION_ERROR_CLOSED ||
-          error->code == MCP_SESSION_ERROR_PROTOCOL);
+          error->code == MCP_SESSION_ERROR_PROTOCOL ||
+          error->code == MCP_SESSION_ERROR_LOGIN);
 }
 
 gboolean
@@ -978,7 +981,8 @@ on_transport_closed (GError   *reason,
 
   reason->domain = MCP_SESSION_ERROR;
   reason->code = reason->code == MCP_TRANSPORT_ERROR_PROTOCOL ? MCP_SESSION_ERROR_PROTOCOL
-                                                              : MCP_SESSION_ERROR_CLOSED;
+               : reason->code == MCP_TRANSPORT_ERROR_AUTH ? MCP_SESSION_ERROR_LOGIN
+               : MCP_SESSION_ERROR_CLOSED;
   close_session (session, reason);
 }
 
@@ -1116,7 +1120,8 @@ fail_start (McpSession  *session,
     mcp_transport_wait_log_end (session->transport, STDERR_DRAIN_WAIT_US);
   tail = mcp_session_dup_stderr_tail (session, MCP_SESSION_STDERR_TAIL);
 
-  if (g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_VERSION))
+  if (g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_VERSION) ||
+      g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_LOGIN))
     g_string_assign (message, cause->message);
   else if (exit_status != NULL)
     g_string_printf (message, _("Server “%s” failed to start: it %s"),
@@ -1128,14 +1133,21 @@ fail_start (McpSession  *session,
   else
     g_string_printf (message, _("Server “%s” failed to start: %s"),
                      session->config->name, cause->message);
-  if (tail[0] != '\0')
+  /* A remote server's log is what its connection reported. */
+  if (session->config->transport != MCP_TRANSPORT_STDIO)
+    {
+      if (tail[0] != '\0' && strstr (message->str, tail) == NULL)
+        g_string_append_printf (message, _("\nWhat the connection reported:\n%s"), tail);
+    }
+  else if (tail[0] != '\0')
     g_string_append_printf (message, _("\nLast lines of its stderr:\n%s"), tail);
   else
     g_string_append (message, _("\nIt wrote nothing on stderr."));
 
   g_set_error_literal (error, MCP_SESSION_ERROR,
                        cause->code == MCP_SESSION_ERROR_VERSION ? MCP_SESSION_ERROR_VERSION
-                                                                : MCP_SESSION_ERROR_START,
+                       : cause->code == MCP_SESSION_ERROR_LOGIN ? MCP_SESSION_ERROR_LOGIN
+                       : MCP_SESSION_ERROR_START,
                        message->str);
   g_error_free (cause);
 }
