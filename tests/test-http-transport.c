@@ -975,7 +975,7 @@ test_transport_auth (Fixture *fixture, gconstpointer data)
                                             &funcs, &watch, &error);
   g_assert_no_error (error);
   g_assert_cmpint (mcp_transport_get_pid (transport), ==, 0);
-  g_assert_null (mcp_http_transport_dup_www_authenticate (transport));
+  g_assert_null (mcp_http_dup_challenge (config->url));
   g_assert_true (mcp_transport_send (transport, initialize, &error));
 
   g_mutex_lock (&watch.lock);
@@ -985,7 +985,7 @@ test_transport_auth (Fixture *fixture, gconstpointer data)
   g_assert_error (watch.closed, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_AUTH);
   g_assert_cmpstr (watch.closed->message, ==,
                    "Server “faulty” needs a login: run `mcp-pool auth faulty` (HTTP 401)");
-  challenge = mcp_http_transport_dup_www_authenticate (transport);
+  challenge = mcp_http_dup_challenge (config->url);
   g_assert_cmpstr (challenge, ==, "Bearer resource_metadata=\"http://127.0.0.1/prm\"");
   /* Header values, which may hold tokens, appear nowhere. */
   log = mcp_transport_dup_log_tail (transport, 4096);
@@ -1024,19 +1024,28 @@ test_fault_tls (Fixture *fixture, gconstpointer data)
 }
 
 static void
-assert_start_fails (Fixture    *fixture,
-                    McpServerConfig *config,
-                    const char *part)
+assert_start_fails_with (Fixture         *fixture,
+                         McpServerConfig *config,
+                         McpSessionError  code,
+                         const char      *part)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(McpSession) session = mcp_session_start (config, test_io_thread_get_context (fixture->io),
                                                      NULL, NULL, &error);
 
   g_assert_null (session);
-  g_assert_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_START);
+  g_assert_error (error, MCP_SESSION_ERROR, code);
   g_test_message ("%s", error->message);
   g_assert_nonnull (strstr (error->message, config->name));
   g_assert_nonnull (strstr (error->message, part));
+}
+
+static void
+assert_start_fails (Fixture         *fixture,
+                    McpServerConfig *config,
+                    const char      *part)
+{
+  assert_start_fails_with (fixture, config, MCP_SESSION_ERROR_START, part);
 }
 
 static void
@@ -1056,7 +1065,8 @@ test_fault_start (Fixture *fixture, gconstpointer data)
 
   assert_start_fails (fixture, broken, "HTTP 500 Internal Server Error: <html><body>backend exploded");
   assert_start_fails (fixture, loop, "could not be reached");
-  assert_start_fails (fixture, auth, "needs a login: run `mcp-pool auth faulty`");
+  /* A refusal is told apart, so that a command can log in and try again. */
+  assert_start_fails_with (fixture, auth, MCP_SESSION_ERROR_LOGIN, "needs a login: run `mcp-pool auth faulty`");
   elsewhere->transport = MCP_TRANSPORT_SSE;
   assert_start_fails (fixture, elsewhere, "named an endpoint that is not on 127.0.0.1: https://example.com/steal");
   /* The POST's 404 leads to HTTP+SSE, whose GET gets 404 too. */

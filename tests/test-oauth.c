@@ -19,7 +19,9 @@
 
 #include "common/mcp-jsonrpc.h"
 #include "transport/mcp-oauth.h"
+#include "transport/mcp-transport.h"
 #include "test-files.h"
+#include "test-io-thread.h"
 #include "test-procs.h"
 #include "test-wait.h"
 
@@ -56,7 +58,7 @@ typedef struct {
   GHashTable *clients;      /* registered client ids */
   GPtrArray  *issued;       /* every token string handed out */
   GPtrArray  *gets;         /* paths of the GET requests, in order */
-  guint       authorize_hits, code_grants, refresh_grants, registrations;
+  guint       authorize_hits, code_grants, refresh_grants, registrations, mcp_answers;
   char       *last_resource;
   char       *last_scope;
   char       *last_token_auth;  /* "basic", "post" or "none" */
@@ -147,8 +149,17 @@ handle_mcp (Fixture           *f,
 
       if (f->required_scope == NULL || scope_has (scope, f->required_scope))
         {
-          reply_json (msg, 200, json_pack ("{s:s, s:i, s:{s:s}}", "jsonrpc", "2.0", "id", 0,
-                                           "result", "protocolVersion", "2025-11-25"));
+          SoupMessageBody *body = soup_server_message_get_request_body (msg);
+          g_autoptr(json_t) request = json_loadb (body->data, body->length, 0, NULL);
+          json_t *id = json_object_get (request, "id");
+
+          /* The answer to a request, for its id; a notification's 202. */
+          f->mcp_answers++;
+          if (id == NULL)
+            soup_server_message_set_status (msg, 202, NULL);
+          else
+            reply_json (msg, 200, json_pack ("{s:s, s:O, s:{s:s}}", "jsonrpc", "2.0", "id", id,
+                                             "result", "protocolVersion", "2025-11-25"));
           return;
         }
       g_string_append_printf (challenge, " error=\"insufficient_scope\", scope=\"%s\"",
@@ -978,6 +989,156 @@ test_api_refresh (Fixture      *f,
   g_clear_error (&result.error);
 }
 
+/* What the HTTP transport of test_transport_refresh() got, from its
+ * context's thread. */
+typedef struct {
+  GMutex  lock;
+  json_t *reply;      /* protected by lock */
+  GError *closed;     /* protected by lock */
+  gint    refs;
+} TransportWatch;
+
+static void
+watch_on_message (json_t *message, gpointer user_data)
+{
+  TransportWatch *watch = user_data;
+
+  g_mutex_lock (&watch->lock);
+  if (watch->reply == NULL)
+    watch->reply = json_incref (message);
+  g_mutex_unlock (&watch->lock);
+}
+
+static void
+watch_on_closed (GError *reason, gpointer user_data)
+{
+  TransportWatch *watch = user_data;
+
+  g_mutex_lock (&watch->lock);
+  watch->closed = reason;
+  g_mutex_unlock (&watch->lock);
+}
+
+static gpointer
+watch_ref (gpointer user_data)
+{
+  g_atomic_int_inc (&((TransportWatch *) user_data)->refs);
+  return user_data;
+}
+
+static void
+watch_unref (gpointer user_data)
+{
+  g_atomic_int_dec_and_test (&((TransportWatch *) user_data)->refs);
+}
+
+/* The fixture's server runs on this thread's default context. */
+static gboolean
+watch_ended (gpointer user_data)
+{
+  TransportWatch *watch = user_data;
+  g_autoptr(GMutexLocker) locker = NULL;
+
+  g_main_context_iteration (NULL, FALSE);
+  locker = g_mutex_locker_new (&watch->lock);
+  return watch->reply != NULL || watch->closed != NULL;
+}
+
+static gboolean
+watch_released (gpointer user_data)
+{
+  return g_atomic_int_get (&((TransportWatch *) user_data)->refs) == 0;
+}
+
+/* The HTTP transport sends the token that `mcp-pool auth` stored; a 401 on
+ * it, once it expired, is met with one refresh, and the refused request
+ * goes out again with the new token, unseen by the session above. */
+static void
+test_transport_refresh (Fixture      *f,
+                        gconstpointer data)
+{
+  static const McpTransportFuncs funcs = {
+    .on_message = watch_on_message, .on_closed = watch_on_closed, .ref = watch_ref, .unref = watch_unref,
+  };
+  g_auto(AuthResult) login;
+  g_autoptr(McpServerConfig) config = mcp_server_config_new ("remote", NULL, NULL);
+  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7,
+                                            "method", "initialize", "params");
+  g_autoptr(TestIoThread) io = test_io_thread_new ();
+  g_autoptr(GError) error = NULL;
+  TransportWatch watch = { 0 };
+  McpTransport *transport;
+  guint answers;
+
+  config->transport = MCP_TRANSPORT_HTTP;
+  config->url = g_strdup (f->mcp_url);
+  run_login (f, &login);
+  assert_logged_in (f, &login);
+  /* The access token expires; the refresh token still works. */
+  g_hash_table_remove_all (f->access);
+  answers = f->mcp_answers;
+
+  g_mutex_init (&watch.lock);
+  transport = mcp_transport_new_for_config (config, test_io_thread_get_context (io), &funcs, &watch, &error);
+  g_assert_no_error (error);
+  g_assert_true (mcp_transport_send (transport, initialize, &error));
+  g_assert_true (test_wait_for (watch_ended, &watch, 30000));
+  g_assert_no_error (watch.closed);
+  g_assert_cmpint (json_integer_value (json_object_get (watch.reply, "id")), ==, 7);
+  g_assert_cmpuint (f->refresh_grants, ==, 1);
+  g_assert_cmpuint (f->mcp_answers, ==, answers + 1);
+
+  mcp_transport_close (transport, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  g_assert_true (test_wait_for (watch_released, &watch, 5000));
+  mcp_transport_free (transport);
+  json_decref (watch.reply);
+  g_mutex_clear (&watch.lock);
+}
+
+/* Without a refresh token the transport closes with what to do. */
+static void
+test_transport_login_required (Fixture      *f,
+                               gconstpointer data)
+{
+  static const McpTransportFuncs funcs = {
+    .on_message = watch_on_message, .on_closed = watch_on_closed, .ref = watch_ref, .unref = watch_unref,
+  };
+  g_auto(AuthResult) login;
+  g_autoptr(McpServerConfig) config = mcp_server_config_new ("remote", NULL, NULL);
+  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7,
+                                            "method", "initialize", "params");
+  g_autoptr(TestIoThread) io = test_io_thread_new ();
+  g_autoptr(GError) error = NULL;
+  TransportWatch watch = { 0 };
+  McpTransport *transport;
+  guint answers;
+
+  config->transport = MCP_TRANSPORT_HTTP;
+  config->url = g_strdup (f->mcp_url);
+  run_login (f, &login);
+  assert_logged_in (f, &login);
+  g_hash_table_remove_all (f->access);
+  f->refuse_refresh = TRUE;
+  answers = f->mcp_answers;
+
+  g_mutex_init (&watch.lock);
+  transport = mcp_transport_new_for_config (config, test_io_thread_get_context (io), &funcs, &watch, &error);
+  g_assert_no_error (error);
+  g_assert_true (mcp_transport_send (transport, initialize, &error));
+  g_assert_true (test_wait_for (watch_ended, &watch, 30000));
+  g_assert_null (watch.reply);
+  g_assert_error (watch.closed, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_AUTH);
+  g_assert_nonnull (strstr (watch.closed->message, "mcp-pool auth remote"));
+  assert_no_token_in (f, watch.closed->message);
+  g_assert_cmpuint (f->mcp_answers, ==, answers);
+
+  mcp_transport_close (transport, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  g_assert_true (test_wait_for (watch_released, &watch, 5000));
+  mcp_transport_free (transport);
+  g_clear_error (&watch.closed);
+  g_mutex_clear (&watch.lock);
+}
+
 /* --- the keyring: gnome-keyring-daemon on a bus of the test's own ------- */
 
 typedef struct {
@@ -1225,6 +1386,8 @@ main (int    argc,
   ADD ("/oauth/client/secret-post", test_client_post, NULL);
   ADD ("/oauth/client/metadata-document", test_client_cimd, NULL);
   ADD ("/oauth/api/refresh", test_api_refresh, NULL);
+  ADD ("/oauth/transport/refresh", test_transport_refresh, NULL);
+  ADD ("/oauth/transport/login-required", test_transport_login_required, NULL);
   ADD ("/oauth/store/keyring", test_store_keyring, NULL);
 #undef ADD
   return g_test_run ();

@@ -15,6 +15,7 @@
 #include <gio/gio.h>
 
 #include "cli/mcp-cli.h"
+#include "transport/mcp-http-transport.h"
 #include "transport/mcp-oauth.h"
 
 #define BROWSER_ENV "MCP_POOL_BROWSER"
@@ -170,7 +171,9 @@ mcp_cli_login (McpServerConfig  *config,
 {
   g_autoptr(GMainContext) context = g_main_context_new ();
   g_autoptr(GMainLoop) loop = g_main_loop_new (context, FALSE);
-  McpOAuthLoginOptions login_options = { .open_uri = open_uri, .open_uri_data = stderr };
+  g_autofree char *challenge = mcp_http_dup_challenge (config->url);
+  McpOAuthLoginOptions login_options = { .open_uri = open_uri, .open_uri_data = stderr,
+                                         .challenge = challenge };
   AuthRun run = { .loop = loop };
 
   g_printerr (_("Server “%s” needs a login.\n"), config->name);

@@ -11,6 +11,9 @@
 #include "cli/mcp-cli.h"
 #include "common/mcp-jsonrpc.h"
 
+/* Logins for one call: the first, and a step-up to a wider scope. */
+#define LOGINS_PER_CALL 2
+
 typedef struct {
   McpCliCommon *common;
   gboolean      json_output;
@@ -134,21 +137,22 @@ run_call (gpointer data)
     }
 
   /* The answer is out before the server is ended.  A remote server that
-   * refuses us gets one login, and the call is made once more: a refused
-   * call was not carried out. */
+   * refuses us gets a login, and the call is made once more (a refused
+   * call was not carried out): twice, for a step-up to a wider scope. */
   discovery = mcp_cli_discover (job->common);
   elicitation = mcp_cli_elicitation_new (job->elicit_mode);
   capabilities = mcp_cli_elicitation_capabilities ();
   mcp_cli_elicitation_fill_callbacks (elicitation, &callbacks);
   callbacks.client_capabilities = capabilities;
-  for (guint attempt = 0; attempt < 2; attempt++)
+  for (guint attempt = 0; attempt <= LOGINS_PER_CALL; attempt++)
     {
       McpServerConfig *config = mcp_server_config_find (discovery->servers, job->server);
 
       g_clear_error (&error);
       cli = mcp_cli_pool_new_full (discovery, &callbacks);
       result = mcp_pool_call_tool (cli->pool, job->server, job->tool, job->arguments, &options, &error);
-      if (result != NULL || attempt > 0 || !mcp_cli_error_needs_login (error) || config == NULL)
+      if (result != NULL || attempt == LOGINS_PER_CALL || !mcp_cli_error_needs_login (error) ||
+          config == NULL)
         break;
       mcp_cli_pool_free (cli);
       if (!mcp_cli_login (config, &error))

@@ -55,6 +55,11 @@ typedef enum {
 
 typedef struct _HttpTransport HttpTransport;
 
+/* The last challenge each server URL sent, for mcp_http_dup_challenge():
+ * one entry per configured server at most. */
+static GMutex      challenges_lock;
+static GHashTable *challenges;      /* protected by challenges_lock: url → WWW-Authenticate */
+
 typedef struct {
   HttpTransport *self;          /* with a reference to the owner */
   ExchangeKind   kind;
@@ -118,7 +123,6 @@ struct _HttpTransport {
   gboolean           closed_reported;   /* protected by lock */
   gboolean           io_done;           /* protected by lock: the libsoup session is gone */
   McpRing           *errors;            /* protected by lock */
-  char              *www_authenticate;  /* protected by lock */
 };
 
 static void start_exchange (Exchange *exchange);
@@ -890,10 +894,14 @@ on_login_needed (Exchange *exchange,
   const char *challenge = soup_message_headers_get_one (soup_message_get_response_headers (exchange->message),
                                                         "WWW-Authenticate");
 
-  g_mutex_lock (&self->lock);
-  g_free (self->www_authenticate);
-  self->www_authenticate = g_strdup (challenge);
-  g_mutex_unlock (&self->lock);
+  g_mutex_lock (&challenges_lock);
+  if (challenges == NULL)
+    challenges = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  if (challenge != NULL)
+    g_hash_table_replace (challenges, g_strdup (self->config->url), g_strdup (challenge));
+  else
+    g_hash_table_remove (challenges, self->config->url);
+  g_mutex_unlock (&challenges_lock);
   report_closed_with (self, MCP_TRANSPORT_ERROR_AUTH,
                       _("Server “%s” needs a login: run `mcp-pool auth %s` (HTTP %u)"),
                       self->config->name, self->config->name, status);
@@ -1391,7 +1399,6 @@ http_free (McpTransport *transport)
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->io_done_cond);
   g_clear_pointer (&self->errors, mcp_ring_free);
-  g_free (self->www_authenticate);
   if (self->access_token != NULL)
     memset (self->access_token, 0, strlen (self->access_token));
   g_free (self->access_token);
@@ -1560,12 +1567,9 @@ mcp_http_transport_new (McpServerConfig          *config,
 }
 
 char *
-mcp_http_transport_dup_www_authenticate (McpTransport *transport)
+mcp_http_dup_challenge (const char *url)
 {
-  HttpTransport *self = (HttpTransport *) transport;
-  g_autoptr(GMutexLocker) locker = NULL;
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&challenges_lock);
 
-  g_return_val_if_fail (transport->klass == &http_class, NULL);
-  locker = g_mutex_locker_new (&self->lock);
-  return g_strdup (self->www_authenticate);
+  return challenges != NULL ? g_strdup (g_hash_table_lookup (challenges, url)) : NULL;
 }

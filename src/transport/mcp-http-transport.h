@@ -33,10 +33,11 @@ McpTransport *mcp_http_transport_new (McpServerConfig          *config,
                                       gpointer                  user_data,
                                       GError                  **error);
 
-/* Any thread, on an HTTP transport: the WWW-Authenticate value of the
- * last 401 or 403 (for the login flow; it may name the scopes and the
- * resource metadata), or NULL. */
-char         *mcp_http_transport_dup_www_authenticate (McpTransport *transport);
+/* Any thread: the WWW-Authenticate value of the last 401 or 403 that the
+ * server at @url sent to any transport of this process, or NULL: for the
+ * login that a command makes after a refusal (it may name the scope to
+ * step up to and the resource metadata). */
+char         *mcp_http_dup_challenge (const char *url);
 
 /* Any thread: TRUE if @host names this machine (localhost, 127.0.0.0/8,
  * ::1), where plain http:// is allowed. */

@@ -62,16 +62,20 @@ set_json_body (SoupMessage *msg,
   soup_message_set_request_body_from_bytes (msg, "application/json", bytes);
 }
 
-/* The Bearer challenge's parameters, or NULL without one. */
+/* The parameters of a Bearer challenge, or NULL if @header is none. */
 static GHashTable *
-bearer_challenge (SoupMessage *msg)
+parse_bearer_challenge (const char *header)
 {
-  const char *header = soup_message_headers_get_one (soup_message_get_response_headers (msg),
-                                                     "WWW-Authenticate");
-
   if (header == NULL || g_ascii_strncasecmp (header, "Bearer", 6) != 0)
     return NULL;
   return soup_header_parse_param_list (header + 6);
+}
+
+static GHashTable *
+bearer_challenge (SoupMessage *msg)
+{
+  return parse_bearer_challenge (soup_message_headers_get_one (soup_message_get_response_headers (msg),
+                                                               "WWW-Authenticate"));
 }
 
 /* An initialize request, with the access token or without: the way to
@@ -602,7 +606,17 @@ on_probed (Flow        *flow,
 static void
 login_probe (Flow *flow)
 {
-  SoupMessage *msg = initialize_request (flow, NULL);
+  g_autoptr(GHashTable) challenge = parse_bearer_challenge (flow->challenge);
+  SoupMessage *msg;
+
+  /* The refusal that called for this login says what it wants already. */
+  if (challenge != NULL)
+    {
+      take_challenge (flow, challenge);
+      login_discover (flow);
+      return;
+    }
+  msg = initialize_request (flow, NULL);
 
   if (msg == NULL)
     {
@@ -635,6 +649,14 @@ on_login_refreshed (Flow        *flow,
   login_probe (flow);
 }
 
+static gboolean
+is_step_up (const char *header)
+{
+  g_autoptr(GHashTable) challenge = parse_bearer_challenge (header);
+
+  return challenge != NULL && g_strcmp0 (g_hash_table_lookup (challenge, "error"), "insufficient_scope") == 0;
+}
+
 static void
 on_login_loaded (Flow   *flow,
                  GError *error)
@@ -646,8 +668,10 @@ on_login_loaded (Flow   *flow,
     }
   if (flow->record == NULL)
     flow->record = json_object ();
+  /* A refresh gives the same scope; a step-up needs a new authorization. */
   if (mcp_oauth_record_string (flow->record, "refresh_token") != NULL &&
-      mcp_oauth_record_string (flow->record, "token_endpoint") != NULL)
+      mcp_oauth_record_string (flow->record, "token_endpoint") != NULL &&
+      !is_step_up (flow->challenge))
     mcp_oauth_flow_refresh (flow, on_login_refreshed);
   else
     login_probe (flow);
@@ -681,6 +705,8 @@ mcp_oauth_login_async (McpServerConfig            *config,
   g_return_if_fail (options != NULL && options->open_uri != NULL);
   flow = mcp_oauth_flow_new (config, cancellable, callback, user_data, mcp_oauth_login_async);
   flow->options = *options;
+  flow->options.challenge = NULL;
+  flow->challenge = g_strdup (options->challenge);
   flow->resource = canonical_resource (config->url);
   mcp_oauth_flow_run_job (flow, mcp_oauth_job_load, on_login_loaded);
   g_object_unref (flow->task);

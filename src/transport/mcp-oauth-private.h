@@ -26,7 +26,8 @@ struct _Flow {
   McpServerConfig  *config;
   char             *display_url;     /* config->url for messages: no userinfo, no query */
   SoupSession      *session;
-  McpOAuthLoginOptions options;
+  McpOAuthLoginOptions options;     /* its challenge is in challenge */
+  char             *challenge;       /* the refusal's WWW-Authenticate, or NULL */
   json_t           *record;          /* the stored record, updated as tokens arrive */
   McpTokenStoreKind store;
   McpOAuthLoginOutcome outcome;

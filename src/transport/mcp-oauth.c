@@ -32,6 +32,7 @@ flow_free (Flow *flow)
   g_clear_object (&flow->msg);
   g_clear_pointer (&flow->candidates, g_ptr_array_unref);
   g_free (flow->display_url);
+  g_free (flow->challenge);
   g_free (flow->resource);
   g_free (flow->challenge_scope);
   g_free (flow->metadata_url);

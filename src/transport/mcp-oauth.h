@@ -52,6 +52,9 @@ typedef struct {
   McpOAuthOpenUri open_uri;
   gpointer        open_uri_data;
   guint           timeout_ms;     /* for the browser's answer; 0: the default */
+  const char     *challenge;      /* the WWW-Authenticate of the refusal that calls for
+                                   * this login (a 403 insufficient_scope names the scope
+                                   * to step up to), or NULL: the server is asked */
 } McpOAuthLoginOptions;
 
 typedef enum {
