@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <gio/gio.h>
+#include <glib/gstdio.h>
 #include <libsoup/soup.h>
 
 #include "common/mcp-jsonrpc.h"
@@ -1026,7 +1027,7 @@ test_fault_tls (Fixture *fixture, gconstpointer data)
 static void
 assert_start_fails_with (Fixture         *fixture,
                          McpServerConfig *config,
-                         McpSessionError  code,
+                         gint             code,
                          const char      *part)
 {
   g_autoptr(GError) error = NULL;
@@ -1339,6 +1340,68 @@ test_everything_pool (EverythingFixture *fixture, gconstpointer data)
   mcp_pool_free (pool);
 }
 
+/* `mcp-pool serve` as a client would run it, with a config that names the
+ * real server by its URL: the proxy exposure lists and calls its tools
+ * under their prefix, and the gateway's call_tool reaches it too. */
+static void
+test_everything_serve (EverythingFixture *fixture, gconstpointer data)
+{
+  static const char * const exposures[] = { "proxy", "gateway" };
+  g_autofree char *dir = NULL;
+  g_autofree char *config = NULL;
+  g_autofree char *text = NULL;
+
+  if (fixture->node == NULL)
+    return;
+  dir = g_dir_make_tmp ("test-http-serve-XXXXXX", NULL);
+  config = g_build_filename (dir, "servers.json", NULL);
+  text = g_strdup_printf ("{\"mcpServers\": {\"everything\": {\"type\": \"http\", "
+                          "\"url\": \"http://127.0.0.1:%u/mcp\"}}}", fixture->port);
+  g_assert_true (g_file_set_contents (config, text, -1, NULL));
+
+  for (gsize i = 0; i < G_N_ELEMENTS (exposures); i++)
+    {
+      g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+      const char *argv[] = { test_mcp_pool_path (), "serve", "--config", config, "--expose", exposures[i], NULL };
+      g_auto(GStrv) wrapped = test_wrap_argv (argv);
+      TestClient *client;
+      g_autoptr(json_t) reply = NULL;
+      g_autoptr(json_t) tools = NULL;
+      g_autoptr(json_t) result = NULL;
+      gboolean proxy = i == 0;
+
+      g_subprocess_launcher_setenv (launcher, "HOME", dir, TRUE);
+      g_subprocess_launcher_set_cwd (launcher, dir);
+      client = test_client_new (launcher, (const char * const *) wrapped);
+      test_client_send (client, json_pack ("{s:s, s:i, s:s, s:{s:s, s:{}, s:{s:s, s:s}}}",
+                                           "jsonrpc", "2.0", "id", 0, "method", "initialize", "params",
+                                           "protocolVersion", "2025-06-18", "capabilities",
+                                           "clientInfo", "name", "test-http", "version", "1"));
+      reply = test_client_read_reply (client, 0);
+      g_assert_nonnull (json_object_get (reply, "result"));
+      test_client_notify (client, "notifications/initialized", NULL);
+
+      tools = test_client_result (client, "tools/list", NULL);
+      g_assert_nonnull (test_find_tool (json_object_get (tools, "tools"),
+                                        proxy ? "everything__echo" : "call_tool"));
+      if (proxy)
+        result = test_client_result (client, "tools/call",
+                                     json_pack ("{s:s, s:{s:s}}", "name", "everything__echo",
+                                                "arguments", "message", "over HTTP"));
+      else
+        result = test_client_result (client, "tools/call",
+                                     json_pack ("{s:s, s:{s:s, s:s, s:{s:s}}}", "name", "call_tool",
+                                                "arguments", "server", "everything", "tool", "echo",
+                                                "arguments", "message", "over HTTP"));
+      g_assert_cmpstr (test_result_text (result), ==, "Echo: over HTTP");
+      test_client_close_input (client);
+      test_client_wait_exit (client);
+      test_client_free (client);
+    }
+  g_unlink (config);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1370,6 +1433,8 @@ main (int argc, char **argv)
               everything_setup, test_everything, everything_teardown);
   g_test_add ("/http/everything/pool", EverythingFixture, "streamableHttp",
               everything_setup, test_everything_pool, everything_teardown);
+  g_test_add ("/http/everything/serve", EverythingFixture, "streamableHttp",
+              everything_setup, test_everything_serve, everything_teardown);
   g_test_add ("/http/everything/fallback", EverythingFixture, "fallback",
               everything_setup, test_everything, everything_teardown);
 
