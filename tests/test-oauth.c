@@ -1050,6 +1050,57 @@ watch_released (gpointer user_data)
   return g_atomic_int_get (&((TransportWatch *) user_data)->refs) == 0;
 }
 
+/* Logs in, lets the access token expire (and, with @refuse_refresh, the
+ * refresh token be refused), then sends initialize through an HTTP
+ * transport on @io's context until it answers or closes; the number of
+ * MCP answers the server gave the transport in *@answers. */
+static McpTransport *
+initialize_after_expiry (Fixture        *f,
+                         TestIoThread   *io,
+                         gboolean        refuse_refresh,
+                         TransportWatch *watch,
+                         guint          *answers)
+{
+  static const McpTransportFuncs funcs = {
+    .on_message = watch_on_message, .on_closed = watch_on_closed, .ref = watch_ref, .unref = watch_unref,
+  };
+  g_auto(AuthResult) login;
+  g_autoptr(McpServerConfig) config = mcp_server_config_new ("remote", NULL, NULL);
+  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7,
+                                            "method", "initialize", "params");
+  g_autoptr(GError) error = NULL;
+  McpTransport *transport;
+  guint before;
+
+  config->transport = MCP_TRANSPORT_HTTP;
+  config->url = g_strdup (f->mcp_url);
+  run_login (f, &login);
+  assert_logged_in (f, &login);
+  g_hash_table_remove_all (f->access);
+  f->refuse_refresh = refuse_refresh;
+  before = f->mcp_answers;
+
+  g_mutex_init (&watch->lock);
+  transport = mcp_transport_new_for_config (config, test_io_thread_get_context (io), &funcs, watch, &error);
+  g_assert_no_error (error);
+  g_assert_true (mcp_transport_send (transport, initialize, &error));
+  g_assert_true (test_wait_for (watch_ended, watch, 30000));
+  *answers = f->mcp_answers - before;
+  return transport;
+}
+
+static void
+close_transport (McpTransport   *transport,
+                 TransportWatch *watch)
+{
+  mcp_transport_close (transport, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  g_assert_true (test_wait_for (watch_released, watch, 5000));
+  mcp_transport_free (transport);
+  g_clear_pointer (&watch->reply, json_decref);
+  g_clear_error (&watch->closed);
+  g_mutex_clear (&watch->lock);
+}
+
 /* The HTTP transport sends the token that `mcp-pool auth` stored; a 401 on
  * it, once it expired, is met with one refresh, and the refused request
  * goes out again with the new token, unseen by the session above. */
@@ -1057,86 +1108,34 @@ static void
 test_transport_refresh (Fixture      *f,
                         gconstpointer data)
 {
-  static const McpTransportFuncs funcs = {
-    .on_message = watch_on_message, .on_closed = watch_on_closed, .ref = watch_ref, .unref = watch_unref,
-  };
-  g_auto(AuthResult) login;
-  g_autoptr(McpServerConfig) config = mcp_server_config_new ("remote", NULL, NULL);
-  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7,
-                                            "method", "initialize", "params");
   g_autoptr(TestIoThread) io = test_io_thread_new ();
-  g_autoptr(GError) error = NULL;
   TransportWatch watch = { 0 };
-  McpTransport *transport;
   guint answers;
+  McpTransport *transport = initialize_after_expiry (f, io, FALSE, &watch, &answers);
 
-  config->transport = MCP_TRANSPORT_HTTP;
-  config->url = g_strdup (f->mcp_url);
-  run_login (f, &login);
-  assert_logged_in (f, &login);
-  /* The access token expires; the refresh token still works. */
-  g_hash_table_remove_all (f->access);
-  answers = f->mcp_answers;
-
-  g_mutex_init (&watch.lock);
-  transport = mcp_transport_new_for_config (config, test_io_thread_get_context (io), &funcs, &watch, &error);
-  g_assert_no_error (error);
-  g_assert_true (mcp_transport_send (transport, initialize, &error));
-  g_assert_true (test_wait_for (watch_ended, &watch, 30000));
   g_assert_no_error (watch.closed);
   g_assert_cmpint (json_integer_value (json_object_get (watch.reply, "id")), ==, 7);
   g_assert_cmpuint (f->refresh_grants, ==, 1);
-  g_assert_cmpuint (f->mcp_answers, ==, answers + 1);
-
-  mcp_transport_close (transport, G_USEC_PER_SEC, G_USEC_PER_SEC);
-  g_assert_true (test_wait_for (watch_released, &watch, 5000));
-  mcp_transport_free (transport);
-  json_decref (watch.reply);
-  g_mutex_clear (&watch.lock);
+  g_assert_cmpuint (answers, ==, 1);
+  close_transport (transport, &watch);
 }
 
-/* Without a refresh token the transport closes with what to do. */
+/* Without a refresh the server takes, the transport closes with what to do. */
 static void
 test_transport_login_required (Fixture      *f,
                                gconstpointer data)
 {
-  static const McpTransportFuncs funcs = {
-    .on_message = watch_on_message, .on_closed = watch_on_closed, .ref = watch_ref, .unref = watch_unref,
-  };
-  g_auto(AuthResult) login;
-  g_autoptr(McpServerConfig) config = mcp_server_config_new ("remote", NULL, NULL);
-  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7,
-                                            "method", "initialize", "params");
   g_autoptr(TestIoThread) io = test_io_thread_new ();
-  g_autoptr(GError) error = NULL;
   TransportWatch watch = { 0 };
-  McpTransport *transport;
   guint answers;
+  McpTransport *transport = initialize_after_expiry (f, io, TRUE, &watch, &answers);
 
-  config->transport = MCP_TRANSPORT_HTTP;
-  config->url = g_strdup (f->mcp_url);
-  run_login (f, &login);
-  assert_logged_in (f, &login);
-  g_hash_table_remove_all (f->access);
-  f->refuse_refresh = TRUE;
-  answers = f->mcp_answers;
-
-  g_mutex_init (&watch.lock);
-  transport = mcp_transport_new_for_config (config, test_io_thread_get_context (io), &funcs, &watch, &error);
-  g_assert_no_error (error);
-  g_assert_true (mcp_transport_send (transport, initialize, &error));
-  g_assert_true (test_wait_for (watch_ended, &watch, 30000));
   g_assert_null (watch.reply);
   g_assert_error (watch.closed, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_AUTH);
   g_assert_nonnull (strstr (watch.closed->message, "mcp-pool auth remote"));
   assert_no_token_in (f, watch.closed->message);
-  g_assert_cmpuint (f->mcp_answers, ==, answers);
-
-  mcp_transport_close (transport, G_USEC_PER_SEC, G_USEC_PER_SEC);
-  g_assert_true (test_wait_for (watch_released, &watch, 5000));
-  mcp_transport_free (transport);
-  g_clear_error (&watch.closed);
-  g_mutex_clear (&watch.lock);
+  g_assert_cmpuint (answers, ==, 0);
+  close_transport (transport, &watch);
 }
 
 /* --- the keyring: gnome-keyring-daemon on a bus of the test's own ------- */
