@@ -1172,6 +1172,9 @@ everything_setup (EverythingFixture *fixture, gconstpointer data)
   g_autofree char *port = NULL;
   g_autoptr(GError) error = NULL;
 
+  g_autofree char *sdk_server = g_test_build_filename (G_TEST_DIST, "interop", "sdk-http-server.mjs", NULL);
+  gboolean sdk = strcmp (data, "sdk") == 0;
+
   if (entry == NULL)
     return;
   fixture->io = test_io_thread_new ();
@@ -1180,9 +1183,11 @@ everything_setup (EverythingFixture *fixture, gconstpointer data)
   port = g_strdup_printf ("%u", fixture->port);
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
   g_subprocess_launcher_setenv (launcher, "PORT", port, TRUE);
-  /* The fallback runs against the sse mode too. */
-  fixture->node = g_subprocess_launcher_spawn (launcher, &error, "node", entry,
-                                               strcmp (data, "streamableHttp") == 0 ? "streamableHttp" : "sse",
+  /* The fallback runs against the sse mode too; "sdk" is the SDK's own
+   * Streamable HTTP server (tests/interop/sdk-http-server.mjs). */
+  fixture->node = g_subprocess_launcher_spawn (launcher, &error, "node", sdk ? sdk_server : entry,
+                                               sdk ? NULL
+                                               : strcmp (data, "streamableHttp") == 0 ? "streamableHttp" : "sse",
                                                NULL);
   g_assert_no_error (error);
   g_assert_true (test_wait_for (port_listens, fixture, 20000));
@@ -1402,6 +1407,32 @@ test_everything_serve (EverythingFixture *fixture, gconstpointer data)
   g_rmdir (dir);
 }
 
+/* The official SDK's Streamable HTTP server, as a second peer: the
+ * handshake, its event-stream answers, many calls at once and DELETE. */
+static void
+test_sdk_server (EverythingFixture *fixture, gconstpointer data)
+{
+  g_autofree char *url = NULL;
+  g_autoptr(McpServerConfig) config = NULL;
+  g_autoptr(McpSession) session = NULL;
+  g_autoptr(json_t) info = NULL;
+  g_autoptr(json_t) tools = NULL;
+  g_autoptr(GError) error = NULL;
+
+  if (fixture->node == NULL)
+    return;
+  url = g_strdup_printf ("http://127.0.0.1:%u/mcp", fixture->port);
+  config = remote_config ("sdk", MCP_TRANSPORT_HTTP, url);
+  session = mcp_session_start (config, test_io_thread_get_context (fixture->io), NULL, NULL, &error);
+  g_assert_no_error (error);
+  info = mcp_session_dup_server_info (session);
+  g_assert_cmpstr (mcp_json_get_string (info, "name"), ==, "sdk-http-peer");
+  tools = mcp_session_dup_tools (session);
+  g_assert_nonnull (test_find_tool (tools, "echo"));
+  assert_many_calls (session, 32);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1435,6 +1466,7 @@ main (int argc, char **argv)
               everything_setup, test_everything_pool, everything_teardown);
   g_test_add ("/http/everything/serve", EverythingFixture, "streamableHttp",
               everything_setup, test_everything_serve, everything_teardown);
+  g_test_add ("/http/sdk-server", EverythingFixture, "sdk", everything_setup, test_sdk_server, everything_teardown);
   g_test_add ("/http/everything/fallback", EverythingFixture, "fallback",
               everything_setup, test_everything, everything_teardown);
 
