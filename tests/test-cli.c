@@ -456,7 +456,8 @@ test_servers (void)
   g_assert_nonnull (strstr (table.out, "beta"));
   g_assert_nonnull (strstr (table.out, "~/.claude.json"));
   g_assert_nonnull (strstr (table.out, "idle"));
-  g_assert_nonnull (strstr (table.out, "remote: remote: http https://example.invalid/mcp, auth: none\n"));
+  g_assert_nonnull (strstr (table.out, "remote: remote: http https://example.invalid/mcp, auth: none, "
+                                       "no login stored (if it asks for one: mcp-pool auth remote)\n"));
   g_assert_nonnull (strstr (table.out, "disabled"));
 
   run (&json, "servers", "--json", NULL);
@@ -495,7 +496,8 @@ test_servers_remote (void)
   run_argv (&table, environment, servers_args);
   g_assert_cmpint (table.status, ==, 0);
   g_assert_nonnull (strstr (table.out, "remote: web: http https://api.example.invalid/mcp, auth: headers\n"));
-  g_assert_nonnull (strstr (table.out, "remote: events: sse https://events.example.invalid/sse, auth: oauth\n"));
+  g_assert_nonnull (strstr (table.out, "remote: events: sse https://events.example.invalid/sse, auth: oauth, "
+                                       "no login stored (if it asks for one: mcp-pool auth events)\n"));
 
   run_argv (&json, environment, json_args);
   g_assert_cmpint (json.status, ==, 0);
@@ -510,6 +512,8 @@ test_servers_remote (void)
       g_assert_cmpstr (mcp_json_get_string (server, "url"), ==,
                        web ? "https://api.example.invalid/mcp" : "https://events.example.invalid/sse");
       g_assert_cmpstr (mcp_json_get_string (server, "auth"), ==, web ? "headers" : "oauth");
+      /* Whether tokens are stored, for a server that sends none itself. */
+      g_assert_cmpstr (mcp_json_get_string (server, "login"), ==, web ? NULL : "none");
     }
 
   /* Until the HTTP transport runs them, the start fails, naming the server. */

@@ -544,12 +544,13 @@ on_too_long (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-/* Runs `mcp-pool auth` with @args (NULL-terminated) while this process
+/* Runs `mcp-pool COMMAND` with @args (NULL-terminated) while this process
  * serves the fixture, to its end. */
 static void
-run_auth (Fixture            *f,
-          AuthResult         *result,
-          const char * const *args)
+run_command (Fixture            *f,
+             AuthResult         *result,
+             const char         *command,
+             const char * const *args)
 {
   g_autoptr(GSubprocessLauncher) launcher =
     g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
@@ -569,7 +570,7 @@ run_auth (Fixture            *f,
   g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_CONFIG");
   g_subprocess_launcher_set_cwd (launcher, f->dir);
   g_strv_builder_add (builder, test_mcp_pool_path ());
-  g_strv_builder_add (builder, "auth");
+  g_strv_builder_add (builder, command);
   g_strv_builder_addv (builder, (const char **) args);
   argv = g_strv_builder_end (builder);
   wrapped = test_wrap_argv ((const char * const *) argv);
@@ -583,6 +584,14 @@ run_auth (Fixture            *f,
     g_main_context_iteration (NULL, TRUE);
   g_source_destroy (limit);
   g_test_message ("stdout: %s\nstderr: %s", result->out, result->err);
+}
+
+static void
+run_auth (Fixture            *f,
+          AuthResult         *result,
+          const char * const *args)
+{
+  run_command (f, result, "auth", args);
 }
 
 static void
@@ -892,18 +901,31 @@ test_logout (Fixture      *f,
 {
   g_auto(AuthResult) login;
   g_auto(AuthResult) logout;
+  g_auto(AuthResult) listed;
+  g_auto(AuthResult) relisted;
   g_autofree char *path = mcp_token_store_file_path (f->mcp_url);
+  g_autofree char *servers_file = g_build_filename (f->dir, "servers.json", NULL);
+  g_autofree char *servers_text = g_strdup_printf ("{\"mcpServers\": {\"remote\": {\"type\": \"http\", "
+                                                   "\"url\": \"%s\"}}}", f->mcp_url);
   g_autoptr(McpServerConfig) config = mcp_server_config_new ("remote", NULL, NULL);
   g_autoptr(GError) error = NULL;
   g_autofree char *token = NULL;
 
+  g_assert_true (g_file_set_contents (servers_file, servers_text, -1, NULL));
   run_login (f, &login);
   assert_logged_in (f, &login);
   g_assert_true (g_file_test (path, G_FILE_TEST_EXISTS));
+  /* `mcp-pool servers` tells whether a login is stored. */
+  run_command (f, &listed, "servers", (const char * const []) { "--config", servers_file, NULL });
+  g_assert_nonnull (strstr (listed.out, "remote: remote: http "));
+  g_assert_nonnull (strstr (listed.out, ", logged in\n"));
+  assert_no_token_in (f, listed.out);
   run_auth (f, &logout, (const char * const []) { "--url", f->mcp_url, "--logout", NULL });
   g_assert_cmpint (logout.status, ==, 0);
   g_assert_nonnull (strstr (logout.out, "forgotten"));
   g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
+  run_command (f, &relisted, "servers", (const char * const []) { "--config", servers_file, NULL });
+  g_assert_nonnull (strstr (relisted.out, "no login stored (if it asks for one: mcp-pool auth remote)"));
 
   config->url = g_strdup (f->mcp_url);
   token = mcp_oauth_load_access_token (config, &error);

@@ -11,6 +11,7 @@
 
 #include "cli/mcp-cli.h"
 #include "common/mcp-jsonrpc.h"
+#include "transport/mcp-token-store.h"
 
 typedef struct {
   McpCliCommon *common;
@@ -80,6 +81,29 @@ print_table (GPtrArray *rows)
     }
 }
 
+/* "login": whether `mcp-pool auth` stored tokens for each remote server
+ * that sends no Authorization of its own ("stored" or "none").  Blocking
+ * (the keyring), as a command may be. */
+static void
+add_logins (json_t    *servers,
+            GPtrArray *configs)
+{
+  json_t *server;
+  size_t index;
+
+  json_array_foreach (servers, index, server)
+    {
+      McpServerConfig *config = mcp_server_config_find (configs, mcp_json_get_string (server, "name"));
+      g_autoptr(json_t) record = NULL;
+
+      if (config == NULL || config->transport == MCP_TRANSPORT_STDIO ||
+          g_strcmp0 (mcp_server_config_auth_name (config), "headers") == 0)
+        continue;
+      record = mcp_token_store_load (config->url, NULL, NULL);
+      json_object_set_new (server, "login", json_string (record != NULL ? "stored" : "none"));
+    }
+}
+
 /* The servers as mcp_pool_describe_servers() gives them: from the daemon,
  * or from a pool of our own with the entries discovery skipped. */
 static json_t *
@@ -104,6 +128,7 @@ describe_servers (McpCliCommon *common)
 
       servers = mcp_pool_describe_servers (cli->pool, discovery->skipped);
       mcp_cli_pool_free (cli);
+      add_logins (servers, discovery->servers);
     }
   return servers;
 }
@@ -146,7 +171,13 @@ print_remotes (json_t *servers)
         continue;
       summary = mcp_server_config_format_remote (transport, mcp_json_get_string (server, "url"),
                                                  mcp_json_get_string (server, "auth"));
-      printf (_("remote: %s: %s\n"), mcp_json_get_string (server, "name"), summary);
+      if (g_strcmp0 (mcp_json_get_string (server, "login"), "stored") == 0)
+        printf (_("remote: %s: %s, logged in\n"), mcp_json_get_string (server, "name"), summary);
+      else if (g_strcmp0 (mcp_json_get_string (server, "login"), "none") == 0)
+        printf (_("remote: %s: %s, no login stored (if it asks for one: mcp-pool auth %s)\n"),
+                mcp_json_get_string (server, "name"), summary, mcp_json_get_string (server, "name"));
+      else
+        printf (_("remote: %s: %s\n"), mcp_json_get_string (server, "name"), summary);
     }
 }
 
