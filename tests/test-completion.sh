@@ -58,6 +58,7 @@ expect "--shared" call --sh
 expect "--shared" evict --sh
 expect "--shared" reload --s
 expect "--logout" auth --l
+expect "--shared" auth --sh
 expect "" doctor --sh
 expect "" demo --sh
 expect "--json" servers --j

@@ -1168,15 +1168,19 @@ typedef struct {
   char        *address;
 } Keyring;
 
+typedef struct {
+  GDBusConnection *connection;
+  const char      *name;
+} NameWait;
+
 static gboolean
-secrets_owned (gpointer data)
+name_owned (gpointer data)
 {
-  GDBusConnection *connection = data;
-  g_autoptr(GVariant) reply = g_dbus_connection_call_sync (connection, "org.freedesktop.DBus",
+  NameWait *wait = data;
+  g_autoptr(GVariant) reply = g_dbus_connection_call_sync (wait->connection, "org.freedesktop.DBus",
                                                            "/org/freedesktop/DBus",
                                                            "org.freedesktop.DBus", "NameHasOwner",
-                                                           g_variant_new ("(s)",
-                                                                          "org.freedesktop.secrets"),
+                                                           g_variant_new ("(s)", wait->name),
                                                            G_VARIANT_TYPE ("(b)"),
                                                            G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
   gboolean owned = FALSE;
@@ -1186,10 +1190,49 @@ secrets_owned (gpointer data)
   return owned;
 }
 
+/* Waits until @name has an owner on the bus at @address. */
+static void
+wait_for_name (const char *address,
+               const char *name)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDBusConnection) connection =
+    g_dbus_connection_new_for_address_sync (address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                     G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                            NULL, NULL, &error);
+  NameWait wait = { connection, name };
+
+  g_assert_no_error (error);
+  g_assert_true (test_wait_for (name_owned, &wait, 20000));
+  g_dbus_connection_close_sync (connection, NULL, NULL);
+}
+
 static void
 die_with_parent (gpointer data)
 {
   prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* A session bus of the test's own, which dies with this process; its
+ * address in *@address. */
+static GSubprocess *
+bus_start (char **address)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDataInputStream) lines = NULL;
+  g_autoptr(GSubprocessLauncher) launcher =
+    g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+  GSubprocess *bus;
+
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  bus = g_subprocess_launcher_spawn (launcher, &error, "dbus-daemon", "--session", "--nofork",
+                                     "--print-address=1", NULL);
+  g_assert_no_error (error);
+  lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (bus));
+  *address = g_data_input_stream_read_line (lines, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (*address);
+  return bus;
 }
 
 static void
@@ -1197,27 +1240,16 @@ keyring_start (Fixture *f,
                Keyring *keyring)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(GDataInputStream) lines = NULL;
   g_autoptr(GSubprocessLauncher) launcher =
     g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
                                G_SUBPROCESS_FLAGS_STDERR_SILENCE);
-  g_autoptr(GDBusConnection) connection = NULL;
   g_autofree char *runtime = g_build_filename (f->dir, "runtime", NULL);
   g_autofree char *data = g_build_filename (f->dir, "data", NULL);
 
-  g_autoptr(GSubprocessLauncher) bus_launcher =
-    g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
 
   /* Both die with this process even if an assertion ends it. */
-  g_subprocess_launcher_set_child_setup (bus_launcher, die_with_parent, NULL, NULL);
+  keyring->bus = bus_start (&keyring->address);
   g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
-  keyring->bus = g_subprocess_launcher_spawn (bus_launcher, &error, "dbus-daemon", "--session",
-                                              "--nofork", "--print-address=1", NULL);
-  g_assert_no_error (error);
-  lines = g_data_input_stream_new (g_subprocess_get_stdout_pipe (keyring->bus));
-  keyring->address = g_data_input_stream_read_line (lines, NULL, NULL, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (keyring->address);
 
   g_mkdir (runtime, 0700);
   g_subprocess_launcher_setenv (launcher, "DBUS_SESSION_BUS_ADDRESS", keyring->address, TRUE);
@@ -1237,13 +1269,7 @@ keyring_start (Fixture *f,
   g_output_stream_close (g_subprocess_get_stdin_pipe (keyring->keyring), NULL, &error);
   g_assert_no_error (error);
 
-  connection = g_dbus_connection_new_for_address_sync (keyring->address,
-                                                       G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                       G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                       NULL, NULL, &error);
-  g_assert_no_error (error);
-  g_assert_true (test_wait_for (secrets_owned, connection, 10000));
-  g_dbus_connection_close_sync (connection, NULL, NULL);
+  wait_for_name (keyring->address, "org.freedesktop.secrets");
   f->bus = keyring->address;
 }
 
@@ -1318,6 +1344,60 @@ test_store_keyring (Fixture      *f,
   assert_no_token_in (f, second.out);
   assert_no_token_in (f, second.err);
   keyring_stop (&keyring);
+}
+
+/* `mcp-pool auth NAME --shared`: mcp-poold logs in, and the URL to visit
+ * comes to the command, which prints and opens it. */
+static void
+test_login_shared (Fixture      *f,
+                   gconstpointer data)
+{
+  g_autofree char *dbus = g_find_program_in_path ("dbus-daemon");
+  g_autofree char *path = mcp_token_store_file_path (f->mcp_url);
+  /* The command finds the server in ./.mcp.json, the daemon by its config. */
+  g_autofree char *servers_file = g_build_filename (f->dir, ".mcp.json", NULL);
+  g_autofree char *servers_text = g_strdup_printf ("{\"mcpServers\": {\"remote\": {\"type\": \"http\", "
+                                                   "\"url\": \"%s\"}}}", f->mcp_url);
+  const char *poold = g_getenv ("MCP_POOL_POOLD");
+  const char *no_bus = f->bus;
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
+  g_autoptr(GSubprocess) bus = NULL;
+  g_autoptr(GSubprocess) daemon = NULL;
+  g_autofree char *address = NULL;
+  g_auto(GStrv) wrapped = NULL;
+  g_auto(AuthResult) login;
+  g_autoptr(GError) error = NULL;
+
+  if (dbus == NULL || poold == NULL)
+    {
+      g_test_skip ("needs dbus-daemon and $MCP_POOL_POOLD (make check sets it)");
+      return;
+    }
+  g_assert_true (g_file_set_contents (servers_file, servers_text, -1, NULL));
+  bus = bus_start (&address);
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  g_subprocess_launcher_setenv (launcher, "DBUS_SESSION_BUS_ADDRESS", address, TRUE);
+  g_subprocess_launcher_setenv (launcher, "HOME", f->dir, TRUE);
+  g_subprocess_launcher_setenv (launcher, "XDG_STATE_HOME", f->state_home, TRUE);
+  g_subprocess_launcher_setenv (launcher, "MCP_POOL_CONFIG", servers_file, TRUE);
+  g_subprocess_launcher_set_cwd (launcher, f->dir);
+  wrapped = test_wrap_argv ((const char * const []) { poold, NULL });
+  daemon = g_subprocess_launcher_spawnv (launcher, (const char * const *) wrapped, &error);
+  g_assert_no_error (error);
+  wait_for_name (address, "io.github.mcppool.Pool");
+
+  f->bus = address;
+  run_auth (f, &login, (const char * const []) { "remote", "--shared", NULL });
+  f->bus = no_bus;
+  assert_logged_in (f, &login);
+  /* The daemon has no Secret Service on this bus: the file it wrote. */
+  g_assert_true (g_file_test (path, G_FILE_TEST_EXISTS));
+
+  g_subprocess_send_signal (daemon, SIGTERM);
+  g_assert_true (test_subprocess_wait (daemon, 20000));
+  g_subprocess_send_signal (bus, SIGTERM);
+  g_assert_true (test_subprocess_wait (bus, 10000));
 }
 
 static void
@@ -1407,6 +1487,7 @@ main (int    argc,
   ADD ("/oauth/client/secret-post", test_client_post, NULL);
   ADD ("/oauth/client/metadata-document", test_client_cimd, NULL);
   ADD ("/oauth/api/refresh", test_api_refresh, NULL);
+  ADD ("/oauth/login/shared", test_login_shared, NULL);
   ADD ("/oauth/transport/refresh", test_transport_refresh, NULL);
   ADD ("/oauth/transport/login-required", test_transport_login_required, NULL);
   ADD ("/oauth/store/keyring", test_store_keyring, NULL);

@@ -29,26 +29,19 @@ typedef struct {
   char        *scopes;
 } AuthOptions;
 
-typedef struct {
-  GMainLoop           *loop;
-  gboolean             ok;
-  McpOAuthLoginOutcome outcome;
-  McpTokenStoreKind    store;
-  GError              *error;
-} AuthRun;
-
-static void
-on_browser_exited (GObject      *source,
-                   GAsyncResult *result,
-                   gpointer      user_data)
+/* A thread of its own waits for the browser command, since the URL may
+ * come on any thread (GDBus's, with --shared): the user still has the URL
+ * printed, and a browser that fails is no reason to give up waiting. */
+static gpointer
+wait_for_browser (gpointer data)
 {
+  g_autoptr(GSubprocess) browser = data;
   g_autoptr(GError) error = NULL;
 
-  /* The user still has the URL printed; a browser that fails is no
-   * reason to give up waiting. */
-  if (!g_subprocess_wait_check_finish (G_SUBPROCESS (source), result, &error))
+  if (!g_subprocess_wait_check (browser, NULL, &error))
     g_printerr (_("mcp-pool: the browser command of $%s failed: %s\n"), BROWSER_ENV,
                 error->message);
+  return NULL;
 }
 
 /* $MCP_POOL_BROWSER is a command line; the URL is its last argument. */
@@ -79,7 +72,7 @@ open_with_command (const char *command,
                   error->message);
       return;
     }
-  g_subprocess_wait_check_async (browser, NULL, on_browser_exited, NULL);
+  g_thread_unref (g_thread_new ("mcp-browser", wait_for_browser, g_steal_pointer (&browser)));
 }
 
 /* @user_data is the stream the URL is printed on. */
@@ -99,29 +92,17 @@ open_uri (const char *uri,
                 error->message);
 }
 
-static void
-on_login_done (GObject      *source,
-               GAsyncResult *result,
-               gpointer      user_data)
-{
-  AuthRun *run = user_data;
-
-  run->ok = mcp_oauth_login_finish (result, &run->outcome, &run->store, &run->error);
-  g_main_loop_quit (run->loop);
-}
-
 static int
 report (const McpServerConfig *config,
-        AuthRun               *run)
+        McpOAuthLoginOutcome   outcome,
+        McpTokenStoreKind      store)
 {
-  const char *where = run->store == MCP_TOKEN_STORE_KEYRING ? _("the keyring") : NULL;
+  const char *where = store == MCP_TOKEN_STORE_KEYRING ? _("the keyring") : NULL;
   g_autofree char *file = NULL;
 
-  if (!run->ok)
-    return mcp_cli_fail ("%s", run->error->message);
   if (where == NULL)
     where = file = mcp_token_store_file_path (config->url);
-  switch (run->outcome)
+  switch (outcome)
     {
     case MCP_OAUTH_LOGIN_NOT_NEEDED:
       printf (_("Server “%s” answers without a login; nothing was stored.\n"), config->name);
@@ -138,25 +119,49 @@ report (const McpServerConfig *config,
   return 0;
 }
 
+typedef struct {
+  McpServerConfig *config;
+  AuthOptions     *options;
+} AuthJob;
+
+/* A job: the main thread iterates the default context, where the
+ * daemon's replies arrive. */
 static int
-login (McpServerConfig *config,
-       AuthOptions     *options)
+run_login (gpointer data)
 {
+  AuthJob *job = data;
   McpOAuthLoginOptions login_options = {
     .open_uri = open_uri,
     .open_uri_data = stdout,
     /* --timeout is the wait for the browser here, not a call's limit. */
-    .timeout_ms = options->common.timeout_s > 0 ? (guint) (options->common.timeout_s * 1000) : 0,
+    .timeout_ms = job->options->common.timeout_s > 0 ? (guint) (job->options->common.timeout_s * 1000) : 0,
   };
-  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
-  AuthRun run = { .loop = loop };
-  int status;
+  McpOAuthLoginOutcome outcome;
+  McpTokenStoreKind store;
+  g_autoptr(GError) error = NULL;
 
-  mcp_oauth_login_async (config, &login_options, NULL, on_login_done, &run);
-  g_main_loop_run (loop);
-  status = report (config, &run);
-  g_clear_error (&run.error);
-  return status;
+  /* With --shared the daemon logs in, and its pool reconnects after. */
+  if (job->options->common.shared)
+    {
+      g_autoptr(McpRemote) remote = mcp_cli_remote_new (&job->options->common);
+
+      if (remote == NULL)
+        return 1;
+      if (!mcp_remote_login (remote, job->config->name, open_uri, stdout, &outcome, &store, &error))
+        return mcp_cli_fail ("%s", error->message);
+    }
+  else if (!mcp_oauth_login (job->config, &login_options, &outcome, &store, &error))
+    return mcp_cli_fail ("%s", error->message);
+  return report (job->config, outcome, store);
+}
+
+static int
+login (McpServerConfig *config,
+       AuthOptions     *options)
+{
+  AuthJob job = { config, options };
+
+  return mcp_cli_run_job (run_login, &job);
 }
 
 gboolean
@@ -169,21 +174,12 @@ gboolean
 mcp_cli_login (McpServerConfig  *config,
                GError          **error)
 {
-  g_autoptr(GMainContext) context = g_main_context_new ();
-  g_autoptr(GMainLoop) loop = g_main_loop_new (context, FALSE);
   g_autofree char *challenge = mcp_http_dup_challenge (config->url);
   McpOAuthLoginOptions login_options = { .open_uri = open_uri, .open_uri_data = stderr,
                                          .challenge = challenge };
-  AuthRun run = { .loop = loop };
 
   g_printerr (_("Server “%s” needs a login.\n"), config->name);
-  g_main_context_push_thread_default (context);
-  mcp_oauth_login_async (config, &login_options, NULL, on_login_done, &run);
-  g_main_loop_run (loop);
-  g_main_context_pop_thread_default (context);
-  if (!run.ok)
-    g_propagate_error (error, run.error);
-  return run.ok;
+  return mcp_oauth_login (config, &login_options, NULL, NULL, error);
 }
 
 static McpServerConfig *
@@ -290,10 +286,16 @@ mcp_cli_auth (int    argc,
 
   g_option_context_add_main_entries (context, entries, GETTEXT_PACKAGE);
   mcp_cli_add_common_options (context, &options.common);
+  mcp_cli_add_shared_option (context, &options.common);
   if (!mcp_cli_parse (context, &argc, &argv))
     {
       auth_options_clear (&options);
       return 2;
+    }
+  if (options.common.shared && options.url != NULL)
+    {
+      auth_options_clear (&options);
+      return mcp_cli_fail (_("--shared logs in to a server of the daemon's config; name it instead of --url"));
     }
   if ((argc != 2 && options.url == NULL) || argc > 2)
     {

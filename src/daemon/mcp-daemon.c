@@ -30,6 +30,8 @@
 #include "pool/mcp-pool.h"
 #include "daemon/mcp-dbus-contract.h"
 #include "mcp/mcp-upstream.h"
+#include "transport/mcp-http-transport.h"
+#include "transport/mcp-oauth.h"
 
 #define WORKERS_MAX       64
 /* Calls beyond this many in flight are refused: a client that sends faster
@@ -480,6 +482,47 @@ work_run_python (DaemonCall  *call,
   return json_reply (mcp_code_run_python (call->daemon->code, call->args, call->cancellable));
 }
 
+/* Login: the URL goes to the caller, who prints and opens it; the daemon
+ * opens nothing itself. */
+static void
+send_login_uri (const char *uri,
+                gpointer    user_data)
+{
+  g_autoptr(json_t) params = json_pack ("{s:s}", "uri", uri);
+
+  send_progress (params, user_data);
+}
+
+static GVariant *
+work_login (DaemonCall  *call,
+            GError     **error)
+{
+  const char *server = mcp_json_get_string (call->args, "server");
+  g_autoptr(McpServerConfig) config = mcp_pool_dup_config (call->daemon->pool, server);
+  g_autofree char *challenge = NULL;
+  ProgressRoute route = { call->daemon, g_dbus_method_invocation_get_sender (call->invocation), call->serial };
+  McpOAuthLoginOptions options = { .open_uri = send_login_uri, .open_uri_data = &route };
+  McpOAuthLoginOutcome outcome;
+  McpTokenStoreKind store;
+
+  if (config == NULL || config->transport == MCP_TRANSPORT_STDIO)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                   config == NULL ? _("No server is named “%s”; “mcp-pool servers” lists them")
+                                  : _("Server “%s” is not a remote server; only servers reached by URL log in"),
+                   server);
+      return NULL;
+    }
+  options.challenge = challenge = mcp_http_dup_challenge (config->url);
+  if (!mcp_oauth_login (config, &options, &outcome, &store, error))
+    return NULL;
+  mcp_pool_evict (call->daemon->pool, server);
+  return g_variant_new ("(ss)",
+                        outcome == MCP_OAUTH_LOGIN_NOT_NEEDED ? "not-needed"
+                        : outcome == MCP_OAUTH_LOGIN_REFRESHED ? "refreshed" : "authorized",
+                        store == MCP_TOKEN_STORE_KEYRING ? "keyring" : "file");
+}
+
 static GVariant *
 work_handle_request (DaemonCall  *call,
                      GError     **error)
@@ -751,6 +794,17 @@ handle_run_python (McpDBusPool1          *skeleton,
   if (timeout_ms > 0)
     json_object_set_new (args, "timeout", json_real (timeout_ms / 1000.0));
   return start_call (daemon, invocation, work_run_python, args);
+}
+
+static gboolean
+handle_login (McpDBusPool1          *skeleton,
+              GDBusMethodInvocation *invocation,
+              const char            *server,
+              McpDaemon             *daemon)
+{
+  if (!authorized (daemon, invocation))
+    return TRUE;
+  return start_call (daemon, invocation, work_login, json_pack ("{s:s}", "server", server));
 }
 
 static gboolean
@@ -1083,6 +1137,7 @@ static const struct {
   { "handle-call-tool",      G_CALLBACK (handle_call_tool) },
   { "handle-run-python",     G_CALLBACK (handle_run_python) },
   { "handle-evict",          G_CALLBACK (handle_evict) },
+  { "handle-login",          G_CALLBACK (handle_login) },
   { "handle-reload",         G_CALLBACK (handle_reload) },
   { "handle-get-stats",      G_CALLBACK (handle_get_stats) },
   { "handle-handle-request", G_CALLBACK (handle_handle_request) },

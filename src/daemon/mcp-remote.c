@@ -548,6 +548,46 @@ mcp_remote_evict (McpRemote   *remote,
   return reply != NULL;
 }
 
+typedef struct {
+  McpOAuthOpenUri open_uri;
+  gpointer        data;
+} LoginUri;
+
+static void
+on_login_progress (json_t   *params,
+                   gpointer  user_data)
+{
+  LoginUri *route = user_data;
+  const char *uri = mcp_json_get_string (params, "uri");
+
+  if (uri != NULL)
+    route->open_uri (uri, route->data);
+}
+
+gboolean
+mcp_remote_login (McpRemote             *remote,
+                  const char            *server,
+                  McpOAuthOpenUri        open_uri,
+                  gpointer               open_uri_data,
+                  McpOAuthLoginOutcome  *outcome,
+                  McpTokenStoreKind     *store,
+                  GError               **error)
+{
+  LoginUri route = { open_uri, open_uri_data };
+  g_autoptr(GVariant) reply = call_daemon (remote, "Login", g_variant_new ("(s)", server),
+                                           G_VARIANT_TYPE ("(ss)"), TRUE, NULL, on_login_progress, &route,
+                                           error);
+  const char *said, *where;
+
+  if (reply == NULL)
+    return FALSE;
+  g_variant_get (reply, "(&s&s)", &said, &where);
+  *outcome = g_str_equal (said, "not-needed") ? MCP_OAUTH_LOGIN_NOT_NEEDED
+             : g_str_equal (said, "refreshed") ? MCP_OAUTH_LOGIN_REFRESHED : MCP_OAUTH_LOGIN_AUTHORIZED;
+  *store = g_str_equal (where, "keyring") ? MCP_TOKEN_STORE_KEYRING : MCP_TOKEN_STORE_FILE;
+  return TRUE;
+}
+
 gboolean
 mcp_remote_reload (McpRemote  *remote,
                    GError    **error)

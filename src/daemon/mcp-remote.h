@@ -23,6 +23,7 @@
 #include "daemon/mcp-dbus-contract.h"
 #include "mcp/mcp-expose.h"
 #include "pool/mcp-session.h"
+#include "transport/mcp-oauth.h"
 
 G_BEGIN_DECLS
 
@@ -64,6 +65,15 @@ json_t    *mcp_remote_run_python       (McpRemote                  *remote,
                                         GError                    **error);
 gboolean   mcp_remote_evict            (McpRemote                  *remote,
                                         const char                 *server,
+                                        GError                    **error);
+/* Blocking: the daemon logs in to @server (mcp-oauth.h); @open_uri gets
+ * the URL the user must visit, on GDBus's thread. */
+gboolean   mcp_remote_login            (McpRemote                  *remote,
+                                        const char                 *server,
+                                        McpOAuthOpenUri             open_uri,
+                                        gpointer                    open_uri_data,
+                                        McpOAuthLoginOutcome       *outcome,
+                                        McpTokenStoreKind          *store,
                                         GError                    **error);
 gboolean   mcp_remote_reload           (McpRemote                  *remote,
                                         GError                    **error);

@@ -728,3 +728,49 @@ mcp_oauth_login_finish (GAsyncResult         *result,
     *store = flow->store;
   return TRUE;
 }
+
+typedef struct {
+  gboolean              done;
+  gboolean              ok;
+  McpOAuthLoginOutcome  outcome;
+  McpTokenStoreKind     store;
+  GError               *error;
+} WaitedLogin;
+
+static void
+on_waited_login (GObject      *source,
+                 GAsyncResult *result,
+                 gpointer      user_data)
+{
+  WaitedLogin *waited = user_data;
+
+  waited->ok = mcp_oauth_login_finish (result, &waited->outcome, &waited->store, &waited->error);
+  waited->done = TRUE;
+}
+
+gboolean
+mcp_oauth_login (McpServerConfig            *config,
+                 const McpOAuthLoginOptions *options,
+                 McpOAuthLoginOutcome       *outcome,
+                 McpTokenStoreKind          *store,
+                 GError                    **error)
+{
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  WaitedLogin waited = { 0 };
+
+  g_main_context_push_thread_default (context);
+  mcp_oauth_login_async (config, options, NULL, on_waited_login, &waited);
+  while (!waited.done)
+    g_main_context_iteration (context, TRUE);
+  g_main_context_pop_thread_default (context);
+  if (!waited.ok)
+    {
+      g_propagate_error (error, waited.error);
+      return FALSE;
+    }
+  if (outcome != NULL)
+    *outcome = waited.outcome;
+  if (store != NULL)
+    *store = waited.store;
+  return TRUE;
+}

@@ -77,6 +77,14 @@ gboolean mcp_oauth_login_finish       (GAsyncResult               *result,
                                        McpTokenStoreKind          *store,
                                        GError                    **error);
 
+/* Blocking, from any thread: mcp_oauth_login_async() on a context of its
+ * own, waited for.  @outcome and @store are nullable. */
+gboolean mcp_oauth_login             (McpServerConfig            *config,
+                                       const McpOAuthLoginOptions *options,
+                                       McpOAuthLoginOutcome       *outcome,
+                                       McpTokenStoreKind          *store,
+                                       GError                    **error);
+
 /* For the HTTP transport.  Blocking (the keyring): from a worker, never the
  * main thread.  The stored access token of @config, to send as
  * `Authorization: Bearer …`; NULL with MCP_OAUTH_ERROR_LOGIN_REQUIRED when

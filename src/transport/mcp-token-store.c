@@ -78,9 +78,11 @@ ensure_private_dir (const char *dir,
 }
 
 /* A keyring error that means "no Secret Service here", after which the
- * file is used, as opposed to one from a service that answered (a locked
- * or missing collection): that one is reported, since the user has a
- * keyring and expects the tokens in it. */
+ * file is used, as opposed to one from a service that answered with a
+ * locked collection: that one is reported, since the user has a keyring
+ * and expects the tokens in it.  A service with no default collection at
+ * all (gnome-keyring activated on a headless bus, where no login keyring
+ * was ever made) counts as none: there is no keyring to expect them in. */
 static gboolean
 is_no_service (const GError *error)
 {
@@ -91,7 +93,9 @@ is_no_service (const GError *error)
          g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_NO_SERVER) ||
          g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SPAWN_EXEC_FAILED) ||
          g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SPAWN_CHILD_EXITED) ||
-         g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND);
+         g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND) ||
+         g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_OBJECT) ||
+         g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_METHOD);
 }
 
 static json_t *
