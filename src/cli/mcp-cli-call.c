@@ -123,6 +123,7 @@ run_call (gpointer data)
   g_autoptr(json_t) capabilities = NULL;
   McpPoolCallbacks callbacks = { 0 };
   McpCliElicitation *elicitation;
+  McpServerConfig *config;
   McpCliPool *cli;
   int status;
 
@@ -144,22 +145,19 @@ run_call (gpointer data)
   capabilities = mcp_cli_elicitation_capabilities ();
   mcp_cli_elicitation_fill_callbacks (elicitation, &callbacks);
   callbacks.client_capabilities = capabilities;
-  for (guint attempt = 0; attempt <= LOGINS_PER_CALL; attempt++)
+  config = mcp_server_config_find (discovery->servers, job->server);
+  cli = mcp_cli_pool_new_full (discovery, &callbacks);
+  result = mcp_pool_call_tool (cli->pool, job->server, job->tool, job->arguments, &options, &error);
+  for (guint logins = 0; result == NULL && logins < LOGINS_PER_CALL && config != NULL &&
+                         mcp_cli_error_needs_login (error); logins++)
     {
-      McpServerConfig *config = mcp_server_config_find (discovery->servers, job->server);
-
+      /* A pool of its own again: the refused session was retired. */
+      g_clear_pointer (&cli, mcp_cli_pool_free);
       g_clear_error (&error);
+      if (!mcp_cli_login (config, &error))
+        break;
       cli = mcp_cli_pool_new_full (discovery, &callbacks);
       result = mcp_pool_call_tool (cli->pool, job->server, job->tool, job->arguments, &options, &error);
-      if (result != NULL || attempt == LOGINS_PER_CALL || !mcp_cli_error_needs_login (error) ||
-          config == NULL)
-        break;
-      mcp_cli_pool_free (cli);
-      if (!mcp_cli_login (config, &error))
-        {
-          cli = NULL;
-          break;
-        }
     }
   status = report_call (job, result, error);
   if (cli != NULL)
