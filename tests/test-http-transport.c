@@ -1345,9 +1345,41 @@ test_everything_pool (EverythingFixture *fixture, gconstpointer data)
   mcp_pool_free (pool);
 }
 
-/* `mcp-pool serve` as a client would run it, with a config that names the
- * real server by its URL: the proxy exposure lists and calls its tools
- * under their prefix, and the gateway's call_tool reaches it too. */
+static int
+compare_names (gconstpointer a,
+               gconstpointer b)
+{
+  return g_strcmp0 (*(char * const *) a, *(char * const *) b);
+}
+
+/* The names of @tools that start with @prefix (NULL: all), without it,
+ * sorted and joined with commas. */
+static char *
+tool_names (json_t     *tools,
+            const char *prefix)
+{
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  json_t *tool;
+  size_t index;
+
+  json_array_foreach (tools, index, tool)
+    {
+      const char *name = mcp_json_get_string (tool, "name");
+
+      if (prefix == NULL)
+        g_ptr_array_add (names, g_strdup (name));
+      else if (g_str_has_prefix (name, prefix))
+        g_ptr_array_add (names, g_strdup (name + strlen (prefix)));
+    }
+  g_ptr_array_sort (names, compare_names);
+  g_ptr_array_add (names, NULL);
+  return g_strjoinv (",", (char **) names->pdata);
+}
+
+/* A user's config of a local and a remote server behind `mcp-pool serve`:
+ * the proxy exposure offers the remote server's tools under their prefix,
+ * the same tools a session straight to it lists, and calls reach both; the
+ * gateway's call_tool reaches it too. */
 static void
 test_everything_serve (EverythingFixture *fixture, gconstpointer data)
 {
@@ -1355,13 +1387,27 @@ test_everything_serve (EverythingFixture *fixture, gconstpointer data)
   g_autofree char *dir = NULL;
   g_autofree char *config = NULL;
   g_autofree char *text = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *direct_names = NULL;
+  g_autoptr(McpServerConfig) remote = NULL;
+  g_autoptr(McpSession) session = NULL;
+  g_autoptr(json_t) direct_tools = NULL;
+  g_autoptr(GError) error = NULL;
 
   if (fixture->node == NULL)
     return;
+  url = g_strdup_printf ("http://127.0.0.1:%u/mcp", fixture->port);
+  remote = remote_config ("everything", MCP_TRANSPORT_HTTP, url);
+  session = mcp_session_start (remote, test_io_thread_get_context (fixture->io), NULL, NULL, &error);
+  g_assert_no_error (error);
+  direct_tools = mcp_session_dup_tools (session);
+  direct_names = tool_names (direct_tools, NULL);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+
   dir = g_dir_make_tmp ("test-http-serve-XXXXXX", NULL);
   config = g_build_filename (dir, "servers.json", NULL);
-  text = g_strdup_printf ("{\"mcpServers\": {\"everything\": {\"type\": \"http\", "
-                          "\"url\": \"http://127.0.0.1:%u/mcp\"}}}", fixture->port);
+  text = g_strdup_printf ("{\"mcpServers\": {\"everything\": {\"type\": \"http\", \"url\": \"%s\"}, "
+                          "\"local\": {\"command\": \"%s\"}}}", url, test_fixture_path ());
   g_assert_true (g_file_set_contents (config, text, -1, NULL));
 
   for (gsize i = 0; i < G_N_ELEMENTS (exposures); i++)
@@ -1387,17 +1433,29 @@ test_everything_serve (EverythingFixture *fixture, gconstpointer data)
       test_client_notify (client, "notifications/initialized", NULL);
 
       tools = test_client_result (client, "tools/list", NULL);
-      g_assert_nonnull (test_find_tool (json_object_get (tools, "tools"),
-                                        proxy ? "everything__echo" : "call_tool"));
       if (proxy)
-        result = test_client_result (client, "tools/call",
-                                     json_pack ("{s:s, s:{s:s}}", "name", "everything__echo",
-                                                "arguments", "message", "over HTTP"));
+        {
+          g_autofree char *proxied = tool_names (json_object_get (tools, "tools"), "everything__");
+
+          g_assert_cmpstr (proxied, ==, direct_names);
+          g_assert_nonnull (test_find_tool (json_object_get (tools, "tools"), "local__echo"));
+          result = test_client_result (client, "tools/call",
+                                       json_pack ("{s:s, s:{s:s}}", "name", "local__echo",
+                                                  "arguments", "message", "nearby"));
+          g_assert_cmpstr (test_result_text (result), ==, "Echo: nearby");
+          g_clear_pointer (&result, json_decref);
+          result = test_client_result (client, "tools/call",
+                                       json_pack ("{s:s, s:{s:s}}", "name", "everything__echo",
+                                                  "arguments", "message", "over HTTP"));
+        }
       else
-        result = test_client_result (client, "tools/call",
-                                     json_pack ("{s:s, s:{s:s, s:s, s:{s:s}}}", "name", "call_tool",
-                                                "arguments", "server", "everything", "tool", "echo",
-                                                "arguments", "message", "over HTTP"));
+        {
+          g_assert_nonnull (test_find_tool (json_object_get (tools, "tools"), "call_tool"));
+          result = test_client_result (client, "tools/call",
+                                       json_pack ("{s:s, s:{s:s, s:s, s:{s:s}}}", "name", "call_tool",
+                                                  "arguments", "server", "everything", "tool", "echo",
+                                                  "arguments", "message", "over HTTP"));
+        }
       g_assert_cmpstr (test_result_text (result), ==, "Echo: over HTTP");
       test_client_close_input (client);
       test_client_wait_exit (client);
@@ -1405,6 +1463,42 @@ test_everything_serve (EverythingFixture *fixture, gconstpointer data)
     }
   g_unlink (config);
   g_rmdir (dir);
+}
+
+/* `mcp-pool tools --url` and `call --url`: the server named by its URL
+ * alone, as the conformance suite drives the CLI. */
+static void
+test_everything_cli (EverythingFixture *fixture, gconstpointer data)
+{
+  g_autofree char *url = NULL;
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr(GError) error = NULL;
+  int status;
+
+  if (fixture->node == NULL)
+    return;
+  url = g_strdup_printf ("http://127.0.0.1:%u/mcp", fixture->port);
+  {
+    const char *argv[] = { test_mcp_pool_path (), "tools", "--url", url, NULL };
+    g_auto(GStrv) wrapped = test_wrap_argv (argv);
+
+    g_assert_true (g_spawn_sync (NULL, wrapped, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error));
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+    g_assert_nonnull (strstr (out, "echo"));
+  }
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  {
+    const char *argv[] = { test_mcp_pool_path (), "call", "--url", url, "echo", "message=by URL", NULL };
+    g_auto(GStrv) wrapped = test_wrap_argv (argv);
+
+    g_assert_true (g_spawn_sync (NULL, wrapped, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error));
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+    g_assert_cmpstr (out, ==, "Echo: by URL\n");
+  }
 }
 
 /* The official SDK's Streamable HTTP server, as a second peer: the
@@ -1466,6 +1560,8 @@ main (int argc, char **argv)
               everything_setup, test_everything_pool, everything_teardown);
   g_test_add ("/http/everything/serve", EverythingFixture, "streamableHttp",
               everything_setup, test_everything_serve, everything_teardown);
+  g_test_add ("/http/everything/cli", EverythingFixture, "streamableHttp",
+              everything_setup, test_everything_cli, everything_teardown);
   g_test_add ("/http/sdk-server", EverythingFixture, "sdk", everything_setup, test_sdk_server, everything_teardown);
   g_test_add ("/http/everything/fallback", EverythingFixture, "fallback",
               everything_setup, test_everything, everything_teardown);
