@@ -522,6 +522,31 @@ auth_result_clear (AuthResult *result)
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (AuthResult, auth_result_clear)
 
+/* @text without valgrind's lines ("==PID== …"), which `make
+ * check-valgrind` adds to stderr and which quote the command line, and
+ * with it any secret given as an option. */
+static gboolean
+is_valgrind_line (const char *line)
+{
+  gsize digits = g_str_has_prefix (line, "==") ? strspn (line + 2, "0123456789") : 0;
+
+  return digits > 0 && g_str_has_prefix (line + 2 + digits, "==");
+}
+
+static char *
+without_valgrind_lines (char *text)
+{
+  g_auto(GStrv) lines = g_strsplit (text != NULL ? text : "", "\n", -1);
+  g_autoptr(GPtrArray) kept = g_ptr_array_new ();
+
+  for (char **line = lines; *line != NULL; line++)
+    if (!is_valgrind_line (*line))
+      g_ptr_array_add (kept, *line);
+  g_ptr_array_add (kept, NULL);
+  g_free (text);
+  return g_strjoinv ("\n", (char **) kept->pdata);
+}
+
 static void
 on_communicated (GObject      *source,
                  GAsyncResult *res,
@@ -533,6 +558,7 @@ on_communicated (GObject      *source,
   g_subprocess_communicate_utf8_finish (G_SUBPROCESS (source), res, &result->out, &result->err,
                                         &error);
   g_assert_no_error (error);
+  result->err = without_valgrind_lines (result->err);
   result->status = g_subprocess_get_exit_status (G_SUBPROCESS (source));
   result->done = TRUE;
 }
