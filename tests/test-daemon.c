@@ -319,13 +319,6 @@ close_connection (GDBusConnection *connection)
   g_assert_no_error (error);
 }
 
-/* The bus ends with this program, however it ends. */
-static void
-die_with_parent (gpointer unused)
-{
-  prctl (PR_SET_PDEATHSIG, SIGTERM);
-}
-
 /* A session bus of the test's own, listening at @listen, with @services
  * for activation, and @envp (NULL: ours) for the daemons it starts.
  * It admits every uid, for test_foreign_uid(); its address goes to
@@ -355,7 +348,7 @@ start_bus (const char         *dir,
   g_file_set_contents (config, config_text, -1, &error);
   g_assert_no_error (error);
   bus = child_spawn (argv, envp != NULL ? envp : (const char * const *) own_envp, CHILD_OUT_PIPE,
-                     die_with_parent);
+                     test_die_with_parent);
   child_read (bus, out, err, TRUE);
   /* It prints nothing more. */
   child_close_pipes (bus);

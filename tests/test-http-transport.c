@@ -1183,6 +1183,7 @@ everything_setup (EverythingFixture *fixture, gconstpointer data)
   port = g_strdup_printf ("%u", fixture->port);
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
   g_subprocess_launcher_setenv (launcher, "PORT", port, TRUE);
+  g_subprocess_launcher_set_child_setup (launcher, test_die_with_parent, NULL, NULL);
   /* The fallback runs against the sse mode too; "sdk" is the SDK's own
    * Streamable HTTP server (tests/interop/sdk-http-server.mjs). */
   fixture->node = g_subprocess_launcher_spawn (launcher, &error, "node", sdk ? sdk_server : entry,

@@ -10,7 +10,6 @@
 
 #include <string.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 
 #include <gio/gio.h>
@@ -1233,12 +1232,6 @@ wait_for_name (const char *address,
   g_dbus_connection_close_sync (connection, NULL, NULL);
 }
 
-static void
-die_with_parent (gpointer data)
-{
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-}
-
 /* A session bus of the test's own, which dies with this process; its
  * address in *@address. */
 static GSubprocess *
@@ -1250,7 +1243,7 @@ bus_start (char **address)
     g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
   GSubprocess *bus;
 
-  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  g_subprocess_launcher_set_child_setup (launcher, test_die_with_parent, NULL, NULL);
   bus = g_subprocess_launcher_spawn (launcher, &error, "dbus-daemon", "--session", "--nofork",
                                      "--print-address=1", NULL);
   g_assert_no_error (error);
@@ -1275,7 +1268,7 @@ keyring_start (Fixture *f,
 
   /* Both die with this process even if an assertion ends it. */
   keyring->bus = bus_start (&keyring->address);
-  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  g_subprocess_launcher_set_child_setup (launcher, test_die_with_parent, NULL, NULL);
 
   g_mkdir (runtime, 0700);
   g_subprocess_launcher_setenv (launcher, "DBUS_SESSION_BUS_ADDRESS", keyring->address, TRUE);
@@ -1402,7 +1395,7 @@ test_login_shared (Fixture      *f,
   g_assert_true (g_file_set_contents (servers_file, servers_text, -1, NULL));
   bus = bus_start (&address);
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  g_subprocess_launcher_set_child_setup (launcher, test_die_with_parent, NULL, NULL);
   g_subprocess_launcher_setenv (launcher, "DBUS_SESSION_BUS_ADDRESS", address, TRUE);
   g_subprocess_launcher_setenv (launcher, "HOME", f->dir, TRUE);
   g_subprocess_launcher_setenv (launcher, "XDG_STATE_HOME", f->state_home, TRUE);

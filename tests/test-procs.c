@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -295,6 +296,12 @@ subprocess_reaped (gpointer process)
  * context while this thread iterates it: GLib's context lock orders the
  * two, but libglib takes it where ThreadSanitizer cannot see.  So the
  * wait starts only after the reaping, and completes on this thread. */
+void
+test_die_with_parent (gpointer unused)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
 gboolean
 test_subprocess_wait (GSubprocess *process,
                       guint        timeout_ms)

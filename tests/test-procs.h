@@ -22,6 +22,11 @@ GStrv            test_wrap_argv          (const char * const *argv);
 /* The same as one command line, for an Exec= line. */
 char            *test_wrap_command_line  (const char         *command_line);
 
+/* A child setup (GSpawnChildSetupFunc) for the helpers a test starts (a
+ * bus, a keyring, an HTTP server): the child is killed when the test
+ * ends, however it ends, so an assertion leaves no orphan behind. */
+void             test_die_with_parent    (gpointer            unused);
+
 /* Waits for @process to exit, at most @timeout_ms (scaled by
  * test_timeout_ms()); TRUE if it did. */
 gboolean         test_subprocess_wait    (GSubprocess        *process,

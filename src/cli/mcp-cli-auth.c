@@ -174,9 +174,7 @@ gboolean
 mcp_cli_login (McpServerConfig  *config,
                GError          **error)
 {
-  g_autofree char *challenge = mcp_http_dup_challenge (config->url);
-  McpOAuthLoginOptions login_options = { .open_uri = open_uri, .open_uri_data = stderr,
-                                         .challenge = challenge };
+  McpOAuthLoginOptions login_options = { .open_uri = open_uri, .open_uri_data = stderr };
 
   g_printerr (_("Server “%s” needs a login.\n"), config->name);
   return mcp_oauth_login (config, &login_options, NULL, NULL, error);

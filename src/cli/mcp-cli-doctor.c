@@ -152,7 +152,7 @@ check_servers (DoctorJob  *job,
     {
       McpServerInfo *info = g_ptr_array_index (servers, i);
       StartCheck *check = &checks[i];
-      g_autoptr(McpServerConfig) config = mcp_pool_dup_config (cli->pool, info->name);
+      g_autoptr(McpServerConfig) config = mcp_pool_dup_config (cli->pool, info->name, NULL);
       g_autofree char *remote = mcp_server_config_remote_summary (config);
       g_autofree char *what = remote != NULL ? g_strdup_printf (_("server “%s” (%s)"), info->name, remote)
                                              : g_strdup_printf (_("server “%s”"), info->name);

@@ -59,20 +59,6 @@ schema_properties (json_t *params)
   return json_object_get (json_object_get (params, "requestedSchema"), "properties");
 }
 
-static gboolean
-field_is_required (json_t     *params,
-                   const char *name)
-{
-  json_t *required = json_object_get (json_object_get (params, "requestedSchema"), "required");
-  json_t *item;
-  size_t index;
-
-  json_array_foreach (required, index, item)
-    if (g_strcmp0 (json_string_value (item), name) == 0)
-      return TRUE;
-  return FALSE;
-}
-
 /* The values an enum field allows: `enum`, or the `const` of each `oneOf`
  * (titled) or `anyOf` entry; for a multi-select array, those of its items.
  * NULL for a free field. */
@@ -100,16 +86,23 @@ field_choices (json_t *field)
 }
 
 static gboolean
-choices_contain (json_t     *choices,
-                 const char *text)
+array_holds_string (json_t     *array,
+                    const char *text)
 {
   json_t *item;
   size_t index;
 
-  json_array_foreach (choices, index, item)
+  json_array_foreach (array, index, item)
     if (g_strcmp0 (json_string_value (item), text) == 0)
       return TRUE;
   return FALSE;
+}
+
+static gboolean
+field_is_required (json_t     *params,
+                   const char *name)
+{
+  return array_holds_string (json_object_get (json_object_get (params, "requestedSchema"), "required"), name);
 }
 
 static char *
@@ -166,7 +159,7 @@ parse_string (const char  *name,
   json_t *max_length = json_object_get (field, "maxLength");
   glong length = g_utf8_strlen (text, -1);
 
-  if (choices != NULL && !choices_contain (choices, text))
+  if (choices != NULL && !array_holds_string (choices, text))
     {
       g_autofree char *joined = choices_joined (choices);
 
@@ -261,7 +254,7 @@ parse_array (const char  *name,
 
       if (word[0] == '\0')
         continue;
-      if (choices != NULL && !choices_contain (choices, word))
+      if (choices != NULL && !array_holds_string (choices, word))
         {
           g_autofree char *joined = choices_joined (choices);
 

@@ -399,10 +399,10 @@ run_evict (gpointer data)
 
   discovery = mcp_cli_discover (job->common);
   cli = mcp_cli_pool_new (discovery);
-  config = mcp_pool_dup_config (cli->pool, job->server);
+  config = mcp_pool_dup_config (cli->pool, job->server, &error);
   mcp_cli_pool_free (cli);
   if (config == NULL)
-    return mcp_cli_fail (_("No server is named “%s”; see mcp-pool servers"), job->server);
+    return mcp_cli_fail ("%s", error->message);
   printf (_("Server “%s” has no running session to evict: no shared daemon runs, and without it each "
             "mcp-pool command has a pool of its own, which ends with the command.\n"), job->server);
   return 0;

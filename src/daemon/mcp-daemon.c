@@ -498,22 +498,21 @@ work_login (DaemonCall  *call,
             GError     **error)
 {
   const char *server = mcp_json_get_string (call->args, "server");
-  g_autoptr(McpServerConfig) config = mcp_pool_dup_config (call->daemon->pool, server);
-  g_autofree char *challenge = NULL;
+  g_autoptr(McpServerConfig) config = NULL;
   ProgressRoute route = { call->daemon, g_dbus_method_invocation_get_sender (call->invocation), call->serial };
   McpOAuthLoginOptions options = { .open_uri = send_login_uri, .open_uri_data = &route };
   McpOAuthLoginOutcome outcome;
   McpTokenStoreKind store;
 
-  if (config == NULL || config->transport == MCP_TRANSPORT_STDIO)
+  config = mcp_pool_dup_config (call->daemon->pool, server, error);
+  if (config == NULL)
+    return NULL;
+  if (config->transport == MCP_TRANSPORT_STDIO)
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                   config == NULL ? _("No server is named “%s”; “mcp-pool servers” lists them")
-                                  : _("Server “%s” is not a remote server; only servers reached by URL log in"),
-                   server);
+                   _("Server “%s” is not a remote server; only servers reached by URL log in"), server);
       return NULL;
     }
-  options.challenge = challenge = mcp_http_dup_challenge (config->url);
   if (!mcp_oauth_login (config, &options, &outcome, &store, error))
     return NULL;
   mcp_pool_evict (call->daemon->pool, server);

@@ -434,7 +434,7 @@ gateway_list_servers (McpExpose *expose)
   for (guint i = 0; i < servers->len; i++)
     {
       McpServerInfo *info = g_ptr_array_index (servers, i);
-      g_autoptr(McpServerConfig) config = mcp_pool_dup_config (expose->pool, info->name);
+      g_autoptr(McpServerConfig) config = mcp_pool_dup_config (expose->pool, info->name, NULL);
       json_t *server = json_pack ("{s:s, s:s?, s:s}", "name", info->name,
                                   "description", info->description,
                                   "state", mcp_server_state_to_string (info->state));
@@ -777,7 +777,7 @@ capabilities_text (McpExpose *expose)
   for (guint i = 0; i < servers->len; i++)
     {
       McpServerInfo *info = g_ptr_array_index (servers, i);
-      g_autoptr(McpServerConfig) config = mcp_pool_dup_config (expose->pool, info->name);
+      g_autoptr(McpServerConfig) config = mcp_pool_dup_config (expose->pool, info->name, NULL);
       g_autofree char *remote = mcp_server_config_remote_summary (config);
 
       g_string_append_printf (text, "- **%s** (%s", info->name, mcp_server_state_to_string (info->state));

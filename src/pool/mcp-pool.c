@@ -494,10 +494,11 @@ mcp_pool_has_server (McpPool     *pool,
 }
 
 McpServerConfig *
-mcp_pool_dup_config (McpPool    *pool,
-                     const char *server)
+mcp_pool_dup_config (McpPool     *pool,
+                     const char  *server,
+                     GError     **error)
 {
-  g_autoptr(PoolEntry) entry = mcp_pool_lookup_entry (pool, server, NULL);
+  g_autoptr(PoolEntry) entry = mcp_pool_lookup_entry (pool, server, error);
   g_autoptr(GMutexLocker) locker = NULL;
 
   if (entry == NULL)
@@ -578,7 +579,7 @@ mcp_pool_describe_servers (McpPool   *pool,
   for (guint i = 0; i < servers->len; i++)
     {
       McpServerInfo *info = g_ptr_array_index (servers, i);
-      g_autoptr(McpServerConfig) config = mcp_pool_dup_config (pool, info->name);
+      g_autoptr(McpServerConfig) config = mcp_pool_dup_config (pool, info->name, NULL);
       json_t *warnings = json_array ();
       json_t *server;
 

@@ -123,8 +123,10 @@ json_t     *mcp_pool_describe_servers (McpPool               *pool,
 gboolean    mcp_pool_has_server     (McpPool                 *pool,
                                      const char              *server,
                                      GError                 **error);
+/* The config of @server, or NULL and MCP_POOL_ERROR_UNKNOWN_SERVER. */
 McpServerConfig *mcp_pool_dup_config (McpPool                *pool,
-                                      const char             *server);
+                                      const char             *server,
+                                      GError                **error);
 void        mcp_pool_evict          (McpPool                 *pool,
                                      const char              *server);
 

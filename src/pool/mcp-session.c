@@ -1133,10 +1133,11 @@ fail_start (McpSession  *session,
   else
     g_string_printf (message, _("Server “%s” failed to start: %s"),
                      session->config->name, cause->message);
-  /* A remote server's log is what its connection reported. */
+  /* A remote server's log is what its connection reported, which for a
+   * refused login is the refusal the message already gives. */
   if (session->config->transport != MCP_TRANSPORT_STDIO)
     {
-      if (tail[0] != '\0' && strstr (message->str, tail) == NULL)
+      if (tail[0] != '\0' && !g_error_matches (cause, MCP_SESSION_ERROR, MCP_SESSION_ERROR_LOGIN))
         g_string_append_printf (message, _("\nWhat the connection reported:\n%s"), tail);
     }
   else if (tail[0] != '\0')

@@ -86,15 +86,12 @@ struct _HttpTransport {
   McpTransport       parent;
   McpServerConfig   *config;            /* immutable */
   GMainContext      *context;           /* immutable */
-  McpTransportFuncs  funcs;             /* immutable */
-  gpointer           user_data;         /* immutable; the exchanges hold references */
   GUri              *url;               /* immutable */
   char              *display_url;       /* immutable: url for messages, without userinfo
                                          * or query, which may hold a key */
   GTlsDatabase      *tls_database;      /* immutable; NULL: the system's trust store */
   GStrv              header_names;      /* immutable, parallel to header_values */
   GStrv              header_values;     /* immutable; never logged */
-  gboolean           has_authorization; /* immutable: the config sends its own Authorization */
 
   SoupSession       *soup;              /* context; NULL before the first send, after close */
   GHashTable        *exchanges;         /* context: every Exchange alive (a set) */
@@ -120,7 +117,6 @@ struct _HttpTransport {
   GMutex             lock;
   GCond              io_done_cond;
   gboolean           closing;           /* protected by lock: no callback starts after */
-  gboolean           closed_reported;   /* protected by lock */
   gboolean           io_done;           /* protected by lock: the libsoup session is gone */
   McpRing           *errors;            /* protected by lock */
 };
@@ -172,38 +168,6 @@ log_error (HttpTransport *self,
   g_debug ("%s", message);
 }
 
-/* Reports the end once, on the context; not after close. */
-static void
-report_closed_with (HttpTransport *self,
-                    gint           code,
-                    const char    *format,
-                    ...) G_GNUC_PRINTF (3, 4);
-
-static void
-report_closed_with (HttpTransport *self,
-                    gint           code,
-                    const char    *format,
-                    ...)
-{
-  va_list args;
-  GError *reason;
-  gboolean first;
-
-  va_start (args, format);
-  reason = g_error_new_valist (MCP_TRANSPORT_ERROR, code, format, args);
-  va_end (args);
-  g_debug ("%s", reason->message);
-
-  g_mutex_lock (&self->lock);
-  first = !self->closed_reported && !self->closing;
-  self->closed_reported = TRUE;
-  g_mutex_unlock (&self->lock);
-  if (first)
-    self->funcs.on_closed (reason, self->user_data);
-  else
-    g_error_free (reason);
-}
-
 /* Ends one request with an error reply, so that its caller learns why at
  * once; the transport goes on.  The error log keeps what no caller hears
  * of (the ends of the transport go to on_closed). */
@@ -221,7 +185,7 @@ fail_request (Exchange   *exchange,
     }
   exchange->answered = TRUE;
   reply = mcp_jsonrpc_error_new (exchange->request_id, MCP_JSONRPC_INTERNAL_ERROR, message, NULL);
-  self->funcs.on_message (reply, self->user_data);
+  self->parent.funcs.on_message (reply, self->parent.user_data);
 }
 
 /* Exchanges */
@@ -236,7 +200,7 @@ exchange_new (HttpTransport *self,
   exchange->kind = kind;
   exchange->retry_ms = -1;
   exchange->cancellable = g_cancellable_new ();
-  self->funcs.ref (self->user_data);
+  self->parent.funcs.ref (self->parent.user_data);
   return exchange;
 }
 
@@ -276,7 +240,7 @@ exchange_free (Exchange *exchange)
     self->handshake = NULL;
   g_object_unref (exchange->cancellable);
   g_free (exchange);
-  self->funcs.unref (self->user_data);
+  self->parent.funcs.unref (self->parent.user_data);
 }
 
 static const char *
@@ -396,7 +360,7 @@ deliver_value (Exchange *exchange,
       note_answer (exchange, json_object_get (message, "id"));
     }
   if (!is_closing (self))
-    self->funcs.on_message (message, self->user_data);
+    self->parent.funcs.on_message (message, self->parent.user_data);
 }
 
 /* One JSON-RPC message (or a batch) as text: a response is offered raw
@@ -413,7 +377,7 @@ deliver_text (Exchange   *exchange,
   size_t index;
   json_t *item;
 
-  if (self->funcs.on_raw_response != NULL && g_strcmp0 (exchange->method, "initialize") != 0 &&
+  if (self->parent.funcs.on_raw_response != NULL && g_strcmp0 (exchange->method, "initialize") != 0 &&
       mcp_raw_response_sniff (text, length) &&
       (raw = mcp_raw_response_parse (text, length, NULL)) != NULL)
     {
@@ -421,7 +385,7 @@ deliver_text (Exchange   *exchange,
 
       if (is_closing (self))
         return;
-      if (self->funcs.on_raw_response (raw, self->user_data))
+      if (self->parent.funcs.on_raw_response (raw, self->parent.user_data))
         {
           note_answer (exchange, id);
           return;
@@ -472,9 +436,9 @@ take_endpoint (Exchange   *exchange,
       g_ascii_strcasecmp (g_uri_get_host (endpoint), g_uri_get_host (self->url)) != 0 ||
       g_uri_get_port (endpoint) != g_uri_get_port (self->url))
     {
-      report_closed_with (self, MCP_TRANSPORT_ERROR_PROTOCOL,
-                          _("Server “%s” named an endpoint that is not on %s: %.*s"),
-                          self->config->name, g_uri_get_host (self->url), 200, data);
+      mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_PROTOCOL,
+                                _("Server “%s” named an endpoint that is not on %s: %.*s"),
+                                self->config->name, g_uri_get_host (self->url), 200, data);
       return;
     }
   g_clear_pointer (&self->post_url, g_uri_unref);
@@ -552,8 +516,8 @@ on_sse_end (Exchange     *exchange,
                        ? mcp_sse_parser_get_retry_ms (exchange->sse) : exchange->retry_ms;
   if (exchange->kind == EXCHANGE_LEGACY_GET)
     {
-      report_closed_with (self, MCP_TRANSPORT_ERROR_CLOSED,
-                          _("Server “%s” ended its event stream: %s"), self->config->name, cause);
+      mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_CLOSED,
+                                _("Server “%s” ended its event stream: %s"), self->config->name, cause);
       exchange_free (exchange);
       return;
     }
@@ -612,11 +576,11 @@ on_http_failure (Exchange   *exchange,
                              excerpt[0] != '\0' ? ": " : "", excerpt);
   /* After a fallback, both refusals: the server may be either kind. */
   if (exchange->kind == EXCHANGE_LEGACY_GET && self->fallback_status != 0)
-    report_closed_with (self, MCP_TRANSPORT_ERROR_HTTP,
-                        _("%s; it had refused the Streamable HTTP POST with HTTP %u"),
-                        message, self->fallback_status);
+    mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_HTTP,
+                              _("%s; it had refused the Streamable HTTP POST with HTTP %u"),
+                              message, self->fallback_status);
   else if (exchange->kind == EXCHANGE_LEGACY_GET)
-    report_closed_with (self, MCP_TRANSPORT_ERROR_HTTP, "%s", message);
+    mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_HTTP, "%s", message);
   else if (exchange->request_id != NULL)
     fail_request (exchange, message);
   else
@@ -732,7 +696,7 @@ on_body_broken (Exchange     *exchange,
   if (exchange->kind == EXCHANGE_POST)
     fail_request (exchange, message);
   else
-    report_closed_with (self, MCP_TRANSPORT_ERROR_PROTOCOL, "%s", message);
+    mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_PROTOCOL, "%s", message);
   exchange_free (exchange);
 }
 
@@ -837,8 +801,8 @@ on_refreshed (GObject      *source,
 {
   HttpTransport *self = user_data;
   GMainContext *context = enter (self);
-  GDestroyNotify unref = self->funcs.unref;
-  gpointer owner = self->user_data;
+  GDestroyNotify unref = self->parent.funcs.unref;
+  gpointer owner = self->parent.user_data;
   g_autoptr(GError) error = NULL;
   g_autofree char *token = mcp_oauth_refresh_finish (result, &error);
   Exchange *exchange;
@@ -855,7 +819,7 @@ on_refreshed (GObject      *source,
     {
       /* The message names the server and says to run `mcp-pool auth`. */
       if (!is_closing (self))
-        report_closed_with (self, MCP_TRANSPORT_ERROR_AUTH, "%s", error->message);
+        mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_AUTH, "%s", error->message);
       while ((exchange = g_queue_pop_head (&self->refused)) != NULL)
         exchange_free (exchange);
     }
@@ -880,7 +844,7 @@ refresh_and_send_again (Exchange *exchange)
     {
       self->refresh_tried = TRUE;
       self->refresh = g_cancellable_new ();
-      self->funcs.ref (self->user_data);
+      self->parent.funcs.ref (self->parent.user_data);
       mcp_oauth_refresh_async (self->config, self->refresh, on_refreshed, self);
     }
   return TRUE;
@@ -902,9 +866,9 @@ on_login_needed (Exchange *exchange,
   else
     g_hash_table_remove (challenges, self->config->url);
   g_mutex_unlock (&challenges_lock);
-  report_closed_with (self, MCP_TRANSPORT_ERROR_AUTH,
-                      _("Server “%s” needs a login: run `mcp-pool auth %s` (HTTP %u)"),
-                      self->config->name, self->config->name, status);
+  mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_AUTH,
+                            _("Server “%s” needs a login: run `mcp-pool auth %s` (HTTP %u)"),
+                            self->config->name, self->config->name, status);
 }
 
 /* The first POST refused the way the specification describes for a
@@ -951,7 +915,7 @@ on_success (Exchange     *exchange,
                                  soup_message_headers_get_content_type (soup_message_get_response_headers (exchange->message), NULL));
       drop_body (body);
       if (exchange->kind == EXCHANGE_LEGACY_GET)
-        report_closed_with (self, MCP_TRANSPORT_ERROR_PROTOCOL, "%s", message);
+        mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_PROTOCOL, "%s", message);
       else
         fail_request (exchange, message);
       exchange_free (exchange);
@@ -995,13 +959,13 @@ on_sent_with (Exchange     *exchange,
     {
       /* Unreachable, TLS refused, a redirect loop: nothing will work. */
       if (g_error_matches (error, G_TLS_ERROR, G_TLS_ERROR_BAD_CERTIFICATE))
-        report_closed_with (self, MCP_TRANSPORT_ERROR_HTTP,
-                            _("Server “%s” at %s could not be reached: %s; if its certificate "
-                              "comes from a CA of your own, name the CA's file in \"caFile\" in its entry"),
-                            self->config->name, self->display_url, error->message);
+        mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_HTTP,
+                                  _("Server “%s” at %s could not be reached: %s; if its certificate "
+                                    "comes from a CA of your own, name the CA's file in \"caFile\" in its entry"),
+                                  self->config->name, self->display_url, error->message);
       else if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        report_closed_with (self, MCP_TRANSPORT_ERROR_HTTP, _("Server “%s” at %s could not be reached: %s"),
-                            self->config->name, self->display_url, error->message);
+        mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_HTTP,
+                                  _("Server “%s” at %s could not be reached: %s"), self->config->name, self->display_url, error->message);
       exchange_free (exchange);
       return;
     }
@@ -1034,9 +998,9 @@ on_sent_with (Exchange     *exchange,
        * gets no DELETE. */
       drop_body (body);
       g_clear_pointer (&self->session_id, g_free);
-      report_closed_with (self, MCP_TRANSPORT_ERROR_EXPIRED,
-                          _("Server “%s” ended the session (HTTP 404 on %s %s); it will be started again"),
-                          self->config->name, exchange_verb (exchange), g_uri_get_path (self->url));
+      mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_EXPIRED,
+                                _("Server “%s” ended the session (HTTP 404 on %s %s); it will be started again"),
+                                self->config->name, exchange_verb (exchange), g_uri_get_path (self->url));
       exchange_free (exchange);
     }
   else if (exchange->kind == EXCHANGE_GET && status == SOUP_STATUS_METHOD_NOT_ALLOWED)
@@ -1253,8 +1217,8 @@ on_deleted (GObject      *source,
   g_source_unref (deletion->timeout);
   g_object_unref (deletion->cancellable);
   g_free (deletion);
-  unref = self->funcs.unref;
-  owner = self->user_data;
+  unref = self->parent.funcs.unref;
+  owner = self->parent.user_data;
   /* The closing thread may go on as soon as finish_io() says so. */
   finish_io (self);
   leave (context);
@@ -1302,8 +1266,8 @@ on_close_due (gpointer data)
     }
   if (self->soup == NULL || self->legacy || self->session_id == NULL)
     {
-      GDestroyNotify unref = self->funcs.unref;
-      gpointer owner = self->user_data;
+      GDestroyNotify unref = self->parent.funcs.unref;
+      gpointer owner = self->parent.user_data;
 
       /* The closing thread may go on as soon as finish_io() says so. */
       finish_io (self);
@@ -1339,10 +1303,10 @@ http_close (McpTransport *transport,
   Closing *closing;
   gboolean first;
 
+  mcp_transport_silence_end (&self->parent);
   g_mutex_lock (&self->lock);
   first = !self->closing;
   self->closing = TRUE;
-  self->closed_reported = TRUE;
   g_mutex_unlock (&self->lock);
   if (!first)
     return;
@@ -1350,7 +1314,7 @@ http_close (McpTransport *transport,
   closing = g_new0 (Closing, 1);
   closing->self = self;
   closing->delete_wait_us = MAX (stdin_grace, G_USEC_PER_SEC / 10);
-  self->funcs.ref (self->user_data);
+  self->parent.funcs.ref (self->parent.user_data);
   g_main_context_invoke_full (self->context, G_PRIORITY_DEFAULT, on_close_due, closing, NULL);
 
   g_mutex_lock (&self->lock);
@@ -1520,6 +1484,7 @@ mcp_http_transport_new (McpServerConfig          *config,
   g_autoptr(GError) cause = NULL;
   g_autoptr(GTlsDatabase) database = NULL;
   g_autoptr(GUri) url = parse_url (config, error);
+  gboolean has_authorization = FALSE;
   HttpTransport *self;
 
   if (url == NULL)
@@ -1534,11 +1499,9 @@ mcp_http_transport_new (McpServerConfig          *config,
     }
 
   self = g_new0 (HttpTransport, 1);
-  self->parent.klass = &http_class;
   self->config = mcp_server_config_ref (config);
   self->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
-  self->funcs = *funcs;
-  self->user_data = user_data;
+  mcp_transport_init (&self->parent, &http_class, funcs, user_data);
   self->url = g_steal_pointer (&url);
   self->display_url = mcp_server_config_display_url (config);
   self->tls_database = g_steal_pointer (&database);
@@ -1560,8 +1523,8 @@ mcp_http_transport_new (McpServerConfig          *config,
   /* A token that `mcp-pool auth` stored; a config that sends its own
    * Authorization keeps it. */
   for (guint i = 0; self->header_names[i] != NULL; i++)
-    self->has_authorization |= g_ascii_strcasecmp (self->header_names[i], "Authorization") == 0;
-  if (!self->has_authorization)
+    has_authorization |= g_ascii_strcasecmp (self->header_names[i], "Authorization") == 0;
+  if (!has_authorization)
     self->access_token = mcp_oauth_load_access_token (config, NULL);
   return &self->parent;
 }

@@ -13,6 +13,7 @@
 #include <libsoup/soup.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "transport/mcp-http-transport.h"
 #include "transport/mcp-oauth-private.h"
 
 static void login_probe (Flow *flow);
@@ -706,7 +707,8 @@ mcp_oauth_login_async (McpServerConfig            *config,
   flow = mcp_oauth_flow_new (config, cancellable, callback, user_data, mcp_oauth_login_async);
   flow->options = *options;
   flow->options.challenge = NULL;
-  flow->challenge = g_strdup (options->challenge);
+  flow->challenge = options->challenge != NULL ? g_strdup (options->challenge)
+                                                : mcp_http_dup_challenge (config->url);
   flow->resource = canonical_resource (config->url);
   mcp_oauth_flow_run_job (flow, mcp_oauth_job_load, on_login_loaded);
   g_object_unref (flow->task);

@@ -54,7 +54,8 @@ typedef struct {
   guint           timeout_ms;     /* for the browser's answer; 0: the default */
   const char     *challenge;      /* the WWW-Authenticate of the refusal that calls for
                                    * this login (a 403 insufficient_scope names the scope
-                                   * to step up to), or NULL: the server is asked */
+                                   * to step up to), or NULL: the last one the server
+                                   * sent a transport of this process, if any */
 } McpOAuthLoginOptions;
 
 typedef enum {

@@ -32,8 +32,6 @@ typedef struct {
   McpTransport       parent;
   McpServerConfig   *config;            /* immutable */
   GMainContext      *context;           /* immutable */
-  McpTransportFuncs  funcs;             /* immutable */
-  gpointer           user_data;         /* immutable; the sources hold references */
   GPid               pid;               /* immutable */
 
   /* Sources on context; destroyed by close. */
@@ -54,47 +52,7 @@ typedef struct {
   McpChild          *child;             /* protected by lock; NULL once closed */
   McpRing           *stderr_ring;       /* protected by lock */
   gboolean           stderr_closed;     /* protected by lock */
-  gboolean           closed_reported;   /* protected by lock */
 } StdioTransport;
-
-/* Reports the end once; any thread.  Takes @reason. */
-static void
-report_closed (StdioTransport *self,
-               GError         *reason)
-{
-  gboolean first;
-
-  g_mutex_lock (&self->lock);
-  first = !self->closed_reported;
-  self->closed_reported = TRUE;
-  g_mutex_unlock (&self->lock);
-
-  if (first)
-    self->funcs.on_closed (reason, self->user_data);
-  else
-    g_error_free (reason);
-}
-
-static void
-report_closed_with (StdioTransport *self,
-                    gint            code,
-                    const char     *format,
-                    ...) G_GNUC_PRINTF (3, 4);
-
-static void
-report_closed_with (StdioTransport *self,
-                    gint            code,
-                    const char     *format,
-                    ...)
-{
-  va_list args;
-  GError *reason;
-
-  va_start (args, format);
-  reason = g_error_new_valist (MCP_TRANSPORT_ERROR, code, format, args);
-  va_end (args);
-  report_closed (self, reason);
-}
 
 /* What each source gets as user data: the transport, and a reference to
  * its owner that lasts until the source is finalised (after any dispatch
@@ -109,7 +67,7 @@ hold (StdioTransport *self)
   SourceHold *held = g_new (SourceHold, 1);
 
   held->self = self;
-  self->funcs.ref (self->user_data);
+  self->parent.funcs.ref (self->parent.user_data);
   return held;
 }
 
@@ -118,7 +76,7 @@ release_hold (gpointer data)
 {
   SourceHold *held = data;
 
-  held->self->funcs.unref (held->self->user_data);
+  held->self->parent.funcs.unref (held->self->parent.user_data);
   g_free (held);
 }
 
@@ -170,8 +128,8 @@ on_output_broken (const GError *error,
 {
   StdioTransport *self = user_data;
 
-  report_closed_with (self, MCP_TRANSPORT_ERROR_CLOSED, _("Could not send to server “%s”: %s"),
-                      self->config->name, error->message);
+  mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_CLOSED,
+                            _("Could not send to server “%s”: %s"), self->config->name, error->message);
 }
 
 /* Reading stdout */
@@ -182,7 +140,7 @@ on_stdout_message (json_t   *message,
 {
   StdioTransport *self = held (user_data);
 
-  self->funcs.on_message (message, self->user_data);
+  self->parent.funcs.on_message (message, self->parent.user_data);
 }
 
 /* A reply that is valid JSON but that Jansson cannot hold (a NUL in a
@@ -208,7 +166,7 @@ on_stdout_noise (const char *line,
     }
   reply = mcp_jsonrpc_error_new (json_object_get (salvaged, "id"), MCP_JSONRPC_INTERNAL_ERROR,
                                  error->message, NULL);
-  self->funcs.on_message (reply, self->user_data);
+  self->parent.funcs.on_message (reply, self->parent.user_data);
 }
 
 /* A response line, offered raw before it is parsed. */
@@ -220,10 +178,10 @@ on_stdout_response_line (const char *line,
   StdioTransport *self = held (user_data);
   g_autoptr(McpRawResponse) response = NULL;
 
-  if (self->funcs.on_raw_response == NULL ||
+  if (self->parent.funcs.on_raw_response == NULL ||
       (response = mcp_raw_response_parse (line, length, NULL)) == NULL)
     return FALSE;
-  return self->funcs.on_raw_response (response, self->user_data);
+  return self->parent.funcs.on_raw_response (response, self->parent.user_data);
 }
 
 static void
@@ -232,8 +190,8 @@ on_stdout_too_long (GError   *error,
 {
   StdioTransport *self = held (user_data);
 
-  report_closed_with (self, MCP_TRANSPORT_ERROR_PROTOCOL,
-                      _("Server “%s” broke the protocol: %s"), self->config->name, error->message);
+  mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_PROTOCOL,
+                            _("Server “%s” broke the protocol: %s"), self->config->name, error->message);
 }
 
 /* How the child ended, if it has; NULL while it runs. */
@@ -254,10 +212,11 @@ report_gone (StdioTransport *self)
   g_autofree char *how = describe_exit (self);
 
   if (how != NULL)
-    report_closed_with (self, MCP_TRANSPORT_ERROR_CLOSED, _("Server “%s” %s"), self->config->name, how);
+    mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_CLOSED,
+                              _("Server “%s” %s"), self->config->name, how);
   else
-    report_closed_with (self, MCP_TRANSPORT_ERROR_CLOSED,
-                        _("Server “%s” closed its output"), self->config->name);
+    mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_CLOSED,
+                              _("Server “%s” closed its output"), self->config->name);
 }
 
 static gboolean
@@ -490,9 +449,9 @@ stdio_close (McpTransport *transport,
   McpOutputQueue *output;
   McpChild *child;
 
+  mcp_transport_silence_end (&self->parent);
   g_mutex_lock (&self->lock);
   child = g_steal_pointer (&self->child);
-  self->closed_reported = TRUE;
   g_mutex_unlock (&self->lock);
   if (child == NULL)
     return;
@@ -573,11 +532,9 @@ mcp_stdio_transport_new (McpServerConfig          *config,
     }
 
   self = g_new0 (StdioTransport, 1);
-  self->parent.klass = &stdio_class;
   self->config = mcp_server_config_ref (config);
   self->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
-  self->funcs = *funcs;
-  self->user_data = user_data;
+  mcp_transport_init (&self->parent, &stdio_class, funcs, user_data);
   self->pid = mcp_child_get_pid (child);
   self->child = child;
   self->stdin_fd = stdin_fd;

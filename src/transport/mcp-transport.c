@@ -21,6 +21,43 @@ mcp_transport_new_for_config (McpServerConfig         *config,
   return mcp_http_transport_new (config, context, funcs, user_data, error);
 }
 
+void
+mcp_transport_init (McpTransport            *transport,
+                    const McpTransportClass *klass,
+                    const McpTransportFuncs *funcs,
+                    gpointer                 user_data)
+{
+  transport->klass = klass;
+  transport->funcs = *funcs;
+  transport->user_data = user_data;
+}
+
+void
+mcp_transport_report_end (McpTransport *transport,
+                          gint          code,
+                          const char   *format,
+                          ...)
+{
+  va_list args;
+  GError *reason;
+
+  va_start (args, format);
+  reason = g_error_new_valist (MCP_TRANSPORT_ERROR, code, format, args);
+  va_end (args);
+  g_debug ("%s", reason->message);
+
+  if (g_atomic_int_compare_and_exchange (&transport->end_reported, FALSE, TRUE))
+    transport->funcs.on_closed (reason, transport->user_data);
+  else
+    g_error_free (reason);
+}
+
+void
+mcp_transport_silence_end (McpTransport *transport)
+{
+  g_atomic_int_set (&transport->end_reported, TRUE);
+}
+
 gboolean
 mcp_transport_send (McpTransport  *transport,
                     json_t        *message,

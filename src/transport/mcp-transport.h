@@ -71,9 +71,29 @@ typedef struct {
   void     (*free)          (McpTransport *self);
 } McpTransportClass;
 
+/* What every kind of transport starts with. */
 struct _McpTransport {
-  const McpTransportClass *klass;
+  const McpTransportClass *klass;         /* immutable */
+  McpTransportFuncs        funcs;         /* immutable */
+  gpointer                 user_data;     /* immutable; the sources hold references */
+  gint                     end_reported;  /* atomic: on_closed was called, or close began */
 };
+
+/* For the kinds of transport: fills in the fields above. */
+void     mcp_transport_init          (McpTransport            *transport,
+                                      const McpTransportClass *klass,
+                                      const McpTransportFuncs *funcs,
+                                      gpointer                 user_data);
+/* For the kinds of transport; any thread, never with a lock of the
+ * transport held.  Calls on_closed with an MCP_TRANSPORT_ERROR of @code,
+ * the first time only, and not once mcp_transport_silence_end() was. */
+void     mcp_transport_report_end    (McpTransport            *transport,
+                                      gint                     code,
+                                      const char              *format,
+                                      ...) G_GNUC_PRINTF (3, 4);
+/* For the kinds of transport, as their close begins; any thread: from
+ * now on no end is reported. */
+void     mcp_transport_silence_end   (McpTransport            *transport);
 
 /* Any thread but the context's (a stdio server is spawned, an HTTP
  * entry checked); the callbacks run on @context.  On failure none ever
