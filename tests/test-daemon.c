@@ -1037,6 +1037,7 @@ test_replace (Fixture       *fixture,
 
   /* Without --replace a second daemon leaves the first alone. */
   child_communicate (refused, NULL, &refusal);
+  g_test_message ("The second daemon said: %s", refusal);
   g_assert_true (child_exited_with (refused, 1));
   g_assert_nonnull (strstr (refusal, "--replace"));
   g_assert_cmpint (daemon_pid (fixture->connection), ==, activated);
