@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <time.h>
 #include <sys/prctl.h>
@@ -406,78 +409,154 @@ pipe_round_trip_us (int rounds)
   return median_us (samples, rounds);
 }
 
-/* Alternates echo calls on the two sessions (@direct's tool @direct_tool,
- * @serve's @serve_tool) so that both see the same load of a shared
- * machine; the medians of each. */
+/* Alternates echo calls on @n sessions (@sessions[i]'s tool @tools[i]) so
+ * that all see the same load of a shared machine; the median of each in
+ * @medians. */
 static gboolean
-time_echo_calls (McpSession  *direct,
-                 const char  *direct_tool,
-                 McpSession  *serve,
-                 const char  *serve_tool,
+time_echo_calls (McpSession **sessions,
+                 const char **tools,
+                 guint        n,
                  int          calls,
-                 double      *direct_median,
-                 double      *serve_median,
+                 double      *medians,
                  GError     **error)
 {
-  g_autofree gint64 *direct_samples = g_new (gint64, calls);
-  g_autofree gint64 *serve_samples = g_new (gint64, calls);
+  g_autofree gint64 *samples = g_new (gint64, (gsize) calls * n);
 
-  /* Warms both paths up (the first call through serve starts the server). */
-  if (!echo (direct, direct_tool, error) || !echo (serve, serve_tool, error))
-    return FALSE;
+  /* Warms every path up (the first call through serve starts the server). */
+  for (guint j = 0; j < n; j++)
+    if (!echo (sessions[j], tools[j], error))
+      return FALSE;
   for (int i = 0; i < calls; i++)
-    {
-      gint64 start = g_get_monotonic_time ();
+    for (guint j = 0; j < n; j++)
+      {
+        gint64 start = g_get_monotonic_time ();
 
-      if (!echo (direct, direct_tool, error))
-        return FALSE;
-      direct_samples[i] = g_get_monotonic_time () - start;
-      start = g_get_monotonic_time ();
-      if (!echo (serve, serve_tool, error))
-        return FALSE;
-      serve_samples[i] = g_get_monotonic_time () - start;
-    }
-  *direct_median = median_us (direct_samples, calls);
-  *serve_median = median_us (serve_samples, calls);
+        if (!echo (sessions[j], tools[j], error))
+          return FALSE;
+        samples[(gsize) j * calls + i] = g_get_monotonic_time () - start;
+      }
+  for (guint j = 0; j < n; j++)
+    medians[j] = median_us (samples + (gsize) j * calls, calls);
   return TRUE;
+}
+
+/* `mcp-bench --relay PROGRAM`: the floor of any process put between a
+ * client and a server.  PROGRAM runs on pipes, and bytes are copied both
+ * ways as they come, with poll, read and write and nothing parsed: the
+ * syscalls serve makes per call, without its work.  Ends when either side
+ * closes, and waits for PROGRAM. */
+static gboolean
+write_all (int         fd,
+           const char *data,
+           gssize      length)
+{
+  while (length > 0)
+    {
+      gssize written = write (fd, data, length);
+
+      if (written < 0 && errno == EINTR)
+        continue;
+      if (written <= 0)
+        return FALSE;
+      data += written;
+      length -= written;
+    }
+  return TRUE;
+}
+
+static int
+run_relay (const char *program)
+{
+  int to_child[2], from_child[2];
+  static char buffer[65536];
+  struct pollfd fds[2];
+  int outputs[2];
+  pid_t pid;
+  int status;
+
+  if (pipe2 (to_child, O_CLOEXEC) != 0 || pipe2 (from_child, O_CLOEXEC) != 0)
+    return 1;
+  pid = fork ();
+  if (pid == 0)
+    {
+      dup2 (to_child[0], STDIN_FILENO);
+      dup2 (from_child[1], STDOUT_FILENO);
+      execl (program, program, (char *) NULL);
+      _exit (127);
+    }
+  close (to_child[0]);
+  close (from_child[1]);
+  fds[0] = (struct pollfd) { STDIN_FILENO, POLLIN, 0 };
+  fds[1] = (struct pollfd) { from_child[0], POLLIN, 0 };
+  outputs[0] = to_child[1];
+  outputs[1] = STDOUT_FILENO;
+  while (pid > 0 && poll (fds, 2, -1) >= 0)
+    {
+      gboolean open = TRUE;
+
+      for (int i = 0; i < 2 && open; i++)
+        if (fds[i].revents != 0)
+          {
+            gssize length = read (fds[i].fd, buffer, sizeof buffer);
+
+            open = length > 0 && write_all (outputs[i], buffer, length);
+          }
+      if (!open)
+        break;
+    }
+  close (to_child[1]);
+  close (from_child[0]);
+  while (pid > 0 && waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  return 0;
 }
 
 static int
 row_pool_overhead (BenchSetup *s)
 {
   g_autoptr(McpServerConfig) config = example_config ("example");
+  g_autoptr(McpServerConfig) relay_config = NULL;
   g_autoptr(GPtrArray) configs = g_ptr_array_new ();
-  g_autoptr(McpSession) direct = NULL;
-  g_autoptr(McpSession) serve = NULL;
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
+  McpSession *sessions[3] = { NULL, NULL, NULL };   /* direct, through the relay, through serve */
+  const char *tools[3] = { "echo", "echo", "example__echo" };
+  double medians[3] = { 0, 0, 0 };
   g_autoptr(GError) error = NULL;
   g_autofree char *path = NULL;
   g_autofree char *note = NULL;
-  double direct_us = 0, serve_us = 0, pipe_us, added;
+  g_autofree char *relay_note = NULL;
+  double pipe_us, added, relay_added;
+  gboolean timed;
 
   g_ptr_array_add (configs, config);
   path = write_config_file (configs, &error);
   if (path == NULL)
     return fail ("pool-overhead", error);
+  relay_config = mcp_server_config_new ("relay", self, (const char *[]) { "--relay", setup.example, NULL });
 
-  direct = mcp_session_start (config, NULL, NULL, NULL, &error);
-  serve = direct ? start_serve (path, "proxy", &error) : NULL;
-  if (serve == NULL
-      || !time_echo_calls (direct, "echo", serve, "example__echo", s->calls * 2, &direct_us, &serve_us, &error))
-    {
-      g_clear_pointer (&direct, stop_session);
-      g_clear_pointer (&serve, stop_session);
-      g_unlink (path);
-      return fail ("pool-overhead", error);
-    }
-  stop_session (direct);
-  stop_session (serve);
+  sessions[0] = mcp_session_start (config, NULL, NULL, NULL, &error);
+  if (sessions[0] != NULL)
+    sessions[1] = mcp_session_start (relay_config, NULL, NULL, NULL, &error);
+  if (sessions[1] != NULL)
+    sessions[2] = start_serve (path, "proxy", &error);
+  timed = sessions[2] != NULL && time_echo_calls (sessions, tools, 3, s->calls * 2, medians, &error);
+  for (guint i = 0; i < 3; i++)
+    g_clear_pointer (&sessions[i], stop_session);
   g_unlink (path);
+  if (!timed)
+    return fail ("pool-overhead", error);
 
   pipe_us = pipe_round_trip_us (s->calls * 5);
-  added = serve_us - direct_us;
-  note = g_strdup_printf ("+%.0f µs per call; pipe round trip %.1f µs; median of %d echo calls each, interleaved",
-                          added, pipe_us, s->calls * 2);
-  emit_row ("pool-overhead", direct_us, serve_us, "µs", added / MAX (pipe_us, 0.1), note);
+  added = medians[2] - medians[0];
+  relay_added = medians[1] - medians[0];
+  note = g_strdup_printf ("+%.0f µs per call; pipe round trip %.1f µs; a bare relay adds +%.0f µs; "
+                          "median of %d echo calls each, interleaved",
+                          added, pipe_us, relay_added, s->calls * 2);
+  emit_row ("pool-overhead", medians[0], medians[2], "µs", added / MAX (pipe_us, 0.1), note);
+  relay_note = g_strdup_printf ("a bare relay process (poll, read, write, nothing parsed) between the same "
+                                "client and server adds +%.0f µs per call, mcp-pool serve +%.0f µs",
+                                relay_added, added);
+  emit_row ("pool-overhead-relay", medians[1], medians[2], "µs", added / MAX (relay_added, 0.1), relay_note);
   return 0;
 }
 
@@ -1554,7 +1633,8 @@ row_shared_overhead (BenchSetup *s)
   McpSession *in_process = NULL, *shared = NULL;
   const char *in_process_args[] = { "serve", "--config", NULL, "--expose", "proxy", NULL };
   const char *shared_args[] = { "serve", "--shared", "--expose", "proxy", NULL };
-  double in_process_us = 0, shared_us = 0, ping_us = -1, added;
+  double medians[2] = { 0, 0 };   /* in-process, shared */
+  double in_process_us, shared_us, ping_us = -1, added;
   gboolean reaped;
 
   if (dbus_daemon == NULL)
@@ -1579,8 +1659,8 @@ row_shared_overhead (BenchSetup *s)
   if (in_process != NULL)
     shared = start_warm_client (shared_args, bus->address, &error);
   if (shared != NULL
-      && time_echo_calls (in_process, "s0__echo", shared, "s0__echo", s->calls * 2,
-                          &in_process_us, &shared_us, &error))
+      && time_echo_calls ((McpSession *[]) { in_process, shared }, (const char *[]) { "s0__echo", "s0__echo" },
+                          2, s->calls * 2, medians, &error))
     ping_us = dbus_ping_us (bus->address, s->calls * 5, &error);
   g_clear_pointer (&in_process, stop_session);
   g_clear_pointer (&shared, stop_session);
@@ -1591,6 +1671,8 @@ row_shared_overhead (BenchSetup *s)
   if (error != NULL || !reaped)
     return fail ("shared-overhead", error);
 
+  in_process_us = medians[0];
+  shared_us = medians[1];
   added = shared_us - in_process_us;
   note = g_strdup_printf ("+%.0f µs per call, %.2f× the in-process call; D-Bus round trip (Peer.Ping to the "
                           "private bus) %.1f µs; median of %d echo calls each through `serve --shared` and "
@@ -1995,6 +2077,8 @@ main (int    argc,
   BenchJob job = { NULL, 0, FALSE };
   GThread *thread;
 
+  if (argc == 3 && strcmp (argv[1], "--relay") == 0)
+    return run_relay (argv[2]);
   for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
     g_string_append_printf (usage, " %s", rows[i].name);
   g_option_context_add_main_entries (context, entries, NULL);
