@@ -47,6 +47,7 @@
  *   fail {}                    JSON-RPC error -32603
  *   tool_error {}              result with isError true
  *   nul_name {}                a result with "\u0000" in a member name
+ *   request_line {...}         text: the tools/call line as this server read it
  *   stop_reading {}            answer, then read no more of stdin (after the
  *                              line that follows, if it is already coming)
  *   stderr {bytes}             write <bytes> bytes to stderr
@@ -432,7 +433,7 @@ enum
   TOOL_ECHO, TOOL_SLEEP, TOOL_CRASH, TOOL_HANG, TOOL_HUGE, TOOL_PROGRESS,
   TOOL_NOTIFY_LIST_CHANGED, TOOL_STATS, TOOL_FAIL, TOOL_TOOL_ERROR,
   TOOL_STDERR, TOOL_ASK_CLIENT, TOOL_NUL_NAME, TOOL_STOP_READING, TOOL_ELICIT,
-  N_TOOLS
+  TOOL_REQUEST_LINE, N_TOOLS
 };
 
 /* In enum order.  @args lists the arguments as "name:type",
@@ -460,6 +461,7 @@ static const struct
   { "stop_reading", "Answer, then never read stdin again.", "" },
   { "elicit", "Ask the user through elicitation/create, return the answer.",
     "message?:string,schema?:object" },
+  { "request_line", "Answer with the request as this server read it.", "" },
 };
 
 static json_t *
@@ -521,6 +523,7 @@ typedef struct
   json_t *id;       /* borrowed from request */
   json_t *params;   /* borrowed from request */
   json_t *args;     /* borrowed from request, or NULL */
+  char   *line;     /* owned: the request's line as read */
 } Call;
 
 /* The call stops counting as in flight before its answer leaves, so a
@@ -776,6 +779,10 @@ tool_nul_name (Call *call)
   free (id);
 }
 
+/* The line the main loop is handling (main thread). */
+static const char *reading_line = "";
+static size_t reading_length;
+
 /* Set by stop_reading: the reader blocks after its current line. */
 static int stop_reading;
 
@@ -850,6 +857,9 @@ run_tool (Call *call, int tool)
     case TOOL_NUL_NAME:
       tool_nul_name (call);
       break;
+    case TOOL_REQUEST_LINE:
+      call_reply (call, text_result_take (json_string (call->line)));
+      break;
     case TOOL_STOP_READING:
       __atomic_store_n (&stop_reading, 1, __ATOMIC_SEQ_CST);
       call_reply (call, text_result ("stopped reading"));
@@ -893,6 +903,7 @@ call_thread (void *data)
     }
 
   json_decref (call->request);
+  free (call->line);
   free (call);
   return NULL;
 }
@@ -1040,6 +1051,7 @@ handle_tools_call (json_t *msg)
 
   call = calloc (1, sizeof *call);
   call->request = json_deep_copy (msg);
+  call->line = strndup (reading_line, reading_length);
   call->id = json_object_get (call->request, "id");
   if (!spawn_detached (call_thread, call))
     {
@@ -1187,7 +1199,7 @@ static const char usage_text[] =
   "  --ping-client  --protocol-version V  --page-size N  --extra-tools N\n"
   "  --help\n\n"
   "Tools: echo, sleep, crash, hang, huge, progress, notify_list_changed, stop_reading,\n"
-  "stats, fail, tool_error, stderr, ask_client, elicit, dummy_<i>.\n"
+  "stats, fail, tool_error, stderr, ask_client, elicit, request_line, dummy_<i>.\n"
   "The comment at the top of mcp-fixture-server.c describes them all.\n";
 
 static const struct option long_options[] = {
@@ -1340,6 +1352,8 @@ main (int argc, char **argv)
 
       /* "\u0000" is valid JSON; strings keep their length. */
       msg = json_loadb (line, (size_t) len, JSON_ALLOW_NUL, NULL);
+      reading_line = line;
+      reading_length = (size_t) len;
       if (json_is_object (msg) && !opts.hang_start)
         handle_message (msg);
       json_decref (msg);

@@ -1,10 +1,12 @@
-/* test-json-scan.c — the JSON scanner, raw responses and spliced replies. */
+/* test-json-scan.c — the JSON scanner, raw responses and spliced replies,
+ * and tools/call requests read raw. */
 #include "config.h"
 
 #include <string.h>
 
 #include "common/mcp-json-scan.h"
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-raw-call.h"
 #include "common/mcp-raw-response.h"
 
 #define LOAD_FLAGS (JSON_DECODE_ANY | JSON_ALLOW_NUL)
@@ -301,7 +303,8 @@ big_reply_line (json_t *id,
 static void
 test_splice (void)
 {
-  json_t *ids[] = { json_integer (42), json_string ("a\"b\u00e9"), json_stringn ("x\0y", 3), json_null () };
+  json_t *ids[] = { json_integer (42), json_integer (0), json_integer (G_MININT64), json_string ("a\"b\u00e9"),
+                    json_stringn ("x\0y", 3), json_null () };
 
   for (gsize i = 0; i < G_N_ELEMENTS (ids); i++)
     {
@@ -420,6 +423,99 @@ test_sniff (void)
   g_assert_false (sniff ("Server started"));
 }
 
+/* A line taken raw means what the parsed line means: the same id and
+ * name, and arguments that Jansson reads as the parsed line's. */
+static void
+assert_raw_call (const char *line,
+                 const char *arguments)
+{
+  g_autoptr(json_t) parsed = json_loadb (line, strlen (line), LOAD_FLAGS, NULL);
+  json_t *params = json_object_get (parsed, "params");
+  g_auto(McpRawCall) call = { 0 };
+
+  g_assert_true (mcp_raw_call_parse (line, strlen (line), &call));
+  g_assert_true (json_equal (call.id, json_object_get (parsed, "id")));
+  g_assert_cmpstr (call.name, ==, json_string_value (json_object_get (params, "name")));
+  if (arguments == NULL)
+    g_assert_null (call.arguments);
+  else
+    {
+      g_autoptr(json_t) raw = json_loadb (call.arguments, call.arguments_length, LOAD_FLAGS, NULL);
+
+      g_assert_cmpmem (call.arguments, call.arguments_length, arguments, strlen (arguments));
+      g_assert_true (json_equal (raw, json_object_get (params, "arguments")));
+    }
+}
+
+static void
+assert_not_raw_call (const char *line)
+{
+  McpRawCall call = { 0 };
+
+  g_assert_false (mcp_raw_call_parse (line, strlen (line), &call));
+  g_assert_null (call.id);
+  g_assert_null (call.name);
+}
+
+static void
+test_raw_call (void)
+{
+  assert_raw_call ("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"s__echo\",\"arguments\":{\"message\":\"hi\"}}}",
+                   "{\"message\":\"hi\"}");
+  /* Kept as written: spaces, escapes, numbers Jansson would write
+   * otherwise, nesting. */
+  assert_raw_call (" { \"params\" : { \"arguments\" : { \"n\" : 1.0e5, \"s\": \"\\u00e9\\n\", \"a\": [ {} ] } ,"
+                   " \"name\" : \"x\" } , \"method\" : \"tools/call\" , \"id\" : \"abc\" } ",
+                   "{ \"n\" : 1.0e5, \"s\": \"\\u00e9\\n\", \"a\": [ {} ] }");
+  /* No arguments; an escaped name; members the request path ignores. */
+  assert_raw_call ("{\"id\":-3,\"method\":\"tools/call\",\"params\":{\"name\":\"a\\u0062c\"},\"extra\":[1]}",
+                   NULL);
+
+  /* Anything else is left to the parsed path. */
+  assert_not_raw_call ("{\"id\":1,\"method\":\"tools/list\",\"params\":{\"name\":\"x\"}}");
+  assert_not_raw_call ("{\"id\":1,\"method\":\"tools\\/call\",\"params\":{\"name\":\"x\"}}");
+  assert_not_raw_call ("{\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}");
+  assert_not_raw_call ("{\"id\":null,\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}");
+  assert_not_raw_call ("{\"id\":1.5,\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}");
+  assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\"}");
+  assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":[\"x\"]}");
+  assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"arguments\":{}}}");
+  assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":7}}");
+  assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":[]}}");
+  assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{},"
+                       "\"_meta\":{\"progressToken\":1}}}");
+  assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"task\":{}}}");
+  assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{}}");
+  assert_not_raw_call ("[{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}]");
+  assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{\"\\u0000\":1}}}");
+}
+
+/* A request spliced around params that are JSON text is the request
+ * Jansson would have written. */
+static void
+test_splice_request (void)
+{
+  const char *params = "{\"name\":\"x\",\"arguments\":{\"n\": 1.0e5}}";
+  json_int_t ids[] = { 0, 7, -12, G_MAXINT64, G_MININT64 };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (ids); i++)
+    {
+      g_autoptr(GBytes) line = mcp_jsonrpc_splice_request (ids[i], "tools/call", params, strlen (params));
+      g_autoptr(json_t) parsed_params = json_loads (params, 0, NULL);
+      g_autoptr(json_t) expected = mcp_jsonrpc_request_new (ids[i], "tools/call", parsed_params);
+      g_autoptr(json_t) spliced = NULL;
+      gsize length;
+      const char *text = g_bytes_get_data (line, &length);
+
+      g_assert_cmpint (text[length - 1], ==, '\n');
+      g_assert_null (memchr (text, '\n', length - 1));
+      g_assert_nonnull (g_strstr_len (text, length, params));
+      spliced = json_loadb (text, length - 1, 0, NULL);
+      g_assert_true (json_equal (spliced, expected));
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -435,5 +531,7 @@ main (int argc, char **argv)
   g_test_add_func ("/raw-response/splice", test_splice);
   g_test_add_func ("/raw-response/parse", test_raw_response);
   g_test_add_func ("/raw-response/sniff", test_sniff);
+  g_test_add_func ("/raw-call/parse", test_raw_call);
+  g_test_add_func ("/raw-call/splice-request", test_splice_request);
   return g_test_run ();
 }

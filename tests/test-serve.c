@@ -459,6 +459,43 @@ test_proxy_call (Fixture       *fixture,
       }
 }
 
+/* A warm tools/call of the usual shape reaches the server with its
+ * arguments as the client wrote them (mcp-raw-call.h): nothing parses
+ * and encodes them on the way.  One with a progress token is parsed, and
+ * the server gets serve's own token. */
+static void
+test_proxy_arguments_as_sent (Fixture       *fixture,
+                              gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  const char *arguments = "{\"n\": 1.0e5, \"s\": \"\\u00e9\", \"a\": [ ]}";
+  g_autoptr(json_t) warm_up = call_tool (client, "one__echo", json_pack ("{s:s}", "message", "1"));
+  g_autofree char *line = g_strdup_printf ("{\"jsonrpc\":\"2.0\",\"id\":900,\"method\":\"tools/call\","
+                                           "\"params\":{\"name\":\"one__request_line\",\"arguments\":%s}}",
+                                           arguments);
+  g_autofree char *expected = g_strdup_printf ("\"arguments\":%s", arguments);
+  g_autofree char *with_token = g_strdup_printf ("{\"jsonrpc\":\"2.0\",\"id\":901,\"method\":\"tools/call\","
+                                                 "\"params\":{\"name\":\"one__request_line\",\"arguments\":%s,"
+                                                 "\"_meta\":{\"progressToken\":\"mine\"}}}", arguments);
+  g_autoptr(json_t) reply = NULL;
+  g_autoptr(json_t) parsed = NULL;
+  const char *seen;
+
+  assert_result (warm_up, FALSE, "Echo: 1", NULL);
+  test_client_send_line (client, line);
+  reply = test_client_read_reply (client, 900);
+  seen = test_result_text (json_object_get (reply, "result"));
+  g_assert_nonnull (strstr (seen, expected));
+  g_assert_nonnull (strstr (seen, "\"name\":\"request_line\""));
+
+  test_client_send_line (client, with_token);
+  parsed = test_client_read_reply (client, 901);
+  seen = test_result_text (json_object_get (parsed, "result"));
+  g_assert_null (strstr (seen, expected));
+  g_assert_null (strstr (seen, "mine"));
+  g_assert_nonnull (strstr (seen, "\"progressToken\":"));
+}
+
 /* A warm call makes no thread hop: once the server is started, its calls
  * are read, sent, answered and written by the main thread alone, so the
  * other threads of serve do not run meanwhile. */
@@ -1555,6 +1592,7 @@ main (int argc, char **argv)
   ADD ("/serve/gateway/bad-arguments", gateway_setup, test_gateway_bad_arguments);
   ADD ("/serve/proxy/names", proxy_names_setup, test_proxy_names);
   ADD ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
+  ADD ("/serve/proxy/arguments-as-sent", proxy_names_setup, test_proxy_arguments_as_sent);
   ADD ("/serve/warm/no-thread-hop", proxy_setup, test_warm_no_thread_hop);
   ADD ("/serve/warm/server-not-reading", proxy_setup, test_server_not_reading);
   ADD ("/serve/code/resources", code_setup, test_code_resources);

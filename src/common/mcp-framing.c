@@ -173,8 +173,13 @@ on_framed_line (const char *line,
   if (g_source_is_destroyed (&self->source))
     return;
 
-  if (self->line_funcs.on_response_line != NULL && mcp_raw_response_sniff (line, length) &&
-      self->line_funcs.on_response_line (line, length, self->user_data))
+  if (self->line_funcs.on_response_line != NULL && mcp_raw_response_sniff (line, length))
+    {
+      if (self->line_funcs.on_response_line (line, length, self->user_data))
+        return;
+    }
+  else if (self->line_funcs.on_request_line != NULL &&
+           self->line_funcs.on_request_line (line, length, self->user_data))
     return;
 
   message = mcp_jsonrpc_parse (line, length, &error);

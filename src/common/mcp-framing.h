@@ -78,6 +78,10 @@ typedef struct {
   McpStreamFunc       on_too_long;
   McpStreamFunc       on_closed;
   McpResponseLineFunc on_response_line;  /* may be NULL: every line is parsed */
+  /* May be NULL.  Any other line, offered before it is parsed, so that a
+   * request of a common shape can be routed unparsed (mcp-raw-call.h):
+   * TRUE if the callback took it, as on_response_line. */
+  McpResponseLineFunc on_request_line;
 } McpLineReaderFuncs;
 
 GSource *mcp_line_reader_new (int                        fd,

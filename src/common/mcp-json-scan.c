@@ -562,7 +562,8 @@ scanner_init (Scanner    *s,
   memset (s, 0, sizeof *s);
   s->text = (const guint8 *) text;
   s->length = length;
-  s->name = g_string_new (NULL);
+  /* Room for the names of a JSON-RPC message without growing. */
+  s->name = g_string_sized_new (32);
   s->stopped_at = -1;
 }
 
@@ -583,7 +584,8 @@ mcp_json_scan (const char  *text,
   Scanner s;
   gboolean ok;
 
-  scan->members = g_array_new (FALSE, FALSE, sizeof (McpJsonMember));
+  /* A JSON-RPC message has at most a handful. */
+  scan->members = g_array_sized_new (FALSE, FALSE, sizeof (McpJsonMember), 8);
   g_array_set_clear_func (scan->members, clear_member);
   scanner_init (&s, text, length);
   s.scan = scan;
@@ -637,4 +639,52 @@ mcp_json_scan_find_first (const char         *text,
   found = at (&s, '{') ? (scan_text (&s), s.stopped_at) : -1;
   scanner_clear (&s);
   return found;
+}
+
+/* A JSON integer that the scanner accepted: optional '-', digits, and a
+ * value that fits in json_int_t. */
+static gboolean
+is_plain_integer (const char *text,
+                  gsize       length)
+{
+  gsize i = text[0] == '-' ? 1 : 0;
+
+  if (i == length)
+    return FALSE;
+  for (; i < length; i++)
+    if (!g_ascii_isdigit (text[i]))
+      return FALSE;
+  return TRUE;
+}
+
+static json_int_t
+read_plain_integer (const char *text,
+                    gsize       length)
+{
+  gboolean negative = text[0] == '-';
+  guint64 magnitude = 0;
+
+  for (gsize i = negative ? 1 : 0; i < length; i++)
+    magnitude = magnitude * 10 + (guint64) (text[i] - '0');
+  /* In range, as the scanner checked: -(2^63) too. */
+  return negative ? (json_int_t) (0 - magnitude) : (json_int_t) magnitude;
+}
+
+json_t *
+mcp_json_scan_load (const char          *text,
+                    const McpJsonMember *member)
+{
+  const char *value;
+  gsize length;
+
+  if (member == NULL)
+    return NULL;
+  value = text + member->start;
+  length = member->end - member->start;
+  if (is_plain_integer (value, length))
+    return json_integer (read_plain_integer (value, length));
+  /* Valid UTF-8 with no control character, as the scanner checked. */
+  if (value[0] == '"' && memchr (value, '\\', length) == NULL)
+    return json_stringn_nocheck (value + 1, length - 2);
+  return json_loadb (value, length, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 }

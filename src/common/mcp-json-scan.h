@@ -22,6 +22,7 @@
 #pragma once
 
 #include <glib.h>
+#include <jansson.h>
 
 G_BEGIN_DECLS
 
@@ -64,6 +65,13 @@ const McpJsonMember *mcp_json_scan_lookup (McpJsonScan  *scan,
                                            const char   *name);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpJsonScan, mcp_json_scan_free)
+
+/* The value of @member (NULL: none) of a text that mcp_json_scan()
+ * accepted, as json_loadb() would read it.  An integer and a string
+ * without escapes, what ids and names are, are read here without
+ * Jansson's parser, whose set-up costs more than such a value. */
+json_t              *mcp_json_scan_load   (const char          *text,
+                                           const McpJsonMember *member);
 
 /* Reads an object's members only up to the first whose name is in
  * @names (NULL-terminated), without reading that member's value, and

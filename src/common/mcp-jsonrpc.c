@@ -23,24 +23,36 @@ mcp_jsonrpc_id_is_valid (json_t *id)
   return id != NULL && (json_is_integer (id) || json_is_string (id));
 }
 
-/* The key of an integer id, "i:" and its digits.  Written out by hand:
- * every warm call keys its id two or three times, and printf was a tenth
- * of serve's instructions on such a call. */
-char *
-mcp_jsonrpc_integer_id_key (json_int_t id)
+/* The decimal digits of @value, written backwards from @end by hand:
+ * every warm call writes and keys its id more than once, and printf was a
+ * tenth of serve's instructions on such a call.  Where they start. */
+#define INTEGER_DIGITS_MAX 20
+
+static char *
+write_integer (json_int_t  value,
+               char       *end)
 {
-  char text[2 + 20 + 1];
-  char *digit = text + sizeof text;
-  guint64 magnitude = id < 0 ? -(guint64) id : (guint64) id;
+  char *digit = end;
+  guint64 magnitude = value < 0 ? -(guint64) value : (guint64) value;
 
   do
     *--digit = (char) ('0' + magnitude % 10);
   while ((magnitude /= 10) > 0);
-  if (id < 0)
+  if (value < 0)
     *--digit = '-';
-  *--digit = ':';
-  *--digit = 'i';
-  return g_strndup (digit, text + sizeof text - digit);
+  return digit;
+}
+
+/* The key of an integer id, "i:" and its digits. */
+char *
+mcp_jsonrpc_integer_id_key (json_int_t id)
+{
+  char text[2 + INTEGER_DIGITS_MAX];
+  char *start = write_integer (id, text + sizeof text) - 2;
+
+  start[0] = 'i';
+  start[1] = ':';
+  return g_strndup (start, text + sizeof text - start);
 }
 
 /* A hashable key for an id that keeps 5 and "5" apart.  A string id is
@@ -344,17 +356,54 @@ mcp_jsonrpc_splice_reply (json_t     *id,
                           const char *raw_result,
                           gsize       length)
 {
-  g_autofree char *id_text = json_dumps (id != NULL ? id : json_null (), JSON_COMPACT | JSON_ENCODE_ANY);
   static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
   static const char middle[] = ",\"result\":";
-  GString *line;
+  char digits[INTEGER_DIGITS_MAX];
+  g_autofree char *id_text = NULL;
+  GString *line = g_string_sized_new (sizeof head + INTEGER_DIGITS_MAX + sizeof middle + length + 2);
 
-  g_return_val_if_fail (id_text != NULL, NULL);
-  line = g_string_sized_new (sizeof head + strlen (id_text) + sizeof middle + length + 2);
   g_string_append_len (line, head, sizeof head - 1);
-  g_string_append (line, id_text);
+  if (json_is_integer (id))
+    {
+      char *start = write_integer (json_integer_value (id), digits + sizeof digits);
+
+      g_string_append_len (line, start, digits + sizeof digits - start);
+    }
+  else
+    {
+      id_text = json_dumps (id != NULL ? id : json_null (), JSON_COMPACT | JSON_ENCODE_ANY);
+      g_string_append (line, id_text);
+    }
   g_string_append_len (line, middle, sizeof middle - 1);
   g_string_append_len (line, raw_result, length);
+  g_string_append_len (line, "}\n", 2);
+  return g_string_free_to_bytes (line);
+}
+
+/* The request line of id @id for @method (a plain name, which needs no
+ * escape) whose params are already JSON text, as mcp_jsonrpc_request_new()
+ * and mcp_jsonrpc_to_line() would write it.  @raw_params must be one JSON
+ * object without a newline. */
+GBytes *
+mcp_jsonrpc_splice_request (json_int_t  id,
+                            const char *method,
+                            const char *raw_params,
+                            gsize       length)
+{
+  static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
+  static const char method_head[] = ",\"method\":\"";
+  static const char params_head[] = "\",\"params\":";
+  char digits[INTEGER_DIGITS_MAX];
+  char *start = write_integer (id, digits + sizeof digits);
+  GString *line = g_string_sized_new (sizeof head + INTEGER_DIGITS_MAX + sizeof method_head + strlen (method) +
+                                      sizeof params_head + length + 2);
+
+  g_string_append_len (line, head, sizeof head - 1);
+  g_string_append_len (line, start, digits + sizeof digits - start);
+  g_string_append_len (line, method_head, sizeof method_head - 1);
+  g_string_append (line, method);
+  g_string_append_len (line, params_head, sizeof params_head - 1);
+  g_string_append_len (line, raw_params, length);
   g_string_append_len (line, "}\n", 2);
   return g_string_free_to_bytes (line);
 }

@@ -86,6 +86,10 @@ gboolean       mcp_jsonrpc_write_line    (int           fd,
 GBytes        *mcp_jsonrpc_splice_reply  (json_t       *id,
                                           const char   *raw_result,
                                           gsize         length);
+GBytes        *mcp_jsonrpc_splice_request (json_int_t   id,
+                                           const char  *method,
+                                           const char  *raw_params,
+                                           gsize        length);
 
 const char    *mcp_json_get_string       (json_t       *object,
                                           const char   *key);

@@ -24,13 +24,6 @@ struct _McpRawResponse {
   gsize            result_end;
 };
 
-static json_t *
-load_member (const char          *line,
-             const McpJsonMember *member)
-{
-  return member != NULL ? json_loadb (line + member->start, member->end - member->start, LOAD_FLAGS, NULL) : NULL;
-}
-
 static McpRawResponse *
 not_a_response (GError **error)
 {
@@ -68,8 +61,8 @@ mcp_raw_response_parse (const char  *line,
     return not_a_response (error);
 
   /* As mcp_jsonrpc_classify(): an id, and a result or an error object. */
-  id = load_member (line, mcp_json_scan_lookup (scan, "id"));
-  remote_error = load_member (line, mcp_json_scan_lookup (scan, "error"));
+  id = mcp_json_scan_load (line, mcp_json_scan_lookup (scan, "id"));
+  remote_error = mcp_json_scan_load (line, mcp_json_scan_lookup (scan, "error"));
   result = mcp_json_scan_lookup (scan, "result");
   if (!(mcp_jsonrpc_id_is_valid (id) || json_is_null (id)) ||
       (result == NULL && !json_is_object (remote_error)))

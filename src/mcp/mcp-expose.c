@@ -721,8 +721,13 @@ mcp_expose_call_tool_warm (McpExpose             *expose,
   if ((expose->flags & MCP_EXPOSE_GATEWAY) && g_str_equal (name, "call_tool"))
     {
       const char *asked_server, *asked_tool;
-      g_autoptr(json_t) failure = gateway_call_target (arguments, &call_options, &asked_server,
-                                                       &asked_tool, &tool_arguments, &call_options);
+      g_autoptr(json_t) failure = NULL;
+
+      /* The gateway reads its arguments: they come parsed. */
+      if (call_options.arguments_text != NULL)
+        return FALSE;
+      failure = gateway_call_target (arguments, &call_options, &asked_server, &asked_tool,
+                                     &tool_arguments, &call_options);
 
       /* The blocking call answers with the same failure. */
       if (failure != NULL)

@@ -69,8 +69,9 @@ json_t    *mcp_expose_call_tool      (McpExpose             *expose,
  * TRUE; @callback then gets the result on the pool's context, failures
  * given as isError results as mcp_expose_call_tool() gives them (its
  * error is always NULL), or, if @options->raw_reply is set, a result as
- * the server sent it (no exposure rewrites a server's result).  FALSE:
- * call mcp_expose_call_tool() on a worker. */
+ * the server sent it (no exposure rewrites a server's result).  With
+ * @options->arguments_text, only a proxied tool is taken.  FALSE: call
+ * mcp_expose_call_tool() on a worker. */
 gboolean   mcp_expose_call_tool_warm (McpExpose             *expose,
                                       const char            *name,
                                       json_t                *arguments,

@@ -231,3 +231,27 @@ mcp_upstream_handle_request_warm (McpExpose       *expose,
   warm_request_free (warm);
   return FALSE;
 }
+
+gboolean
+mcp_upstream_call_raw_warm (McpExpose            *expose,
+                            const McpRawCall     *call,
+                            gint64                timeout_ms,
+                            GCancellable         *cancellable,
+                            McpUpstreamReplyFunc  callback,
+                            gpointer              user_data)
+{
+  McpCallOptions options = {
+    .timeout_ms = timeout_ms, .cancellable = cancellable, .raw_reply = on_warm_raw_result,
+    .arguments_text = call->arguments != NULL ? call->arguments : "{}",
+    .arguments_length = call->arguments != NULL ? call->arguments_length : 2,
+  };
+  WarmRequest *warm = g_new0 (WarmRequest, 1);
+
+  warm->id = json_incref (call->id);
+  warm->callback = callback;
+  warm->user_data = user_data;
+  if (mcp_expose_call_tool_warm (expose, call->name, NULL, &options, on_warm_result, warm))
+    return TRUE;
+  warm_request_free (warm);
+  return FALSE;
+}

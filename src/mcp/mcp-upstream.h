@@ -13,6 +13,8 @@
 #include <gio/gio.h>
 #include <jansson.h>
 
+#include "common/mcp-raw-call.h"
+
 #include "mcp/mcp-expose.h"
 
 G_BEGIN_DECLS
@@ -57,5 +59,15 @@ json_t  *mcp_upstream_error_reply     (json_t          *id,
                                        int              code,
                                        const char      *format,
                                        ...) G_GNUC_PRINTF (3, 4);
+
+/* mcp_upstream_handle_request_warm() of a tools/call read raw
+ * (mcp-raw-call.h), whose arguments go to the server unparsed.  FALSE:
+ * parse the line and go the usual way. */
+gboolean mcp_upstream_call_raw_warm (McpExpose            *expose,
+                                     const McpRawCall     *call,
+                                     gint64                timeout_ms,
+                                     GCancellable         *cancellable,
+                                     McpUpstreamReplyFunc  callback,
+                                     gpointer              user_data);
 
 G_END_DECLS

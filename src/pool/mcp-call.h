@@ -51,6 +51,11 @@ typedef struct {
   McpProgressFunc  progress;     /* asks the server for progress when set */
   gpointer         progress_data;
   McpRawReplyFunc  raw_reply;    /* asynchronous calls: may take a raw result */
+  /* mcp_pool_call_tool_warm(): the arguments as the JSON text of an object
+   * (mcp-raw-call.h), passed on unparsed in place of its @arguments; NULL:
+   * those.  Not with progress. */
+  const char      *arguments_text;
+  gsize            arguments_length;
 } McpCallOptions;
 
 /* TRUE for failures after which a session cannot be trusted (a timeout,

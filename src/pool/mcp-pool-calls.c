@@ -9,6 +9,8 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include <glib/gi18n-lib.h>
 
 #include "common/mcp-jsonrpc.h"
@@ -36,6 +38,39 @@ tools_call_params (const char *tool,
   return arguments != NULL
          ? json_pack ("{s:s, s:O}", "name", tool, "arguments", arguments)
          : json_pack ("{s:s, s:{}}", "name", tool, "arguments");
+}
+
+/* The same as JSON text, around arguments that are JSON text already.
+ * A tool's name is mostly letters; one that needs escapes is encoded by
+ * Jansson. */
+static GString *
+tools_call_params_text (const char *tool,
+                        const char *arguments,
+                        gsize       arguments_length)
+{
+  GString *text = g_string_sized_new (arguments_length + strlen (tool) + 32);
+  gboolean plain = TRUE;
+
+  for (const char *c = tool; *c != '\0' && plain; c++)
+    plain = *c != '"' && *c != '\\' && (guchar) *c >= 0x20;
+  g_string_append (text, "{\"name\":");
+  if (plain)
+    {
+      g_string_append_c (text, '"');
+      g_string_append (text, tool);
+      g_string_append_c (text, '"');
+    }
+  else
+    {
+      g_autoptr(json_t) name = json_string (tool);
+      g_autofree char *encoded = json_dumps (name, JSON_ENCODE_ANY);
+
+      g_string_append (text, encoded);
+    }
+  g_string_append (text, ",\"arguments\":");
+  g_string_append_len (text, arguments, arguments_length);
+  g_string_append_c (text, '}');
+  return text;
 }
 
 /* The timeout of a call to @entry's server: the caller's, or the server's
@@ -185,8 +220,16 @@ mcp_pool_call_tool_warm (McpPool               *pool,
   call->user_data = user_data;
   if (call->raw_reply != NULL)
     call_options.raw_reply = on_warm_raw_reply;
-  params = tools_call_params (tool, arguments);
   /* Never replayed: a crash mid-call may already have had effects. */
+  if (call_options.arguments_text != NULL)
+    {
+      g_autoptr(GString) text = tools_call_params_text (tool, call_options.arguments_text,
+                                                        call_options.arguments_length);
+
+      mcp_session_call_raw_async (session, "tools/call", text->str, text->len, &call_options, on_warm_reply, call);
+      return TRUE;
+    }
+  params = tools_call_params (tool, arguments);
   mcp_session_call_async (session, "tools/call", params, &call_options, on_warm_reply, call);
   return TRUE;
 }

@@ -549,21 +549,20 @@ request_message (json_int_t   id,
   return mcp_jsonrpc_request_new (id, method, copy);
 }
 
-/* Registers and sends a request that ends by @deadline (monotonic µs). */
-static void
-request_async (McpSession            *session,
-               const char            *method,
-               json_t                *params,
-               gint64                 deadline,
-               const McpCallOptions  *options,
-               McpReplyFunc           callback,
-               gpointer               user_data)
+/* Registers a request that ends by @deadline (monotonic µs): TRUE with
+ * its id, which the caller sends it with; FALSE if the session is closed,
+ * and the request completes with that error. */
+static gboolean
+register_request (McpSession            *session,
+                  const char            *method,
+                  gint64                 deadline,
+                  const McpCallOptions  *options,
+                  McpReplyFunc           callback,
+                  gpointer               user_data,
+                  json_int_t            *id)
 {
   PendingRequest *request = g_new0 (PendingRequest, 1);
-  g_autoptr(json_t) message = NULL;
   gint64 timeout_ms = MAX (0, (deadline - g_get_monotonic_time ()) / G_TIME_SPAN_MILLISECOND);
-  gboolean wants_progress = options != NULL && options->progress != NULL;
-  json_int_t id;
 
   request->session = mcp_session_ref (session);
   request->method = g_strdup (method);
@@ -585,10 +584,10 @@ request_async (McpSession            *session,
       request->error = g_error_copy (session->close_reason);
       g_mutex_unlock (&session->lock);
       complete_later (request);
-      return;
+      return FALSE;
     }
-  id = request->id = session->next_id++;
-  request->key = mcp_jsonrpc_integer_id_key (id);
+  *id = request->id = session->next_id++;
+  request->key = mcp_jsonrpc_integer_id_key (request->id);
   g_hash_table_insert (session->pending, request->key, request);
   /* Set up under the lock: nothing can complete (and free) the request
    * before its timeout and cancellation are in place.  The cancel handler
@@ -600,10 +599,28 @@ request_async (McpSession            *session,
     request->cancel_handler = g_cancellable_connect (request->cancellable, G_CALLBACK (on_cancelled),
                                                      request, NULL);
   g_mutex_unlock (&session->lock);
+  /* The request may be complete already (the session closed meanwhile):
+   * the caller uses only the id.  A failed send closes the session, which
+   * completes the request. */
+  return TRUE;
+}
 
-  /* @request may be complete already (the session closed meanwhile): only
-   * local values from here on.  A failed send closes the session, which
-   * completes this request. */
+/* Registers and sends a request that ends by @deadline (monotonic µs). */
+static void
+request_async (McpSession            *session,
+               const char            *method,
+               json_t                *params,
+               gint64                 deadline,
+               const McpCallOptions  *options,
+               McpReplyFunc           callback,
+               gpointer               user_data)
+{
+  g_autoptr(json_t) message = NULL;
+  gboolean wants_progress = options != NULL && options->progress != NULL;
+  json_int_t id;
+
+  if (!register_request (session, method, deadline, options, callback, user_data, &id))
+    return;
   message = request_message (id, method, params, wants_progress);
   send_message (session, message, NULL);
 }
@@ -614,6 +631,15 @@ deadline_after_ms (gint64 timeout_ms)
   return g_get_monotonic_time () + timeout_ms * G_TIME_SPAN_MILLISECOND;
 }
 
+/* When a call with @options ends: its timeout, or the server's. */
+static gint64
+call_deadline (McpSession           *session,
+               const McpCallOptions *options)
+{
+  return deadline_after_ms (options != NULL && options->timeout_ms > 0 ? options->timeout_ms
+                                                                      : session->config->call_timeout_ms);
+}
+
 void
 mcp_session_call_async (McpSession            *session,
                         const char            *method,
@@ -622,10 +648,28 @@ mcp_session_call_async (McpSession            *session,
                         McpReplyFunc           callback,
                         gpointer               user_data)
 {
-  gint64 timeout_ms = options != NULL && options->timeout_ms > 0 ? options->timeout_ms
-                                                                : session->config->call_timeout_ms;
+  request_async (session, method, params, call_deadline (session, options), options, callback, user_data);
+}
 
-  request_async (session, method, params, deadline_after_ms (timeout_ms), options, callback, user_data);
+void
+mcp_session_call_raw_async (McpSession            *session,
+                            const char            *method,
+                            const char            *params,
+                            gsize                  params_length,
+                            const McpCallOptions  *options,
+                            McpReplyFunc           callback,
+                            gpointer               user_data)
+{
+  g_autoptr(GBytes) line = NULL;
+  json_int_t id;
+
+  g_return_if_fail (options == NULL || options->progress == NULL);
+  if (!register_request (session, method, call_deadline (session, options), options, callback, user_data, &id))
+    return;
+  line = mcp_jsonrpc_splice_request (id, method, params, params_length);
+  /* As send_message(): a failure closes the session, which completes the
+   * request. */
+  mcp_transport_send_line (session->transport, line, NULL);
 }
 
 /* Waiting for a request */

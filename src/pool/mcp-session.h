@@ -83,6 +83,16 @@ void        mcp_session_call_async     (McpSession      *session,
                                         const McpCallOptions *options,
                                         McpReplyFunc     callback,
                                         gpointer         user_data);
+/* Any thread: mcp_session_call_async() with @params (@params_length
+ * bytes) as JSON text, an object, sent as it is: the caller vouches that
+ * it is valid JSON.  Without progress (@options->progress NULL). */
+void        mcp_session_call_raw_async (McpSession      *session,
+                                        const char      *method,
+                                        const char      *params,
+                                        gsize            params_length,
+                                        const McpCallOptions *options,
+                                        McpReplyFunc     callback,
+                                        gpointer         user_data);
 /* Any thread but the context's; mcp_session_call_async() waited for.
  * Returns the `result` member of the reply. */
 json_t     *mcp_session_call           (McpSession      *session,

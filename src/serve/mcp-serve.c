@@ -261,13 +261,14 @@ handle_notification (McpServe *serve,
     }
 }
 
-/* Registers the request, so that notifications/cancelled can find it. */
-static gboolean
-start_request (McpServe *serve,
-               json_t   *request)
+/* Registers a request by its @id, so that notifications/cancelled can
+ * find it: the cancellable it is to be made with, which lives while it is
+ * in flight; or NULL, with the refusal queued. */
+static GCancellable *
+register_request (McpServe *serve,
+                  json_t   *id)
 {
-  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (request, "id"));
-  json_t *id = json_object_get (request, "id");
+  g_autofree char *key = mcp_jsonrpc_id_key (id);
   guint max_pending = serve->options.max_pending > 0 ? serve->options.max_pending
                                                      : MCP_SERVE_MAX_PENDING_DEFAULT;
   guint pending;
@@ -303,14 +304,34 @@ start_request (McpServe *serve,
   g_mutex_unlock (&serve->lock);
 
   if (refusal != NULL)
-    {
-      queue_message (serve, refusal, FALSE);
-      return FALSE;
-    }
+    queue_message (serve, refusal, FALSE);
+  return cancellable;
+}
+
+/* Undoes register_request() for a request that was not started. */
+static void
+unregister_request (McpServe *serve,
+                    json_t   *id)
+{
+  g_autofree char *key = mcp_jsonrpc_id_key (id);
+
+  g_mutex_lock (&serve->lock);
+  g_hash_table_remove (serve->in_flight, key);
+  g_mutex_unlock (&serve->lock);
+}
+
+static void
+start_request (McpServe *serve,
+               json_t   *request)
+{
+  json_t *id = json_object_get (request, "id");
+  GCancellable *cancellable = register_request (serve, id);
+
+  if (cancellable == NULL)
+    return;
   /* The shared daemon, and a call of a warm server, are answered from
    * the main context; the rest (starts, listings, run_python) waits on a
-   * worker.  The cancellable lives while the request is in flight, which
-   * is as long as they need it. */
+   * worker. */
   if (serve->remote != NULL)
     {
       SharedRequest *shared = g_new (SharedRequest, 1);
@@ -322,7 +343,29 @@ start_request (McpServe *serve,
   else if (!mcp_upstream_handle_request_warm (serve->expose, request, 0, cancellable, queue_progress, serve,
                                               on_warm_reply, serve))
     g_thread_pool_push (serve->workers, json_incref (request), NULL);
-  return TRUE;
+}
+
+/* A line offered before it is parsed: a tools/call of the common shape
+ * for a warm server goes out with its arguments unparsed (mcp-raw-call.h);
+ * any other line is parsed and reaches on_input_message(). */
+static gboolean
+on_input_request_line (const char *line,
+                       gsize       length,
+                       gpointer    user_data)
+{
+  McpServe *serve = user_data;
+  g_auto(McpRawCall) call = { 0 };
+  GCancellable *cancellable;
+
+  /* The shared daemon is sent the request as it came. */
+  if (serve->remote != NULL || !mcp_raw_call_parse (line, length, &call))
+    return FALSE;
+  cancellable = register_request (serve, call.id);
+  if (cancellable == NULL ||
+      mcp_upstream_call_raw_warm (serve->expose, &call, 0, cancellable, on_warm_reply, serve))
+    return TRUE;
+  unregister_request (serve, call.id);
+  return FALSE;
 }
 
 static void
@@ -578,7 +621,8 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
                GError                   **error)
 {
   static const McpLineReaderFuncs input_funcs = {
-    on_input_message, on_input_noise, on_input_too_long, on_input_closed,
+    .on_message = on_input_message, .on_noise = on_input_noise, .on_too_long = on_input_too_long,
+    .on_closed = on_input_closed, .on_request_line = on_input_request_line,
   };
   static const McpOutputQueueFuncs output_funcs = { on_output_drained, on_output_broken };
   McpServe *serve;

@@ -89,26 +89,17 @@ held (gpointer data)
 /* Sending */
 
 static gboolean
-stdio_send (McpTransport  *transport,
-            json_t        *message,
-            GError       **error)
+stdio_send_line (McpTransport  *transport,
+                 GBytes        *line,
+                 GError       **error)
 {
   StdioTransport *self = (StdioTransport *) transport;
-  GBytes *line = mcp_jsonrpc_encode_line (message);
   gboolean sent = FALSE, open;
 
-  if (line == NULL)
-    {
-      g_set_error (error, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_CLOSED,
-                   _("A message to server “%s” could not be encoded as JSON"), self->config->name);
-      return FALSE;
-    }
   g_mutex_lock (&self->write_lock);
   open = self->output != NULL;
   if (open)
-    sent = mcp_output_queue_push (self->output, line);
-  else
-    g_bytes_unref (line);
+    sent = mcp_output_queue_push (self->output, g_bytes_ref (line));
   g_mutex_unlock (&self->write_lock);
 
   /* A queue that broke reports it through on_output_broken, on the
@@ -118,6 +109,23 @@ stdio_send (McpTransport  *transport,
                  open ? _("Could not send to server “%s”: it stopped reading") : _("Server “%s” is no longer running"),
                  self->config->name);
   return sent;
+}
+
+static gboolean
+stdio_send (McpTransport  *transport,
+            json_t        *message,
+            GError       **error)
+{
+  StdioTransport *self = (StdioTransport *) transport;
+  g_autoptr(GBytes) line = mcp_jsonrpc_encode_line (message);
+
+  if (line == NULL)
+    {
+      g_set_error (error, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_CLOSED,
+                   _("A message to server “%s” could not be encoded as JSON"), self->config->name);
+      return FALSE;
+    }
+  return stdio_send_line (transport, line, error);
 }
 
 /* On the context: the stream may be cut mid-line, so nothing more can go
@@ -494,6 +502,7 @@ static const McpOutputQueueFuncs output_funcs = {
 
 static const McpTransportClass stdio_class = {
   .send = stdio_send,
+  .send_line = stdio_send_line,
   .get_pid = stdio_get_pid,
   .dup_log_tail = stdio_dup_log_tail,
   .describe_end = stdio_describe_end,

@@ -4,6 +4,8 @@
 
 #include "transport/mcp-transport.h"
 
+#include "common/mcp-jsonrpc.h"
+
 #include "transport/mcp-http-transport.h"
 #include "transport/mcp-stdio-transport.h"
 
@@ -64,6 +66,21 @@ mcp_transport_send (McpTransport  *transport,
                     GError       **error)
 {
   return transport->klass->send (transport, message, error);
+}
+
+gboolean
+mcp_transport_send_line (McpTransport  *transport,
+                         GBytes        *line,
+                         GError       **error)
+{
+  gsize length;
+  const char *text = g_bytes_get_data (line, &length);
+  g_autoptr(json_t) message = NULL;
+
+  if (transport->klass->send_line != NULL)
+    return transport->klass->send_line (transport, line, error);
+  message = mcp_jsonrpc_parse (text, length, error);
+  return message != NULL && transport->klass->send (transport, message, error);
 }
 
 GPid

@@ -63,6 +63,8 @@ typedef struct {
 /* The functions of one kind of transport; see the wrappers below. */
 typedef struct {
   gboolean (*send)          (McpTransport *self, json_t *message, GError **error);
+  /* May be NULL: the line is parsed and given to send. */
+  gboolean (*send_line)     (McpTransport *self, GBytes *line, GError **error);
   GPid     (*get_pid)       (McpTransport *self);
   char    *(*dup_log_tail)  (McpTransport *self, gsize max_bytes);
   char    *(*describe_end)  (McpTransport *self, gint64 wait_us);
@@ -108,6 +110,11 @@ McpTransport *mcp_transport_new_for_config (McpServerConfig         *config,
  * yet waits in the transport.  A failure also closes the transport. */
 gboolean mcp_transport_send          (McpTransport *transport,
                                       json_t       *message,
+                                      GError      **error);
+/* Any thread: mcp_transport_send() of a message already encoded as one
+ * line of compact JSON with its newline, which the caller vouches for. */
+gboolean mcp_transport_send_line     (McpTransport *transport,
+                                      GBytes       *line,
                                       GError      **error);
 /* Any thread: the server's process id, 0 if it is not a local process. */
 GPid     mcp_transport_get_pid       (McpTransport *transport);

@@ -4,10 +4,11 @@
  * json_loadb (JSON_DECODE_ANY | JSON_ALLOW_NUL) accepts (the flags of
  * mcp_jsonrpc_parse()), call a "\u0000" in a member name what Jansson
  * calls it, and for an object report each member once, with a span that
- * Jansson reads as the value it kept for that name.  The one difference
- * the scanner documents, a NUL byte right after a number or literal that
- * Jansson skips, is turned into the space Jansson reads it as, and the
- * comparison goes on.  Any disagreement aborts.
+ * Jansson reads, and mcp_json_scan_load() loads, as the value it kept for
+ * that name.  The one difference the scanner documents, a NUL byte right
+ * after a number or literal that Jansson skips, is turned into the space
+ * Jansson reads it as, and the comparison goes on.  A line that mcp_raw_call_parse() takes must be,
+ * parsed, the tools/call it says it is.  Any disagreement aborts.
  */
 #include "config.h"
 
@@ -18,6 +19,7 @@
 
 #include "common/mcp-json-scan.h"
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-raw-call.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
@@ -77,12 +79,47 @@ check_members (const char  *text,
       if (spanned == NULL || !json_equal (spanned, expected))
         g_error ("The span of member “%s” is not its value: %.*s", member->name,
                  (int) MIN (member->end - member->start, 200), text + member->start);
+      g_clear_pointer (&spanned, json_decref);
+      spanned = mcp_json_scan_load (text, member);
+      if (spanned == NULL || !json_equal (spanned, expected))
+        g_error ("mcp_json_scan_load() of member “%s” is not its value: %.*s", member->name,
+                 (int) MIN (member->end - member->start, 200), text + member->start);
       for (int n = 0; first < 0 && names[n] != NULL; n++)
         if (strcmp (member->name, names[n]) == 0)
           first = n;
     }
   /* Members come in the order their names first appear. */
   g_assert_cmpint (mcp_json_scan_find_first (text, size, names), ==, first);
+}
+
+/* What a raw call holds is what the parsed request holds, and it takes
+ * only requests the warm path takes whole: params of a name and, maybe,
+ * an object of arguments. */
+static void
+check_raw_call (const char *text,
+                gsize       size,
+                json_t     *value)
+{
+  g_auto(McpRawCall) call = { 0 };
+  json_t *params;
+  json_t *arguments;
+  g_autoptr(json_t) raw_arguments = NULL;
+
+  if (!mcp_raw_call_parse (text, size, &call))
+    return;
+  params = json_object_get (value, "params");
+  arguments = json_object_get (params, "arguments");
+  g_assert_cmpint (mcp_jsonrpc_classify (value), ==, MCP_MESSAGE_REQUEST);
+  g_assert_cmpstr (mcp_json_get_string (value, "method"), ==, "tools/call");
+  g_assert_true (json_equal (call.id, json_object_get (value, "id")));
+  g_assert_cmpstr (call.name, ==, mcp_json_get_string (params, "name"));
+  g_assert_cmpuint (json_object_size (params), ==, 1 + (arguments != NULL));
+  g_assert_cmpint (call.arguments != NULL, ==, arguments != NULL);
+  if (arguments == NULL)
+    return;
+  g_assert_true (json_is_object (arguments));
+  raw_arguments = json_loadb (call.arguments, call.arguments_length, LOAD_FLAGS, NULL);
+  g_assert_true (json_equal (raw_arguments, arguments));
 }
 
 int
@@ -109,5 +146,6 @@ LLVMFuzzerTestOneInput (const uint8_t *data,
       return 0;
     }
   check_members (text, size, value, scan);
+  check_raw_call ((const char *) data, size, value);
   return 0;
 }

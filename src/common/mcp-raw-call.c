@@ -1,0 +1,81 @@
+/* mcp-raw-call.c — a tools/call request read without parsing it whole.
+ *
+ * What counts as a request follows mcp_jsonrpc_classify(), and what the
+ * warm path of a tools/call accepts follows mcp_upstream_handle_request_warm():
+ * a string method, a valid id, params an object with a string name and,
+ * if given, an object of arguments.
+ */
+#include "config.h"
+
+#include "common/mcp-raw-call.h"
+#include "common/mcp-json-scan.h"
+#include "common/mcp-jsonrpc.h"
+
+#include <string.h>
+
+/* @span, [start, end) of @text, is exactly the JSON string @expected
+ * (written without escapes, as every client writes "tools/call"). */
+static gboolean
+span_is_string (const char *text,
+                gsize       start,
+                gsize       end,
+                const char *expected)
+{
+  gsize length = strlen (expected);
+
+  return end - start == length + 2 && text[start] == '"' &&
+         memcmp (text + start + 1, expected, length) == 0;
+}
+
+gboolean
+mcp_raw_call_parse (const char *line,
+                    gsize       length,
+                    McpRawCall *call)
+{
+  g_autoptr(McpJsonScan) scan = mcp_json_scan (line, length, NULL, NULL);
+  g_autoptr(McpJsonScan) params_scan = NULL;
+  g_autoptr(json_t) id = NULL;
+  g_autoptr(json_t) name = NULL;
+  const McpJsonMember *method, *params, *id_member, *name_member, *arguments;
+
+  if (scan == NULL || !scan->is_object)
+    return FALSE;
+  method = mcp_json_scan_lookup (scan, "method");
+  params = mcp_json_scan_lookup (scan, "params");
+  if (method == NULL || !span_is_string (line, method->start, method->end, "tools/call") ||
+      params == NULL || line[params->start] != '{')
+    return FALSE;
+  id_member = mcp_json_scan_lookup (scan, "id");
+  id = mcp_json_scan_load (line, id_member);
+  if (!mcp_jsonrpc_id_is_valid (id))
+    return FALSE;
+
+  /* The params were validated with the line. */
+  params_scan = mcp_json_scan (line + params->start, params->end - params->start, NULL, NULL);
+  if (params_scan == NULL)
+    return FALSE;
+  name_member = mcp_json_scan_lookup (params_scan, "name");
+  arguments = mcp_json_scan_lookup (params_scan, "arguments");
+  if (name_member == NULL || params_scan->members->len != 1 + (arguments != NULL))
+    return FALSE;
+  if (arguments != NULL && line[params->start + arguments->start] != '{')
+    return FALSE;
+  name = mcp_json_scan_load (line + params->start, name_member);
+  if (!json_is_string (name))
+    return FALSE;
+
+  call->id = g_steal_pointer (&id);
+  call->name = g_strdup (json_string_value (name));
+  call->arguments = arguments != NULL ? line + params->start + arguments->start : NULL;
+  call->arguments_length = arguments != NULL ? arguments->end - arguments->start : 0;
+  return TRUE;
+}
+
+void
+mcp_raw_call_clear (McpRawCall *call)
+{
+  g_clear_pointer (&call->id, json_decref);
+  g_clear_pointer (&call->name, g_free);
+  call->arguments = NULL;
+  call->arguments_length = 0;
+}

@@ -1,0 +1,46 @@
+/* mcp-raw-call.h — a tools/call request read without parsing it whole.
+ *
+ * Most of what a client sends a warm pool is one shape of request:
+ *
+ *   {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+ *    "params": {"name": "server__tool", "arguments": {…}}}
+ *
+ * The pool routes it by id and name and hands the arguments to the server
+ * unchanged, so parsing them into Jansson values and encoding them again
+ * is work with no use: on a warm echo through `serve` it was 45 % of the
+ * instructions.  mcp_raw_call_parse() validates the whole line in one scan
+ * (mcp-json-scan.h), parses only the id and the name, and keeps the
+ * arguments as a span of the line.
+ *
+ * Only that shape is taken: params with anything more (a _meta with a
+ * progress token, a task) or less (no name) are declined, and the caller
+ * parses the line as usual, so that a line taken raw means exactly what it
+ * would have meant parsed.
+ *
+ * Pure functions with no state; any thread.
+ */
+#pragma once
+
+#include <glib.h>
+#include <jansson.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  json_t     *id;                /* an integer or a string */
+  char       *name;              /* the tool, decoded */
+  const char *arguments;         /* the arguments object's text, inside the line; NULL: none given */
+  gsize       arguments_length;
+} McpRawCall;
+
+/* TRUE and @call filled in (clear it with mcp_raw_call_clear()) if @line
+ * is a tools/call of the shape above; FALSE, with @call untouched, for
+ * any other line, valid or not. */
+gboolean mcp_raw_call_parse (const char *line,
+                             gsize       length,
+                             McpRawCall *call);
+void     mcp_raw_call_clear (McpRawCall *call);
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (McpRawCall, mcp_raw_call_clear)
+
+G_END_DECLS
