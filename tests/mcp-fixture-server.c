@@ -33,6 +33,8 @@
  *   --protocol-version V       answer initialize with protocol version V
  *   --page-size N              paginate tools/list, N tools per page
  *   --extra-tools N            add N tools named dummy_0 ... dummy_<N-1>
+ *   --prompts                  offer prompts: "greet" {name} ("Hello, <name>"),
+ *                              and "plain" (no arguments); listed two per page
  *   --help                     show usage and exit
  *
  * Tools:
@@ -103,7 +105,7 @@ static struct
 {
   int noise, fail_start, hang_start, ignore_sigterm, ignore_eof, grandchild;
   int notify_before_init, list_changed_after_init, ping_client, notification_flood;
-  int list_changed_flood;
+  int list_changed_flood, prompts;
   long long crash_after, crash_on_list, stderr_flood, slow_start_ms, page_size, extra_tools;
   const char *protocol_version;
   const char *fail_start_if_exists;
@@ -939,11 +941,51 @@ handle_initialize (json_t *id, json_t *params)
   if (opts.notify_before_init)
     send_list_changed ();
 
-  send_result (id, json_pack ("{s:s, s:{s:{s:b}}, s:{s:s, s:s}}",
+  send_result (id, json_pack ("{s:s, s:{s:{s:b}, s:o*}, s:{s:s, s:s}}",
                               "protocolVersion", version,
                               "capabilities", "tools", "listChanged", 1,
+                              "prompts", opts.prompts ? json_object () : NULL,
                               "serverInfo", "name", FIXTURE_NAME,
                               "version", FIXTURE_VERSION));
+}
+
+/* --prompts: two pages, so that a client must follow the cursor. */
+static void
+handle_prompts_list (json_t *id, json_t *params)
+{
+  const char *cursor = json_string_value (json_object_get (params, "cursor"));
+
+  if (cursor == NULL)
+    send_result (id, json_pack ("{s:[{s:s, s:s, s:[{s:s, s:s, s:b}]}], s:s}",
+                                "prompts", "name", "greet", "description", "Greet someone.",
+                                "arguments", "name", "name", "description", "Whom to greet",
+                                "required", 1, "nextCursor", "page-2"));
+  else if (strcmp (cursor, "page-2") == 0)
+    send_result (id, json_pack ("{s:[{s:s, s:s, s:{s:s}}]}", "prompts", "name", "plain",
+                                "description", "A prompt without arguments.",
+                                "_meta", "note", "kept"));
+  else
+    send_error (id, INVALID_PARAMS, "unknown cursor: %s", cursor);
+}
+
+static void
+handle_prompts_get (json_t *id, json_t *params)
+{
+  const char *prompt = json_string_value (json_object_get (params, "name"));
+  const char *who = json_string_value (json_object_get (json_object_get (params, "arguments"), "name"));
+  char text[256];
+
+  if (prompt != NULL && strcmp (prompt, "plain") == 0)
+    snprintf (text, sizeof text, "A plain prompt.");
+  else if (prompt != NULL && strcmp (prompt, "greet") == 0 && who != NULL)
+    snprintf (text, sizeof text, "Hello, %.200s", who);
+  else
+    {
+      send_error (id, INVALID_PARAMS, "no prompt %s with those arguments", prompt ? prompt : "(none)");
+      return;
+    }
+  send_result (id, json_pack ("{s:s, s:[{s:s, s:{s:s, s:s}}]}", "description", prompt, "messages",
+                              "role", "user", "content", "type", "text", "text", text));
 }
 
 static void *
@@ -1100,6 +1142,10 @@ handle_message (json_t *msg)
     }
   else if (strcmp (name, "tools/call") == 0)
     handle_tools_call (msg);
+  else if (opts.prompts && strcmp (name, "prompts/list") == 0)
+    handle_prompts_list (id, params);
+  else if (opts.prompts && strcmp (name, "prompts/get") == 0)
+    handle_prompts_get (id, params);
   else
     send_error (id, METHOD_NOT_FOUND, "method not found: %s", name);
 }
@@ -1196,7 +1242,7 @@ static const char usage_text[] =
   "  --ignore-sigterm  --ignore-eof  --note-file PATH\n"
   "  --grandchild  --notify-before-init  --list-changed-after-init\n"
   "  --list-changed-flood\n"
-  "  --ping-client  --protocol-version V  --page-size N  --extra-tools N\n"
+  "  --ping-client  --protocol-version V  --page-size N  --extra-tools N  --prompts\n"
   "  --help\n\n"
   "Tools: echo, sleep, crash, hang, huge, progress, notify_list_changed, stop_reading,\n"
   "stats, fail, tool_error, stderr, ask_client, elicit, request_line, dummy_<i>.\n"
@@ -1220,6 +1266,7 @@ static const struct option long_options[] = {
   { "list-changed-after-init", no_argument, &opts.list_changed_after_init,
     1 },
   { "list-changed-flood", no_argument, &opts.list_changed_flood, 1 },
+  { "prompts", no_argument, &opts.prompts, 1 },
   { "ping-client", no_argument, &opts.ping_client, 1 },
   { "protocol-version", required_argument, NULL, 'v' },
   { "page-size", required_argument, NULL, 'p' },

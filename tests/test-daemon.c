@@ -71,6 +71,7 @@ typedef struct {
 static const Setup plain = { "--idle-timeout=600", "" };
 static const Setup quick_idle = { "--idle-timeout=1", "" };
 static const Setup with_grandchild = { "--idle-timeout=600", "\"--grandchild\"" };
+static const Setup with_prompts = { "--idle-timeout=600", "\"--prompts\"" };
 
 static const char *
 poold_path (void)
@@ -827,6 +828,9 @@ test_same_answers (Fixture       *fixture,
     "{\"method\": \"tools/call\", \"params\": {}}",
     "{\"method\": \"resources/list\"}",
     "{\"method\": \"resources/read\", \"params\": {\"uri\": \"mcp-pool://nothing\"}}",
+    "{\"method\": \"prompts/list\"}",
+    "{\"method\": \"prompts/get\", \"params\": {\"name\": \"fix__greet\", \"arguments\": {\"name\": \"Ada\"}}}",
+    "{\"method\": \"prompts/get\", \"params\": {\"name\": \"fix__nope\"}}",
     "{\"method\": \"no/such/method\"}",
   };
   TestClient *local = start_client (fixture, FALSE, "code,gateway,proxy");
@@ -863,6 +867,13 @@ test_same_answers (Fixture       *fixture,
                                                                            "content"), 0), "text");
 
           g_assert_cmpmem (json_string_value (text), json_string_length (text), "Echo: a\0b", 9);
+        }
+      if (strstr (requests[i], "fix__greet") != NULL)
+        {
+          /* The prompt came from the server, through the daemon's proxy. */
+          json_t *message = json_array_get (json_object_get (json_object_get (answers[1], "result"), "messages"), 0);
+
+          g_assert_cmpstr (mcp_json_get_string (json_object_get (message, "content"), "text"), ==, "Hello, Ada");
         }
       json_decref (answers[0]);
       json_decref (answers[1]);
@@ -1439,7 +1450,7 @@ main (int    argc,
   g_test_add ("/daemon/two-clients-one-server", Fixture, &plain, fixture_set_up,
               test_two_clients_one_server, fixture_tear_down);
   g_test_add ("/daemon/config-changes", Fixture, &plain, fixture_set_up, test_config_changes, fixture_tear_down);
-  g_test_add ("/daemon/same-answers", Fixture, &plain, fixture_set_up, test_same_answers, fixture_tear_down);
+  g_test_add ("/daemon/same-answers", Fixture, &with_prompts, fixture_set_up, test_same_answers, fixture_tear_down);
   g_test_add ("/daemon/signals", Fixture, &plain, fixture_set_up, test_signals, fixture_tear_down);
   g_test_add ("/daemon/warm-no-worker", Fixture, &plain, fixture_set_up, test_warm_no_worker,
               fixture_tear_down);

@@ -253,6 +253,9 @@ static const ServeSetup proxy_setup = { "proxy", { "fixture", "[]", NULL } };
 static const ServeSetup proxy_names_setup = {
   "proxy", { "one", "[]", "two", "[]", "my.server", "[]", LONG_NAME "-1", "[]", LONG_NAME "-2", "[]", NULL }
 };
+static const ServeSetup prompts_setup = {
+  "proxy", { "speaker", "[\"--prompts\"]", "mute", "[]", NULL }
+};
 static const ServeSetup code_setup = { NULL, { "alpha", "[]", "beta", "[]", NULL } };
 static const ServeSetup slow_start_setup = { "gateway", { "slow", "[\"--slow-start\", \"60000\"]", NULL } };
 static const ServeSetup ending_setup = {
@@ -457,6 +460,82 @@ test_proxy_call (Fixture       *fixture,
 
         assert_result (echo, FALSE, "Echo: long", NULL);
       }
+}
+
+/* The error message of a request that must fail. */
+static char *
+request_error (TestClient *client,
+               const char *method,
+               json_t     *params)
+{
+  g_autoptr(json_t) reply = test_client_read_reply (client, test_client_request (client, method, params));
+  json_t *error = json_object_get (reply, "error");
+
+  g_assert_nonnull (error);
+  g_assert_cmpint (json_integer_value (json_object_get (error, "code")), ==, -32602);
+  return g_strdup (mcp_json_get_string (error, "message"));
+}
+
+/* The proxy passes on the prompts of the servers that offer them, every
+ * page, as server__prompt, and prompts/get reaches the server under the
+ * prompt's own name. */
+static void
+test_proxy_prompts (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) listed = test_client_result (client, "prompts/list", NULL);
+  json_t *prompts = json_object_get (listed, "prompts");
+  g_autoptr(json_t) greeting = NULL;
+  g_autoptr(json_t) plain = NULL;
+  g_autofree char *unknown = NULL;
+  g_autofree char *refused = NULL;
+  g_autofree char *nameless = NULL;
+  g_autoptr(json_t) again = serve_initialize (client, "2025-11-25");
+
+  g_assert_true (json_is_object (json_object_get (json_object_get (again, "capabilities"), "prompts")));
+  g_assert_cmpuint (json_array_size (prompts), ==, 2);
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (prompts, 0), "name"), ==, "speaker__greet");
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (prompts, 0), "description"), ==, "Greet someone.");
+  g_assert_true (json_is_true (json_object_get (json_array_get (json_object_get (json_array_get (prompts, 0),
+                                                                                 "arguments"), 0),
+                                                "required")));
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (prompts, 1), "name"), ==, "speaker__plain");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (json_array_get (prompts, 1), "_meta"), "note"), ==,
+                   "kept");
+
+  greeting = test_client_result (client, "prompts/get",
+                                 json_pack ("{s:s, s:{s:s}}", "name", "speaker__greet", "arguments", "name", "Ada"));
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (json_array_get (json_object_get (greeting, "messages"), 0),
+                                                         "content"), "text"), ==, "Hello, Ada");
+  plain = test_client_result (client, "prompts/get", json_pack ("{s:s}", "name", "speaker__plain"));
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (json_array_get (json_object_get (plain, "messages"), 0),
+                                                         "content"), "text"), ==, "A plain prompt.");
+
+  /* What is wrong is named: the prompt, with the ones there are; the
+   * server's own refusal; a request without a name. */
+  unknown = request_error (client, "prompts/get", json_pack ("{s:s}", "name", "speaker__nope"));
+  g_assert_nonnull (strstr (unknown, "speaker__nope"));
+  g_assert_nonnull (strstr (unknown, "speaker__greet, speaker__plain"));
+  refused = request_error (client, "prompts/get", json_pack ("{s:s}", "name", "speaker__greet"));
+  g_assert_nonnull (strstr (refused, "no prompt greet with those arguments"));
+  nameless = request_error (client, "prompts/get", json_pack ("{s:{}}", "arguments"));
+  g_assert_nonnull (strstr (nameless, "“name”"));
+}
+
+/* Without the proxy there are no prompts, and asking says how to get them. */
+static void
+test_prompts_need_proxy (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  g_autoptr(json_t) listed = test_client_result (fixture->client, "prompts/list", NULL);
+  g_autofree char *refused = request_error (fixture->client, "prompts/get", json_pack ("{s:s}", "name", "x"));
+
+  g_autoptr(json_t) again = serve_initialize (fixture->client, "2025-11-25");
+
+  g_assert_null (json_object_get (json_object_get (again, "capabilities"), "prompts"));
+  g_assert_cmpuint (json_array_size (json_object_get (listed, "prompts")), ==, 0);
+  g_assert_nonnull (strstr (refused, "--expose proxy"));
 }
 
 /* A warm tools/call of the usual shape reaches the server with its
@@ -1593,6 +1672,8 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/names", proxy_names_setup, test_proxy_names);
   ADD ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
   ADD ("/serve/proxy/arguments-as-sent", proxy_names_setup, test_proxy_arguments_as_sent);
+  ADD ("/serve/proxy/prompts", prompts_setup, test_proxy_prompts);
+  ADD ("/serve/gateway/no-prompts", gateway_setup, test_prompts_need_proxy);
   ADD ("/serve/warm/no-thread-hop", proxy_setup, test_warm_no_thread_hop);
   ADD ("/serve/warm/server-not-reading", proxy_setup, test_server_not_reading);
   ADD ("/serve/code/resources", code_setup, test_code_resources);

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "mcp/mcp-expose.h"
+#include "mcp/mcp-prompts.h"
 
 #include <string.h>
 
@@ -31,6 +32,8 @@ struct _McpExpose {
   McpExposeFlags  flags;               /* immutable */
   gint64          default_timeout_ms;  /* immutable */
   McpCode        *code;                /* immutable; NULL without code mode */
+
+  McpPrompts     *prompts;             /* immutable; NULL without the proxy */
 
   GMutex          lock;
   GHashTable     *proxy_names;         /* protected by lock; exposed name → ProxyTarget */
@@ -109,6 +112,8 @@ mcp_expose_new (McpPool        *pool,
   g_mutex_init (&expose->lock);
   expose->proxy_names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                (GDestroyNotify) proxy_target_free);
+  if (flags & MCP_EXPOSE_PROXY)
+    expose->prompts = mcp_prompts_new (pool);
   return expose;
 }
 
@@ -118,6 +123,7 @@ mcp_expose_free (McpExpose *expose)
   if (expose == NULL)
     return;
   g_hash_table_unref (expose->proxy_names);
+  mcp_prompts_free (expose->prompts);
   g_mutex_clear (&expose->lock);
   g_free (expose);
 }
@@ -297,12 +303,10 @@ mcp_expose_sanitize_name (const char *server,
   return g_steal_pointer (&joined);
 }
 
-/* A name not yet taken: a clash after sanitising or cutting gets a
- * numbered suffix that still fits in 64 characters. */
-static char *
-unique_name (GHashTable *taken,
-             const char *server,
-             const char *tool)
+char *
+mcp_expose_unique_name (GHashTable *taken,
+                        const char *server,
+                        const char *tool)
 {
   g_autofree char *base = mcp_expose_sanitize_name (server, tool);
 
@@ -340,7 +344,7 @@ proxy_tools (McpExpose *expose)
       json_array_foreach (tools, index, tool)
         {
           const char *tool_name = mcp_json_get_string (tool, "name");
-          char *name = unique_name (names, info->name, tool_name ? tool_name : "");
+          char *name = mcp_expose_unique_name (names, info->name, tool_name ? tool_name : "");
           ProxyTarget *target = g_new0 (ProxyTarget, 1);
           json_t *copy = json_copy (tool);
 
@@ -750,6 +754,37 @@ mcp_expose_call_tool_warm (McpExpose             *expose,
     return TRUE;
   warm_call_free (call);
   return FALSE;
+}
+
+/* Prompts: the servers', through the proxy. */
+
+gboolean
+mcp_expose_has_prompts (McpExpose *expose)
+{
+  return expose->prompts != NULL;
+}
+
+json_t *
+mcp_expose_list_prompts (McpExpose            *expose,
+                         const McpCallOptions *options)
+{
+  return expose->prompts != NULL ? mcp_prompts_list (expose->prompts, options) : json_array ();
+}
+
+json_t *
+mcp_expose_get_prompt (McpExpose            *expose,
+                       const char           *name,
+                       json_t               *arguments,
+                       const McpCallOptions *options,
+                       GError              **error)
+{
+  if (expose->prompts == NULL)
+    {
+      g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_PROMPT,
+                   _("No prompt is named “%s”: prompts come through the proxy (--expose proxy)"), name);
+      return NULL;
+    }
+  return mcp_prompts_get (expose->prompts, name, arguments, options, error);
 }
 
 /* Resources: one overview of the servers and how to reach their tools. */

@@ -34,6 +34,7 @@ typedef enum {
   MCP_EXPOSE_ERROR_BAD_LIST,      /* --expose names something unknown */
   MCP_EXPOSE_ERROR_UNKNOWN_TOOL,  /* tools/call of a name that is not exposed: -32602 */
   MCP_EXPOSE_ERROR_UNKNOWN_RESOURCE,
+  MCP_EXPOSE_ERROR_UNKNOWN_PROMPT,  /* prompts/get of a name that is not exposed: -32602 */
 } McpExposeError;
 
 #define MCP_EXPOSE_CAPABILITIES_URI "mcp-pool://capabilities"
@@ -78,6 +79,16 @@ gboolean   mcp_expose_call_tool_warm (McpExpose             *expose,
                                       const McpCallOptions  *options,
                                       McpReplyFunc           callback,
                                       gpointer               user_data);
+/* Blocking: whether the exposure offers prompts (the proxy does), every
+ * server's prompts, and prompts/get of one (mcp-prompts.h). */
+gboolean   mcp_expose_has_prompts    (McpExpose             *expose);
+json_t    *mcp_expose_list_prompts   (McpExpose             *expose,
+                                      const McpCallOptions  *options);
+json_t    *mcp_expose_get_prompt     (McpExpose             *expose,
+                                      const char            *name,
+                                      json_t                *arguments,
+                                      const McpCallOptions  *options,
+                                      GError               **error);
 json_t    *mcp_expose_list_resources (McpExpose             *expose);
 json_t    *mcp_expose_read_resource  (McpExpose             *expose,
                                       const char            *uri,
@@ -86,6 +97,12 @@ json_t    *mcp_expose_read_resource  (McpExpose             *expose,
 /* Exposed for tests: a tool name as Anthropic's API accepts it. */
 char      *mcp_expose_sanitize_name  (const char            *server,
                                       const char            *tool);
+/* mcp_expose_sanitize_name(), unless @taken (a set of names) has it: a
+ * clash after sanitising or cutting gets a numbered suffix that still fits
+ * in 64 characters.  For every kind of proxied name (tools, prompts). */
+char      *mcp_expose_unique_name    (GHashTable            *taken,
+                                      const char            *server,
+                                      const char            *name);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpExpose, mcp_expose_free)
 

@@ -44,15 +44,45 @@ handle_initialize (McpExpose *expose,
   const char *asked = mcp_json_get_string (params, "protocolVersion");
   g_autofree char *instructions = mcp_expose_instructions (expose);
 
+  json_t *result;
+
   /* The version asked for if we speak it, else our newest: the client
    * decides whether it can live with that. */
-  return json_pack ("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}",
-                    "protocolVersion",
-                    mcp_protocol_version_is_known (asked) ? asked : MCP_PROTOCOL_VERSION_NEWEST,
-                    "capabilities", "tools", "listChanged", TRUE, "resources",
-                    "serverInfo", "name", PACKAGE_NAME, "version", PACKAGE_VERSION,
-                    "title", "MCP Pool",
-                    "instructions", instructions);
+  result = json_pack ("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}",
+                      "protocolVersion",
+                      mcp_protocol_version_is_known (asked) ? asked : MCP_PROTOCOL_VERSION_NEWEST,
+                      "capabilities", "tools", "listChanged", TRUE, "resources",
+                      "serverInfo", "name", PACKAGE_NAME, "version", PACKAGE_VERSION,
+                      "title", "MCP Pool",
+                      "instructions", instructions);
+  if (mcp_expose_has_prompts (expose))
+    json_object_set_new (json_object_get (result, "capabilities"), "prompts", json_object ());
+  return result;
+}
+
+static json_t *
+handle_prompts_get (McpExpose    *expose,
+                    json_t       *id,
+                    json_t       *params,
+                    gint64        timeout_ms,
+                    GCancellable *cancellable)
+{
+  const char *name = mcp_json_get_string (params, "name");
+  json_t *arguments = json_object_get (params, "arguments");
+  McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable };
+  g_autoptr(GError) error = NULL;
+  json_t *result;
+
+  if (name == NULL)
+    return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS,
+                                     _("prompts/get needs the prompt's “name”, a string"));
+  if (arguments != NULL && !json_is_object (arguments))
+    return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS,
+                                     _("“arguments” of prompts/get must be an object of strings"));
+  result = mcp_expose_get_prompt (expose, name, arguments, &options, &error);
+  if (result == NULL)
+    return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS, "%s", error->message);
+  return mcp_jsonrpc_result_new (id, result);
 }
 
 typedef struct {
@@ -134,6 +164,14 @@ mcp_upstream_handle_request (McpExpose       *expose,
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "tools", mcp_expose_list_tools (expose)));
   if (g_str_equal (method, "tools/call"))
     return handle_tools_call (expose, id, params, timeout_ms, cancellable, progress, progress_data);
+  if (g_str_equal (method, "prompts/list"))
+    {
+      McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable };
+
+      return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "prompts", mcp_expose_list_prompts (expose, &options)));
+    }
+  if (g_str_equal (method, "prompts/get"))
+    return handle_prompts_get (expose, id, params, timeout_ms, cancellable);
   if (g_str_equal (method, "resources/list"))
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "resources",
                                                   mcp_expose_list_resources (expose)));

@@ -40,6 +40,10 @@ tools_call_params (const char *tool,
          : json_pack ("{s:s, s:{}}", "name", tool, "arguments");
 }
 
+/* The most pages a listing follows: a server whose cursor never ends is
+ * wrong, not big. */
+#define LIST_PAGES_MAX 100
+
 /* The same as JSON text, around arguments that are JSON text already.
  * A tool's name is mostly letters; one that needs escapes is encoded by
  * Jansson. */
@@ -84,6 +88,28 @@ call_timeout_ms_locked (PoolEntry *entry,
   return MIN (timeout_ms, MCP_CALL_TIMEOUT_MAX_MS);
 }
 
+/* Sends a request on @session, which was acquired with a slot, and gives
+ * it back: the result, or NULL and @error.  Never replayed: a crash
+ * mid-call may already have had effects. */
+static json_t *
+request_and_release (PoolEntry             *entry,
+                     McpSession            *session,
+                     const char            *method,
+                     json_t                *params,
+                     const McpCallOptions  *options,
+                     GError               **error)
+{
+  g_autoptr(GError) failure = NULL;
+  json_t *result = mcp_session_call_full (session, method, params, options, &failure);
+
+  if (mcp_call_error_is_fatal (failure))
+    append_stderr_tail (session, failure);
+  mcp_pool_release_session (entry, session, TRUE, failure);
+  if (failure != NULL)
+    g_propagate_error (error, g_steal_pointer (&failure));
+  return result;
+}
+
 json_t *
 mcp_pool_call_tool (McpPool               *pool,
                     const char            *server,
@@ -94,10 +120,8 @@ mcp_pool_call_tool (McpPool               *pool,
 {
   g_autoptr(PoolEntry) entry = mcp_pool_lookup_entry (pool, server, error);
   g_autoptr(json_t) params = NULL;
-  g_autoptr(GError) failure = NULL;
   McpCallOptions call_options = { 0 };
   McpSession *session;
-  json_t *result;
 
   if (entry == NULL)
     return NULL;
@@ -123,14 +147,83 @@ mcp_pool_call_tool (McpPool               *pool,
   g_mutex_unlock (&entry->lock);
 
   params = tools_call_params (tool, arguments);
-  /* Never replayed: a crash mid-call may already have had effects. */
-  result = mcp_session_call_full (session, "tools/call", params, &call_options, &failure);
-  if (mcp_call_error_is_fatal (failure))
-    append_stderr_tail (session, failure);
-  mcp_pool_release_session (entry, session, TRUE, failure);
-  if (failure != NULL)
-    g_propagate_error (error, g_steal_pointer (&failure));
-  return result;
+  return request_and_release (entry, session, "tools/call", params, &call_options, error);
+}
+
+json_t *
+mcp_pool_request (McpPool               *pool,
+                  const char            *server,
+                  const char            *method,
+                  json_t                *params,
+                  const McpCallOptions  *options,
+                  GError               **error)
+{
+  g_autoptr(PoolEntry) entry = mcp_pool_lookup_entry (pool, server, error);
+  McpCallOptions call_options = { 0 };
+  McpSession *session;
+
+  if (entry == NULL || (session = mcp_pool_acquire_session (entry, TRUE, error)) == NULL)
+    return NULL;
+  if (options != NULL)
+    call_options = *options;
+  g_mutex_lock (&entry->lock);
+  call_options.timeout_ms = call_timeout_ms_locked (entry, call_options.timeout_ms);
+  g_mutex_unlock (&entry->lock);
+  return request_and_release (entry, session, method, params, &call_options, error);
+}
+
+json_t *
+mcp_pool_list_all (McpPool               *pool,
+                   const char            *server,
+                   const char            *method,
+                   const char            *key,
+                   const McpCallOptions  *options,
+                   GError               **error)
+{
+  g_autoptr(json_t) all = json_array ();
+  g_autofree char *cursor = NULL;
+
+  for (guint page = 0; page < LIST_PAGES_MAX; page++)
+    {
+      g_autoptr(json_t) params = cursor != NULL ? json_pack ("{s:s}", "cursor", cursor) : NULL;
+      g_autoptr(json_t) result = mcp_pool_request (pool, server, method, params, options, error);
+      json_t *items = json_object_get (result, key);
+      const char *next;
+
+      if (result == NULL)
+        return NULL;
+      if (!json_is_array (items))
+        {
+          g_set_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_PROTOCOL,
+                       _("Server “%s” answered %s without a list of “%s”"), server, method, key);
+          return NULL;
+        }
+      json_array_extend (all, items);
+      next = mcp_json_get_string (result, "nextCursor");
+      if (next == NULL || g_strcmp0 (next, cursor) == 0)
+        return g_steal_pointer (&all);
+      g_free (cursor);
+      cursor = g_strdup (next);
+    }
+  g_set_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_PROTOCOL,
+               _("Server “%s” answered %s with more than %u pages"), server, method, LIST_PAGES_MAX);
+  return NULL;
+}
+
+json_t *
+mcp_pool_dup_capabilities (McpPool     *pool,
+                           const char  *server,
+                           GError     **error)
+{
+  g_autoptr(PoolEntry) entry = mcp_pool_lookup_entry (pool, server, error);
+  McpSession *session;
+  json_t *capabilities;
+
+  if (entry == NULL || (session = mcp_pool_acquire_session (entry, FALSE, error)) == NULL)
+    return NULL;
+  capabilities = json_deep_copy (mcp_session_get_server_capabilities (session));
+  mcp_pool_release_session (entry, session, FALSE, NULL);
+  return capabilities;
 }
 
 typedef struct {

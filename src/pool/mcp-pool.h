@@ -160,6 +160,28 @@ json_t     *mcp_pool_call_tool      (McpPool                 *pool,
                                      const McpCallOptions    *options,
                                      GError                 **error);
 
+/* Blocking, any thread: any other request of @server (prompts/get,
+ * resources/read, …), started first if it is not, with the same timeout
+ * and eviction as a tool call; its result, or NULL and the error. */
+json_t     *mcp_pool_request        (McpPool                 *pool,
+                                     const char              *server,
+                                     const char              *method,
+                                     json_t                  *params,
+                                     const McpCallOptions    *options,
+                                     GError                 **error);
+/* Blocking, any thread: every page of a listing (prompts/list,
+ * resources/list, …), the arrays under @key put together. */
+json_t     *mcp_pool_list_all       (McpPool                 *pool,
+                                     const char              *server,
+                                     const char              *method,
+                                     const char              *key,
+                                     const McpCallOptions    *options,
+                                     GError                 **error);
+/* Blocking, any thread: what @server's initialize offered (a copy),
+ * started first if it is not. */
+json_t     *mcp_pool_dup_capabilities (McpPool               *pool,
+                                       const char            *server,
+                                       GError               **error);
 /* Non-blocking, any thread: the warm path.  When @server is READY with a
  * free slot (and @tool not missing from a fresh list), sends the call and
  * returns TRUE; @callback then runs on the pool's context with the result

@@ -93,6 +93,7 @@ struct _McpSession {
   guint                in_flight;       /* protected by lock; requests not completed yet */
   char                *protocol_version;/* set once before the session is shared */
   json_t              *server_info;     /* idem */
+  json_t              *server_capabilities; /* idem */
   json_t              *tools;           /* idem */
 };
 
@@ -122,6 +123,7 @@ mcp_session_unref (McpSession *session)
   g_clear_error (&session->close_reason);
   g_free (session->protocol_version);
   json_decref (session->server_info);
+  json_decref (session->server_capabilities);
   json_decref (session->tools);
   g_main_context_unref (session->context);
   mcp_server_config_unref (session->config);
@@ -138,6 +140,12 @@ const char *
 mcp_session_get_protocol_version (McpSession *session)
 {
   return session->protocol_version;
+}
+
+json_t *
+mcp_session_get_server_capabilities (McpSession *session)
+{
+  return session->server_capabilities;
 }
 
 json_t *
@@ -1130,6 +1138,8 @@ handshake (McpSession    *session,
     }
   session->protocol_version = g_strdup (version);
   session->server_info = json_incref (json_object_get (result, "serverInfo"));
+  session->server_capabilities = json_is_object (json_object_get (result, "capabilities"))
+                                 ? json_incref (json_object_get (result, "capabilities")) : json_object ();
 
   if (!mcp_session_notify (session, "notifications/initialized", NULL, error))
     return FALSE;

@@ -387,6 +387,42 @@ await check ('proxy: memory__read_graph sees what the gateway session stored', a
              `no structuredContent entity mcp-pool: ${JSON.stringify (graph)}`);
 });
 
+await check ('proxy: prompts/list and prompts/get answer as server-everything itself does', async () => {
+  const entry = config.mcpServers.everything;
+  const direct = new Client ({ name: 'mcp-pool-sdk-interop-direct', version: '1.0.0' }, { capabilities: {} });
+  const directTransport = new StdioClientTransport ({ command: entry.command, args: entry.args, stderr: 'pipe',
+                                                      env: { HOME: scratch, PATH: process.env.PATH } });
+
+  await direct.connect (directTransport);
+  try {
+    const own = (await direct.listPrompts ()).prompts;
+    const proxied = (await proxy.client.listPrompts ()).prompts;
+
+    assert.ok (own.length > 0, 'server-everything lists no prompts');
+    /* files and memory offer none. */
+    assert.deepEqual (proxied, own.map ((prompt) => ({ ...prompt, name: `everything__${prompt.name}` })));
+    for (const prompt of own) {
+      const args = Object.fromEntries ((prompt.arguments ?? []).filter ((arg) => arg.required)
+                                                               .map ((arg) => [arg.name, '1']));
+      const answer = async (client, name) => {
+        try { return { result: await client.getPrompt ({ name, arguments: args }) }; }
+        catch (error) { return { error: String (error.message) }; }
+      };
+      const expected = await answer (direct, prompt.name);
+      const got = await answer (proxy.client, `everything__${prompt.name}`);
+
+      /* A refusal comes back with the server's own words in it. */
+      if (expected.error !== undefined)
+        assert.ok (got.error?.includes (expected.error.replace (/^MCP error -?\d+: /, '')),
+                   `${prompt.name}: the server refused (${expected.error}), mcp-pool answered ${JSON.stringify (got)}`);
+      else
+        assert.deepEqual (got, expected, `${prompt.name}: not the server's own answer`);
+    }
+  } finally {
+    await direct.close ();
+  }
+});
+
 /* What crossed the wire since @seq: requests and replies of @id, progress for it. */
 function wireSince (session, seq, id) {
   return session.traffic.filter (({ seq: n, message }) =>
