@@ -9,6 +9,7 @@
 
 #include "mcp/mcp-expose.h"
 #include "mcp/mcp-prompts.h"
+#include "mcp/mcp-proxy-names.h"
 
 #include <string.h>
 
@@ -22,8 +23,6 @@ G_DEFINE_QUARK (mcp-expose-error-quark, mcp_expose_error)
 /* A first tools/list waits this long for servers still starting; a server
  * that comes later is announced with tools/list_changed. */
 #define LIST_WAIT_MS            (20 * 1000)
-#define TOOL_NAME_MAX           64
-#define PROXY_SEPARATOR         "__"
 #define NAMES_IN_ERRORS         20
 #define LISTING_THREADS         8
 
@@ -34,23 +33,8 @@ struct _McpExpose {
   McpCode        *code;                /* immutable; NULL without code mode */
 
   McpPrompts     *prompts;             /* immutable; NULL without the proxy */
-
-  GMutex          lock;
-  GHashTable     *proxy_names;         /* protected by lock; exposed name → ProxyTarget */
+  McpProxyNames  *tool_names;          /* immutable; the proxied tools' (it has its lock) */
 };
-
-typedef struct {
-  char *server;
-  char *tool;
-} ProxyTarget;
-
-static void
-proxy_target_free (ProxyTarget *target)
-{
-  g_free (target->server);
-  g_free (target->tool);
-  g_free (target);
-}
 
 gboolean
 mcp_expose_parse (const char      *list,
@@ -109,9 +93,7 @@ mcp_expose_new (McpPool        *pool,
   expose->pool = pool;
   expose->flags = flags;
   expose->default_timeout_ms = default_timeout_ms;
-  g_mutex_init (&expose->lock);
-  expose->proxy_names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                               (GDestroyNotify) proxy_target_free);
+  expose->tool_names = mcp_proxy_names_new ();
   if (flags & MCP_EXPOSE_PROXY)
     expose->prompts = mcp_prompts_new (pool);
   return expose;
@@ -122,9 +104,8 @@ mcp_expose_free (McpExpose *expose)
 {
   if (expose == NULL)
     return;
-  g_hash_table_unref (expose->proxy_names);
+  mcp_proxy_names_free (expose->tool_names);
   mcp_prompts_free (expose->prompts);
-  g_mutex_clear (&expose->lock);
   g_free (expose);
 }
 
@@ -180,13 +161,6 @@ failure_result (const char   *server,
     return error_result (_("%s\nmcp-pool closed this session of “%s”; the next call starts the server afresh."),
                          error->message, server);
   return text_result (TRUE, error->message);
-}
-
-static int
-compare_strings (gconstpointer a,
-                 gconstpointer b)
-{
-  return g_strcmp0 (*(const char * const *) a, *(const char * const *) b);
 }
 
 /* Listing every server at once, bounded */
@@ -283,46 +257,7 @@ list_every_server (McpExpose *expose)
   list_wait_unref (wait);
 }
 
-/* Proxy names */
-
-/* `server__tool` with every character outside [a-zA-Z0-9_-] replaced by
- * '_' and cut to 64 characters, as Anthropic's API requires. */
-char *
-mcp_expose_sanitize_name (const char *server,
-                          const char *tool)
-{
-  g_autofree char *joined = g_strconcat (server, PROXY_SEPARATOR, tool, NULL);
-
-  for (char *p = joined; *p != '\0'; p++)
-    if (!g_ascii_isalnum (*p) && *p != '_' && *p != '-')
-      *p = '_';
-  if (strlen (joined) > TOOL_NAME_MAX)
-    joined[TOOL_NAME_MAX] = '\0';
-  if (joined[0] == '\0')
-    return g_strdup ("_");
-  return g_steal_pointer (&joined);
-}
-
-char *
-mcp_expose_unique_name (GHashTable *taken,
-                        const char *server,
-                        const char *tool)
-{
-  g_autofree char *base = mcp_expose_sanitize_name (server, tool);
-
-  if (!g_hash_table_contains (taken, base))
-    return g_steal_pointer (&base);
-  for (guint n = 2;; n++)
-    {
-      g_autofree char *suffix = g_strdup_printf ("_%u", n);
-      g_autofree char *cut = g_strndup (base, TOOL_NAME_MAX - strlen (suffix));
-      char *candidate = g_strconcat (cut, suffix, NULL);
-
-      if (!g_hash_table_contains (taken, candidate))
-        return candidate;
-      g_free (candidate);
-    }
-}
+/* Proxied tools */
 
 /* Every cached tool under its proxy name, servers in name order, so that
  * names are stable from one listing to the next. */
@@ -330,8 +265,7 @@ static json_t *
 proxy_tools (McpExpose *expose)
 {
   g_autoptr(GPtrArray) servers = mcp_pool_list_servers (expose->pool);
-  g_autoptr(GHashTable) names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                                       (GDestroyNotify) proxy_target_free);
+  McpProxyNamesBuilder *names = mcp_proxy_names_build ();
   json_t *listed = json_array ();
 
   for (guint i = 0; i < servers->len; i++)
@@ -344,40 +278,16 @@ proxy_tools (McpExpose *expose)
       json_array_foreach (tools, index, tool)
         {
           const char *tool_name = mcp_json_get_string (tool, "name");
-          char *name = mcp_expose_unique_name (names, info->name, tool_name ? tool_name : "");
-          ProxyTarget *target = g_new0 (ProxyTarget, 1);
           json_t *copy = json_copy (tool);
 
-          target->server = g_strdup (info->name);
-          target->tool = g_strdup (tool_name);
-          g_hash_table_insert (names, name, target);
           json_object_del (copy, "server");
-          json_object_set_new (copy, "name", json_string (name));
+          json_object_set_new (copy, "name",
+                               json_string (mcp_proxy_names_add (names, info->name, tool_name ? tool_name : "")));
           json_array_append_new (listed, copy);
         }
     }
-
-  g_mutex_lock (&expose->lock);
-  g_hash_table_unref (expose->proxy_names);
-  expose->proxy_names = g_hash_table_ref (names);
-  g_mutex_unlock (&expose->lock);
+  mcp_proxy_names_publish (expose->tool_names, names);
   return listed;
-}
-
-static gboolean
-find_proxy_target (McpExpose  *expose,
-                   const char *name,
-                   char      **server,
-                   char      **tool)
-{
-  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&expose->lock);
-  ProxyTarget *target = g_hash_table_lookup (expose->proxy_names, name);
-
-  if (target == NULL)
-    return FALSE;
-  *server = g_strdup (target->server);
-  *tool = g_strdup (target->tool);
-  return TRUE;
 }
 
 /* Gateway tools */
@@ -560,7 +470,7 @@ static char *
 exposed_names (McpExpose *expose)
 {
   g_autoptr(json_t) tools = (expose->flags & MCP_EXPOSE_GATEWAY) ? gateway_tools () : json_array ();
-  g_autoptr(GPtrArray) proxied = g_ptr_array_new ();
+  g_autoptr(GPtrArray) proxied = NULL;
 
   if (expose->code != NULL)
     json_array_append_new (tools, json_pack ("{s:s}", "name", "run_python"));
@@ -569,19 +479,8 @@ exposed_names (McpExpose *expose)
   json_t *tool;
   size_t index;
 
-  g_mutex_lock (&expose->lock);
-  if (expose->flags & MCP_EXPOSE_PROXY)
-    {
-      GHashTableIter iter;
-      gpointer name;
-
-      g_hash_table_iter_init (&iter, expose->proxy_names);
-      while (g_hash_table_iter_next (&iter, &name, NULL))
-        g_ptr_array_add (proxied, g_strdup (name));
-    }
-  g_mutex_unlock (&expose->lock);
-  g_ptr_array_set_free_func (proxied, g_free);
-  g_ptr_array_sort (proxied, compare_strings);
+  proxied = (expose->flags & MCP_EXPOSE_PROXY) ? mcp_proxy_names_list (expose->tool_names)
+                                              : g_ptr_array_new ();
 
   json_array_foreach (tools, index, tool)
     g_string_append_printf (names, "%s%s", shown++ ? ", " : "", mcp_json_get_string (tool, "name"));
@@ -647,11 +546,11 @@ mcp_expose_call_tool (McpExpose             *expose,
     {
       /* A client may call a name it remembers from an earlier run, before
        * any tools/list of this one. */
-      if (!find_proxy_target (expose, name, &server, &tool))
+      if (!mcp_proxy_names_find (expose->tool_names, name, &server, &tool))
         {
           list_every_server (expose);
           json_decref (proxy_tools (expose));
-          find_proxy_target (expose, name, &server, &tool);
+          mcp_proxy_names_find (expose->tool_names, name, &server, &tool);
         }
       if (server != NULL)
         return call_server_tool (expose, server, tool, arguments, &call_options);
@@ -740,7 +639,7 @@ mcp_expose_call_tool_warm (McpExpose             *expose,
       tool = g_strdup (asked_tool);
     }
   else if (!(expose->flags & MCP_EXPOSE_PROXY) || is_gateway_tool (name) ||
-           g_str_equal (name, "run_python") || !find_proxy_target (expose, name, &server, &tool))
+           g_str_equal (name, "run_python") || !mcp_proxy_names_find (expose->tool_names, name, &server, &tool))
     return FALSE;
 
   call = g_new0 (WarmCall, 1);

@@ -94,16 +94,6 @@ json_t    *mcp_expose_read_resource  (McpExpose             *expose,
                                       const char            *uri,
                                       GError               **error);
 
-/* Exposed for tests: a tool name as Anthropic's API accepts it. */
-char      *mcp_expose_sanitize_name  (const char            *server,
-                                      const char            *tool);
-/* mcp_expose_sanitize_name(), unless @taken (a set of names) has it: a
- * clash after sanitising or cutting gets a numbered suffix that still fits
- * in 64 characters.  For every kind of proxied name (tools, prompts). */
-char      *mcp_expose_unique_name    (GHashTable            *taken,
-                                      const char            *server,
-                                      const char            *name);
-
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpExpose, mcp_expose_free)
 
 G_END_DECLS

@@ -3,40 +3,19 @@
 
 #include "mcp/mcp-prompts.h"
 
-#include <string.h>
-
 #include <glib/gi18n-lib.h>
 
 #include "common/mcp-jsonrpc.h"
 #include "mcp/mcp-expose.h"
+#include "mcp/mcp-proxy-names.h"
 
 /* How many exposed names an error lists, at most. */
 #define NAMES_IN_ERRORS 20
 
-typedef struct {
-  char *server;
-  char *prompt;   /* the server's own name for it */
-} PromptTarget;
-
 struct _McpPrompts {
-  McpPool    *pool;      /* immutable, borrowed: it outlives the exposure */
-  GMutex      lock;
-  GHashTable *targets;   /* protected by lock; exposed name → PromptTarget */
+  McpPool       *pool;    /* immutable, borrowed: it outlives the exposure */
+  McpProxyNames *names;   /* immutable (it has its lock) */
 };
-
-static void
-prompt_target_free (PromptTarget *target)
-{
-  g_free (target->server);
-  g_free (target->prompt);
-  g_free (target);
-}
-
-static GHashTable *
-targets_new (void)
-{
-  return g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) prompt_target_free);
-}
 
 McpPrompts *
 mcp_prompts_new (McpPool *pool)
@@ -44,8 +23,7 @@ mcp_prompts_new (McpPool *pool)
   McpPrompts *prompts = g_new0 (McpPrompts, 1);
 
   prompts->pool = pool;
-  g_mutex_init (&prompts->lock);
-  prompts->targets = targets_new ();
+  prompts->names = mcp_proxy_names_new ();
   return prompts;
 }
 
@@ -54,8 +32,7 @@ mcp_prompts_free (McpPrompts *prompts)
 {
   if (prompts == NULL)
     return;
-  g_hash_table_unref (prompts->targets);
-  g_mutex_clear (&prompts->lock);
+  mcp_proxy_names_free (prompts->names);
   g_free (prompts);
 }
 
@@ -84,7 +61,7 @@ mcp_prompts_list (McpPrompts           *prompts,
                   const McpCallOptions *options)
 {
   g_autoptr(GPtrArray) servers = mcp_pool_list_servers (prompts->pool);
-  g_autoptr(GHashTable) targets = targets_new ();
+  McpProxyNamesBuilder *names = mcp_proxy_names_build ();
   json_t *listed = json_array ();
 
   for (guint i = 0; i < servers->len; i++)
@@ -97,53 +74,17 @@ mcp_prompts_list (McpPrompts           *prompts,
       json_array_foreach (own, index, prompt)
         {
           const char *own_name = mcp_json_get_string (prompt, "name");
-          char *name;
-          PromptTarget *target;
           json_t *copy;
 
           if (own_name == NULL)
             continue;
-          name = mcp_expose_unique_name (targets, info->name, own_name);
-          target = g_new0 (PromptTarget, 1);
-          target->server = g_strdup (info->name);
-          target->prompt = g_strdup (own_name);
           copy = json_copy (prompt);
-          json_object_set_new (copy, "name", json_string (name));
+          json_object_set_new (copy, "name", json_string (mcp_proxy_names_add (names, info->name, own_name)));
           json_array_append_new (listed, copy);
-          g_hash_table_insert (targets, name, target);
         }
     }
-
-  g_mutex_lock (&prompts->lock);
-  g_hash_table_unref (prompts->targets);
-  prompts->targets = g_hash_table_ref (targets);
-  g_mutex_unlock (&prompts->lock);
+  mcp_proxy_names_publish (prompts->names, names);
   return listed;
-}
-
-/* The server and own name of the prompt exposed as @name, if known. */
-static gboolean
-find_target (McpPrompts  *prompts,
-             const char  *name,
-             char       **server,
-             char       **prompt)
-{
-  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&prompts->lock);
-  PromptTarget *target = g_hash_table_lookup (prompts->targets, name);
-
-  if (target == NULL)
-    return FALSE;
-  *server = g_strdup (target->server);
-  *prompt = g_strdup (target->prompt);
-  return TRUE;
-}
-
-static int
-compare_names (gconstpointer a,
-               gconstpointer b,
-               gpointer      unused)
-{
-  return strcmp (*(const char * const *) a, *(const char * const *) b);
 }
 
 static void
@@ -151,24 +92,21 @@ set_unknown_prompt_error (McpPrompts  *prompts,
                           const char  *name,
                           GError     **error)
 {
-  g_autoptr(GString) known = g_string_new (NULL);
-  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&prompts->lock);
-  guint count;
-  g_autofree const char **names = (const char **) g_hash_table_get_keys_as_array (prompts->targets, &count);
+  g_autoptr(GPtrArray) known = mcp_proxy_names_list (prompts->names);
+  g_autoptr(GString) text = g_string_new (NULL);
 
-  if (count == 0)
+  if (known->len == 0)
     {
       g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_PROMPT,
                    _("No prompt is named “%s”: no server offers prompts"), name);
       return;
     }
-  g_qsort_with_data (names, count, sizeof *names, compare_names, NULL);
-  for (guint i = 0; i < MIN (count, NAMES_IN_ERRORS); i++)
-    g_string_append_printf (known, "%s%s", i > 0 ? ", " : "", names[i]);
-  if (count > NAMES_IN_ERRORS)
-    g_string_append_printf (known, _(" and %u more"), count - NAMES_IN_ERRORS);
+  for (guint i = 0; i < MIN (known->len, NAMES_IN_ERRORS); i++)
+    g_string_append_printf (text, "%s%s", i > 0 ? ", " : "", (char *) g_ptr_array_index (known, i));
+  if (known->len > NAMES_IN_ERRORS)
+    g_string_append_printf (text, _(" and %u more"), known->len - NAMES_IN_ERRORS);
   g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_PROMPT,
-               _("No prompt is named “%s”; the prompts are: %s"), name, known->str);
+               _("No prompt is named “%s”; the prompts are: %s"), name, text->str);
 }
 
 json_t *
@@ -183,10 +121,10 @@ mcp_prompts_get (McpPrompts           *prompts,
   g_autoptr(json_t) params = NULL;
 
   /* A client may get a prompt it learned of in an earlier session. */
-  if (!find_target (prompts, name, &server, &prompt))
+  if (!mcp_proxy_names_find (prompts->names, name, &server, &prompt))
     {
       json_decref (mcp_prompts_list (prompts, options));
-      if (!find_target (prompts, name, &server, &prompt))
+      if (!mcp_proxy_names_find (prompts->names, name, &server, &prompt))
         {
           set_unknown_prompt_error (prompts, name, error);
           return NULL;

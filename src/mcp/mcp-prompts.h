@@ -1,7 +1,7 @@
 /* mcp-prompts.h — every server's prompts, under proxy names.
  *
  * The proxy exposure lists each server's prompts as `server__prompt`, the
- * names its tools get (mcp_expose_unique_name()), and routes prompts/get
+ * names its tools get (mcp-proxy-names.h), and routes prompts/get
  * back to the server by that name, under the server's own name.  Whatever
  * else a prompt or its messages hold is passed on unchanged.
  *
@@ -12,8 +12,7 @@
  * logged; the others are listed.  prompts/get starts only the server it
  * names.
  *
- * Threads: any; the functions block on the pool and are for workers.  The
- * table of names has a lock of its own, held only to read or swap it.
+ * Threads: any; the functions block on the pool and are for workers.
  */
 #pragma once
 
