@@ -253,6 +253,7 @@ static const ServeSetup proxy_setup = { "proxy", { "fixture", "[]", NULL } };
 static const ServeSetup proxy_names_setup = {
   "proxy", { "one", "[]", "two", "[]", "my.server", "[]", LONG_NAME "-1", "[]", LONG_NAME "-2", "[]", NULL }
 };
+static const ServeSetup lazy_setup = { "proxy,gateway", { "one", "[]", "two", "[]", NULL } };
 static const ServeSetup prompts_setup = {
   "proxy", { "speaker", "[\"--prompts\"]", "mute", "[]", NULL }
 };
@@ -460,6 +461,27 @@ test_proxy_call (Fixture       *fixture,
 
         assert_result (echo, FALSE, "Echo: long", NULL);
       }
+}
+
+/* A first call of a proxied name, before any tools/list, starts the one
+ * server it names; list_servers says the other is not started. */
+static void
+test_proxy_call_starts_its_server (Fixture       *fixture,
+                                   gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) echo = call_tool (client, "one__echo", json_pack ("{s:s}", "message", "first"));
+  g_autoptr(json_t) servers = call_tool (client, "list_servers", json_object ());
+  json_t *one = structured_item (servers, "servers", 0);
+  json_t *two = structured_item (servers, "servers", 1);
+
+  assert_result (echo, FALSE, "Echo: first", NULL);
+  g_assert_cmpstr (mcp_json_get_string (one, "name"), ==, "one");
+  g_assert_cmpstr (mcp_json_get_string (one, "state"), ==, "ready");
+  g_assert_cmpint (json_integer_value (json_object_get (one, "tools")), >, 0);
+  g_assert_cmpstr (mcp_json_get_string (two, "name"), ==, "two");
+  g_assert_cmpstr (mcp_json_get_string (two, "state"), ==, "idle");
+  g_assert_cmpstr (mcp_json_get_string (two, "tools"), ==, "not started");
 }
 
 /* The error message of a request that must fail. */
@@ -1673,6 +1695,7 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
   ADD ("/serve/proxy/arguments-as-sent", proxy_names_setup, test_proxy_arguments_as_sent);
   ADD ("/serve/proxy/prompts", prompts_setup, test_proxy_prompts);
+  ADD ("/serve/proxy/call-starts-its-server", lazy_setup, test_proxy_call_starts_its_server);
   ADD ("/serve/gateway/no-prompts", gateway_setup, test_prompts_need_proxy);
   ADD ("/serve/warm/no-thread-hop", proxy_setup, test_warm_no_thread_hop);
   ADD ("/serve/warm/server-not-reading", proxy_setup, test_server_not_reading);

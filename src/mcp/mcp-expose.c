@@ -257,6 +257,30 @@ list_every_server (McpExpose *expose)
   list_wait_unref (wait);
 }
 
+/* Lists the tools of each server whose proxied names begin as @name does
+ * (`server__`, sanitised and cut as the names are), so that a call of a
+ * name starts its own server and not every one. */
+static void
+list_servers_named (McpExpose  *expose,
+                    const char *name)
+{
+  g_autoptr(GPtrArray) servers = mcp_pool_list_servers (expose->pool);
+
+  for (guint i = 0; i < servers->len; i++)
+    {
+      McpServerInfo *info = g_ptr_array_index (servers, i);
+      g_autofree char *prefix = mcp_proxy_names_sanitize (info->name, "");
+      g_autoptr(GError) error = NULL;
+      g_autoptr(json_t) tools = NULL;
+
+      if (info->n_tools >= 0 || !g_str_has_prefix (name, prefix))
+        continue;
+      tools = mcp_pool_list_tools (expose->pool, info->name, MCP_TOOL_DETAIL_FULL, &error);
+      if (tools == NULL)
+        g_debug ("Listing the tools of “%s” for %s: %s", info->name, name, error->message);
+    }
+}
+
 /* Proxied tools */
 
 /* Every cached tool under its proxy name, servers in name order, so that
@@ -355,7 +379,9 @@ gateway_list_servers (McpExpose *expose)
 
       mcp_server_config_describe_remote (config, server);
 
-      json_object_set_new (server, "tools", info->n_tools >= 0 ? json_integer (info->n_tools) : json_null ());
+      /* A count once known (cached from an earlier start too), never null. */
+      json_object_set_new (server, "tools", info->n_tools >= 0 ? json_integer (info->n_tools)
+                                                               : json_string ("not started"));
       json_array_append_new (list, server);
     }
   return json_result (json_pack ("{s:O}", "servers", list));
@@ -545,8 +571,14 @@ mcp_expose_call_tool (McpExpose             *expose,
   if (expose->flags & MCP_EXPOSE_PROXY)
     {
       /* A client may call a name it remembers from an earlier run, before
-       * any tools/list of this one. */
+       * any tools/list of this one: the servers the name may be of are
+       * listed first, and every server only if none of them has it. */
       if (!mcp_proxy_names_find (expose->tool_names, name, &server, &tool))
+        {
+          list_servers_named (expose, name);
+          json_decref (proxy_tools (expose));
+        }
+      if (server == NULL && !mcp_proxy_names_find (expose->tool_names, name, &server, &tool))
         {
           list_every_server (expose);
           json_decref (proxy_tools (expose));
