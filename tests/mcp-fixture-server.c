@@ -35,6 +35,9 @@
  *   --extra-tools N            add N tools named dummy_0 ... dummy_<N-1>
  *   --prompts                  offer prompts: "greet" {name} ("Hello, <name>"),
  *                              and "plain" (no arguments); listed two per page
+ *   --resources TAG            offer resources TAG://own and shared://same (one
+ *                              per page) and the template TAG://item/{id};
+ *                              reading a URI of those answers "TAG says URI"
  *   --help                     show usage and exit
  *
  * Tools:
@@ -110,6 +113,7 @@ static struct
   const char *protocol_version;
   const char *fail_start_if_exists;
   const char *note_file;
+  const char *resources;
 } opts;
 
 /* --note-file, opened for appending at start-up; -1 without it. */
@@ -941,10 +945,11 @@ handle_initialize (json_t *id, json_t *params)
   if (opts.notify_before_init)
     send_list_changed ();
 
-  send_result (id, json_pack ("{s:s, s:{s:{s:b}, s:o*}, s:{s:s, s:s}}",
+  send_result (id, json_pack ("{s:s, s:{s:{s:b}, s:o*, s:o*}, s:{s:s, s:s}}",
                               "protocolVersion", version,
                               "capabilities", "tools", "listChanged", 1,
                               "prompts", opts.prompts ? json_object () : NULL,
+                              "resources", opts.resources ? json_object () : NULL,
                               "serverInfo", "name", FIXTURE_NAME,
                               "version", FIXTURE_VERSION));
 }
@@ -966,6 +971,49 @@ handle_prompts_list (json_t *id, json_t *params)
                                 "_meta", "note", "kept"));
   else
     send_error (id, INVALID_PARAMS, "unknown cursor: %s", cursor);
+}
+
+/* --resources TAG: whether @uri is one this server has. */
+static bool
+has_resource (const char *uri)
+{
+  size_t tag = strlen (opts.resources);
+
+  if (uri == NULL)
+    return false;
+  if (strcmp (uri, "shared://same") == 0)
+    return true;
+  if (strncmp (uri, opts.resources, tag) != 0 || strncmp (uri + tag, "://", 3) != 0)
+    return false;
+  return strcmp (uri + tag + 3, "own") == 0 || strncmp (uri + tag + 3, "item/", 5) == 0;
+}
+
+static void
+handle_resources (json_t *id, const char *method, json_t *params)
+{
+  const char *cursor = json_string_value (json_object_get (params, "cursor"));
+  const char *uri = json_string_value (json_object_get (params, "uri"));
+  char own[128], template[128], text[512];
+
+  snprintf (own, sizeof own, "%.60s://own", opts.resources);
+  snprintf (template, sizeof template, "%.60s://item/{id}", opts.resources);
+  if (strcmp (method, "resources/list") == 0 && cursor == NULL)
+    send_result (id, json_pack ("{s:[{s:s, s:s, s:s}], s:s}", "resources", "uri", own, "name", "own",
+                                "mimeType", "text/plain", "nextCursor", "2"));
+  else if (strcmp (method, "resources/list") == 0)
+    send_result (id, json_pack ("{s:[{s:s, s:s, s:{s:s}}]}", "resources", "uri", "shared://same",
+                                "name", "same", "annotations", "audience", "user"));
+  else if (strcmp (method, "resources/templates/list") == 0)
+    send_result (id, json_pack ("{s:[{s:s, s:s}]}", "resourceTemplates", "uriTemplate", template,
+                                "name", "item"));
+  else if (has_resource (uri))
+    {
+      snprintf (text, sizeof text, "%.60s says %.400s", opts.resources, uri);
+      send_result (id, json_pack ("{s:[{s:s, s:s, s:s}]}", "contents", "uri", uri, "mimeType", "text/plain",
+                                  "text", text));
+    }
+  else
+    send_error (id, -32002, "Resource not found: %s", uri ? uri : "(none)");
 }
 
 static void
@@ -1146,6 +1194,10 @@ handle_message (json_t *msg)
     handle_prompts_list (id, params);
   else if (opts.prompts && strcmp (name, "prompts/get") == 0)
     handle_prompts_get (id, params);
+  else if (opts.resources != NULL && (strcmp (name, "resources/list") == 0 ||
+                                      strcmp (name, "resources/templates/list") == 0 ||
+                                      strcmp (name, "resources/read") == 0))
+    handle_resources (id, name, params);
   else
     send_error (id, METHOD_NOT_FOUND, "method not found: %s", name);
 }
@@ -1243,6 +1295,7 @@ static const char usage_text[] =
   "  --grandchild  --notify-before-init  --list-changed-after-init\n"
   "  --list-changed-flood\n"
   "  --ping-client  --protocol-version V  --page-size N  --extra-tools N  --prompts\n"
+  "  --resources TAG\n"
   "  --help\n\n"
   "Tools: echo, sleep, crash, hang, huge, progress, notify_list_changed, stop_reading,\n"
   "stats, fail, tool_error, stderr, ask_client, elicit, request_line, dummy_<i>.\n"
@@ -1267,6 +1320,7 @@ static const struct option long_options[] = {
     1 },
   { "list-changed-flood", no_argument, &opts.list_changed_flood, 1 },
   { "prompts", no_argument, &opts.prompts, 1 },
+  { "resources", required_argument, NULL, 'r' },
   { "ping-client", no_argument, &opts.ping_client, 1 },
   { "protocol-version", required_argument, NULL, 'v' },
   { "page-size", required_argument, NULL, 'p' },
@@ -1298,7 +1352,7 @@ parse_options (int argc, char **argv)
           fputs (usage_text, stdout);
           exit (0);
         }
-      if (c != 'v' && c != 'F' && c != 'N' && !parse_number (optarg, 0, INT_MAX, &n))
+      if (strchr ("vFNr", c) == NULL && !parse_number (optarg, 0, INT_MAX, &n))
         {
           fprintf (stderr, "fixture: --%s needs a number from 0 to %d, "
                    "not '%s'\n", long_options[which].name, INT_MAX, optarg);
@@ -1316,6 +1370,7 @@ parse_options (int argc, char **argv)
         case 'v': opts.protocol_version = optarg; break;
         case 'F': opts.fail_start_if_exists = optarg; break;
         case 'N': opts.note_file = optarg; break;
+        case 'r': opts.resources = optarg; break;
         default: break;
         }
     }

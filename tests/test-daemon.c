@@ -71,7 +71,7 @@ typedef struct {
 static const Setup plain = { "--idle-timeout=600", "" };
 static const Setup quick_idle = { "--idle-timeout=1", "" };
 static const Setup with_grandchild = { "--idle-timeout=600", "\"--grandchild\"" };
-static const Setup with_prompts = { "--idle-timeout=600", "\"--prompts\"" };
+static const Setup with_prompts = { "--idle-timeout=600", "\"--prompts\", \"--resources\", \"fix\"" };
 
 static const char *
 poold_path (void)
@@ -828,6 +828,8 @@ test_same_answers (Fixture       *fixture,
     "{\"method\": \"tools/call\", \"params\": {}}",
     "{\"method\": \"resources/list\"}",
     "{\"method\": \"resources/read\", \"params\": {\"uri\": \"mcp-pool://nothing\"}}",
+    "{\"method\": \"resources/templates/list\"}",
+    "{\"method\": \"resources/read\", \"params\": {\"uri\": \"fix://item/3\"}}",
     "{\"method\": \"prompts/list\"}",
     "{\"method\": \"prompts/get\", \"params\": {\"name\": \"fix__greet\", \"arguments\": {\"name\": \"Ada\"}}}",
     "{\"method\": \"prompts/get\", \"params\": {\"name\": \"fix__nope\"}}",
@@ -867,6 +869,12 @@ test_same_answers (Fixture       *fixture,
                                                                            "content"), 0), "text");
 
           g_assert_cmpmem (json_string_value (text), json_string_length (text), "Echo: a\0b", 9);
+        }
+      if (strstr (requests[i], "fix://item/3") != NULL)
+        {
+          json_t *content = json_array_get (json_object_get (json_object_get (answers[1], "result"), "contents"), 0);
+
+          g_assert_cmpstr (mcp_json_get_string (content, "text"), ==, "fix says fix://item/3");
         }
       if (strstr (requests[i], "fix__greet") != NULL)
         {

@@ -254,6 +254,9 @@ static const ServeSetup proxy_names_setup = {
   "proxy", { "one", "[]", "two", "[]", "my.server", "[]", LONG_NAME "-1", "[]", LONG_NAME "-2", "[]", NULL }
 };
 static const ServeSetup lazy_setup = { "proxy,gateway", { "one", "[]", "two", "[]", NULL } };
+static const ServeSetup resources_setup = {
+  "proxy", { "alpha", "[\"--resources\", \"alpha\"]", "beta", "[\"--resources\", \"beta\"]", "plain", "[]", NULL }
+};
 static const ServeSetup prompts_setup = {
   "proxy", { "speaker", "[\"--prompts\"]", "mute", "[]", NULL }
 };
@@ -484,18 +487,27 @@ test_proxy_call_starts_its_server (Fixture       *fixture,
   g_assert_cmpstr (mcp_json_get_string (two, "tools"), ==, "not started");
 }
 
-/* The error message of a request that must fail. */
+/* The error message of a request that must fail with @code. */
 static char *
-request_error (TestClient *client,
-               const char *method,
-               json_t     *params)
+request_error_coded (TestClient *client,
+                     int         code,
+                     const char *method,
+                     json_t     *params)
 {
   g_autoptr(json_t) reply = test_client_read_reply (client, test_client_request (client, method, params));
   json_t *error = json_object_get (reply, "error");
 
   g_assert_nonnull (error);
-  g_assert_cmpint (json_integer_value (json_object_get (error, "code")), ==, -32602);
+  g_assert_cmpint (json_integer_value (json_object_get (error, "code")), ==, code);
   return g_strdup (mcp_json_get_string (error, "message"));
+}
+
+static char *
+request_error (TestClient *client,
+               const char *method,
+               json_t     *params)
+{
+  return request_error_coded (client, -32602, method, params);
 }
 
 /* The proxy passes on the prompts of the servers that offer them, every
@@ -543,6 +555,73 @@ test_proxy_prompts (Fixture       *fixture,
   g_assert_nonnull (strstr (refused, "no prompt greet with those arguments"));
   nameless = request_error (client, "prompts/get", json_pack ("{s:{}}", "arguments"));
   g_assert_nonnull (strstr (nameless, "“name”"));
+}
+
+/* The text of the first content of a resources/read of @uri. */
+static char *
+read_text (TestClient *client,
+           const char *uri,
+           char      **content_uri)
+{
+  g_autoptr(json_t) read = test_client_result (client, "resources/read", json_pack ("{s:s}", "uri", uri));
+  json_t *content = json_array_get (json_object_get (read, "contents"), 0);
+
+  if (content_uri != NULL)
+    *content_uri = g_strdup (mcp_json_get_string (content, "uri"));
+  return g_strdup (mcp_json_get_string (content, "text"));
+}
+
+static json_t *
+find_by (json_t     *list,
+         const char *key,
+         const char *value)
+{
+  json_t *item;
+  size_t index;
+
+  json_array_foreach (list, index, item)
+    if (g_strcmp0 (mcp_json_get_string (item, key), value) == 0)
+      return item;
+  return NULL;
+}
+
+/* The proxy passes on every server's resources under their own URIs (a
+ * URI two servers list: the second's rewritten), and its templates; a
+ * read goes to the server that listed the URI, or whose template it
+ * fits, before any listing too. */
+static void
+test_proxy_resources (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  const char *rewritten = "mcp-pool://resource/beta/shared%3A%2F%2Fsame";
+  g_autofree char *from_template = read_text (client, "beta://item/7", NULL);
+  g_autoptr(json_t) listed = test_client_result (client, "resources/list", NULL);
+  g_autoptr(json_t) templates = test_client_result (client, "resources/templates/list", NULL);
+  json_t *resources = json_object_get (listed, "resources");
+  g_autofree char *alpha_own = read_text (client, "alpha://own", NULL);
+  g_autofree char *same = read_text (client, "shared://same", NULL);
+  g_autofree char *same_uri = NULL;
+  g_autofree char *second_same = read_text (client, rewritten, &same_uri);
+  g_autofree char *missing = request_error_coded (client, -32002, "resources/read",
+                                                  json_pack ("{s:s}", "uri", "nowhere://x"));
+
+  g_assert_cmpstr (from_template, ==, "beta says beta://item/7");
+  g_assert_cmpuint (json_array_size (resources), ==, 5);
+  g_assert_nonnull (find_by (resources, "uri", "mcp-pool://capabilities"));
+  g_assert_nonnull (find_by (resources, "uri", "alpha://own"));
+  g_assert_nonnull (find_by (resources, "uri", "beta://own"));
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (find_by (resources, "uri", "shared://same"), "annotations"),
+                                        "audience"), ==, "user");
+  g_assert_nonnull (find_by (resources, "uri", rewritten));
+  g_assert_nonnull (find_by (json_object_get (templates, "resourceTemplates"), "uriTemplate", "alpha://item/{id}"));
+  g_assert_nonnull (find_by (json_object_get (templates, "resourceTemplates"), "uriTemplate", "beta://item/{id}"));
+
+  g_assert_cmpstr (alpha_own, ==, "alpha says alpha://own");
+  g_assert_cmpstr (same, ==, "alpha says shared://same");
+  g_assert_cmpstr (second_same, ==, "beta says shared://same");
+  g_assert_cmpstr (same_uri, ==, rewritten);
+  g_assert_nonnull (strstr (missing, "nowhere://x"));
 }
 
 /* Without the proxy there are no prompts, and asking says how to get them. */
@@ -1695,6 +1774,7 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
   ADD ("/serve/proxy/arguments-as-sent", proxy_names_setup, test_proxy_arguments_as_sent);
   ADD ("/serve/proxy/prompts", prompts_setup, test_proxy_prompts);
+  ADD ("/serve/proxy/resources", resources_setup, test_proxy_resources);
   ADD ("/serve/proxy/call-starts-its-server", lazy_setup, test_proxy_call_starts_its_server);
   ADD ("/serve/gateway/no-prompts", gateway_setup, test_prompts_need_proxy);
   ADD ("/serve/warm/no-thread-hop", proxy_setup, test_warm_no_thread_hop);

@@ -10,6 +10,7 @@
 #include "mcp/mcp-expose.h"
 #include "mcp/mcp-prompts.h"
 #include "mcp/mcp-proxy-names.h"
+#include "mcp/mcp-resources.h"
 
 #include <string.h>
 
@@ -33,6 +34,7 @@ struct _McpExpose {
   McpCode        *code;                /* immutable; NULL without code mode */
 
   McpPrompts     *prompts;             /* immutable; NULL without the proxy */
+  McpResources   *resources;           /* immutable; NULL without the proxy */
   McpProxyNames  *tool_names;          /* immutable; the proxied tools' (it has its lock) */
 };
 
@@ -95,7 +97,10 @@ mcp_expose_new (McpPool        *pool,
   expose->default_timeout_ms = default_timeout_ms;
   expose->tool_names = mcp_proxy_names_new ();
   if (flags & MCP_EXPOSE_PROXY)
-    expose->prompts = mcp_prompts_new (pool);
+    {
+      expose->prompts = mcp_prompts_new (pool);
+      expose->resources = mcp_resources_new (pool);
+    }
   return expose;
 }
 
@@ -106,6 +111,7 @@ mcp_expose_free (McpExpose *expose)
     return;
   mcp_proxy_names_free (expose->tool_names);
   mcp_prompts_free (expose->prompts);
+  mcp_resources_free (expose->resources);
   g_free (expose);
 }
 
@@ -721,12 +727,34 @@ mcp_expose_get_prompt (McpExpose            *expose,
 /* Resources: one overview of the servers and how to reach their tools. */
 
 json_t *
-mcp_expose_list_resources (McpExpose *expose)
+mcp_expose_list_resources (McpExpose            *expose,
+                           const McpCallOptions *options)
 {
-  return json_pack ("[{s:s, s:s, s:s, s:s}]",
-                    "uri", MCP_EXPOSE_CAPABILITIES_URI, "name", "capabilities",
-                    "description", "The MCP servers behind mcp-pool and how to reach their tools",
-                    "mimeType", "text/markdown");
+  json_t *listed = json_pack ("[{s:s, s:s, s:s, s:s}]",
+                              "uri", MCP_EXPOSE_CAPABILITIES_URI, "name", "capabilities",
+                              "description", "The MCP servers behind mcp-pool and how to reach their tools",
+                              "mimeType", "text/markdown");
+
+  if (expose->resources != NULL)
+    {
+      g_autoptr(json_t) proxied = mcp_resources_list (expose->resources, options);
+
+      json_array_extend (listed, proxied);
+    }
+  return listed;
+}
+
+json_t *
+mcp_expose_list_resource_templates (McpExpose            *expose,
+                                    const McpCallOptions *options)
+{
+  return expose->resources != NULL ? mcp_resources_list_templates (expose->resources, options) : json_array ();
+}
+
+gboolean
+mcp_expose_reads_quickly (McpExpose *expose)
+{
+  return expose->resources == NULL;
 }
 
 static char *
@@ -765,16 +793,20 @@ capabilities_text (McpExpose *expose)
 }
 
 json_t *
-mcp_expose_read_resource (McpExpose   *expose,
-                          const char  *uri,
-                          GError     **error)
+mcp_expose_read_resource (McpExpose            *expose,
+                          const char           *uri,
+                          const McpCallOptions *options,
+                          GError              **error)
 {
   g_autofree char *text = NULL;
 
+  if (uri != NULL && expose->resources != NULL && strcmp (uri, MCP_EXPOSE_CAPABILITIES_URI) != 0)
+    return mcp_resources_read (expose->resources, uri, options, error);
   if (g_strcmp0 (uri, MCP_EXPOSE_CAPABILITIES_URI) != 0)
     {
       g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_RESOURCE,
-                   _("Unknown resource “%s”; resources/list shows %s"),
+                   _("Unknown resource “%s”; resources/list shows %s (the servers' own resources "
+                     "come through the proxy, --expose proxy)"),
                    uri ? uri : "", MCP_EXPOSE_CAPABILITIES_URI);
       return NULL;
     }

@@ -89,10 +89,18 @@ json_t    *mcp_expose_get_prompt     (McpExpose             *expose,
                                       json_t                *arguments,
                                       const McpCallOptions  *options,
                                       GError               **error);
-json_t    *mcp_expose_list_resources (McpExpose             *expose);
+/* The capabilities resource, and through the proxy every server's
+ * resources and templates (mcp-resources.h); blocking with the proxy,
+ * and quick without it (mcp_expose_reads_quickly()). */
+json_t    *mcp_expose_list_resources (McpExpose             *expose,
+                                      const McpCallOptions  *options);
+json_t    *mcp_expose_list_resource_templates (McpExpose    *expose,
+                                      const McpCallOptions  *options);
 json_t    *mcp_expose_read_resource  (McpExpose             *expose,
                                       const char            *uri,
+                                      const McpCallOptions  *options,
                                       GError               **error);
+gboolean   mcp_expose_reads_quickly  (McpExpose             *expose);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpExpose, mcp_expose_free)
 

@@ -36,21 +36,16 @@ mcp_prompts_free (McpPrompts *prompts)
   g_free (prompts);
 }
 
-/* @server's prompts, or NULL if it offers none or could not say (logged). */
+/* @server's prompts; NULL if it could not say (logged). */
 static json_t *
 server_prompts (McpPrompts           *prompts,
                 const char           *server,
                 const McpCallOptions *options)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(json_t) capabilities = mcp_pool_dup_capabilities (prompts->pool, server, &error);
-  json_t *listed;
+  json_t *listed = mcp_pool_list_offered (prompts->pool, server, "prompts", "prompts/list", "prompts",
+                                          options, &error);
 
-  if (capabilities != NULL && json_object_get (capabilities, "prompts") == NULL)
-    return NULL;
-  listed = capabilities != NULL
-           ? mcp_pool_list_all (prompts->pool, server, "prompts/list", "prompts", options, &error)
-           : NULL;
   if (listed == NULL)
     g_message (_("The prompts of server “%s” are left out: %s"), server, error->message);
   return listed;

@@ -28,13 +28,16 @@ mcp_upstream_error_reply (json_t     *id,
 }
 
 gboolean
-mcp_upstream_is_quick (const char *method)
+mcp_upstream_is_quick (McpExpose  *expose,
+                       const char *method)
 {
-  static const char * const quick[] = {
-    "ping", "initialize", "resources/list", "resources/templates/list", "resources/read", NULL,
+  static const char * const quick[] = { "ping", "initialize", NULL };
+  static const char * const resources[] = {
+    "resources/list", "resources/templates/list", "resources/read", NULL,
   };
 
-  return g_strv_contains (quick, method);
+  return g_strv_contains (quick, method) ||
+         (g_strv_contains (resources, method) && mcp_expose_reads_quickly (expose));
 }
 
 static json_t *
@@ -150,6 +153,7 @@ mcp_upstream_handle_request (McpExpose       *expose,
   const char *method = mcp_json_get_string (request, "method");
   json_t *id = json_object_get (request, "id");
   json_t *params = json_object_get (request, "params");
+  McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable };
   g_autoptr(GError) error = NULL;
 
   if (params != NULL && !json_is_object (params))
@@ -165,21 +169,19 @@ mcp_upstream_handle_request (McpExpose       *expose,
   if (g_str_equal (method, "tools/call"))
     return handle_tools_call (expose, id, params, timeout_ms, cancellable, progress, progress_data);
   if (g_str_equal (method, "prompts/list"))
-    {
-      McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable };
-
-      return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "prompts", mcp_expose_list_prompts (expose, &options)));
-    }
+    return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "prompts", mcp_expose_list_prompts (expose, &options)));
   if (g_str_equal (method, "prompts/get"))
     return handle_prompts_get (expose, id, params, timeout_ms, cancellable);
   if (g_str_equal (method, "resources/list"))
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "resources",
-                                                  mcp_expose_list_resources (expose)));
+                                                  mcp_expose_list_resources (expose, &options)));
   if (g_str_equal (method, "resources/templates/list"))
-    return mcp_jsonrpc_result_new (id, json_pack ("{s:[]}", "resourceTemplates"));
+    return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "resourceTemplates",
+                                                  mcp_expose_list_resource_templates (expose, &options)));
   if (g_str_equal (method, "resources/read"))
     {
-      json_t *contents = mcp_expose_read_resource (expose, mcp_json_get_string (params, "uri"), &error);
+      json_t *contents = mcp_expose_read_resource (expose, mcp_json_get_string (params, "uri"), &options,
+                                                   &error);
 
       if (contents == NULL)
         return mcp_upstream_error_reply (id, MCP_JSONRPC_RESOURCE_NOT_FOUND, "%s", error->message);

@@ -21,7 +21,8 @@ G_BEGIN_DECLS
 
 /* A request that never waits for a server: answering it on the thread
  * that reads the input keeps a ping from queueing behind tool calls. */
-gboolean mcp_upstream_is_quick        (const char      *method);
+gboolean mcp_upstream_is_quick        (McpExpose       *expose,
+                                       const char      *method);
 
 /* The JSON-RPC reply to @request (a valid request).  Tool calls take
  * @timeout_ms (0: the exposure's default).  Progress of a tools/call that

@@ -211,6 +211,24 @@ mcp_pool_list_all (McpPool               *pool,
 }
 
 json_t *
+mcp_pool_list_offered (McpPool               *pool,
+                       const char            *server,
+                       const char            *capability,
+                       const char            *method,
+                       const char            *key,
+                       const McpCallOptions  *options,
+                       GError               **error)
+{
+  g_autoptr(json_t) capabilities = mcp_pool_dup_capabilities (pool, server, error);
+
+  if (capabilities == NULL)
+    return NULL;
+  if (json_object_get (capabilities, capability) == NULL)
+    return json_array ();
+  return mcp_pool_list_all (pool, server, method, key, options, error);
+}
+
+json_t *
 mcp_pool_dup_capabilities (McpPool     *pool,
                            const char  *server,
                            GError     **error)

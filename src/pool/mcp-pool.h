@@ -177,6 +177,16 @@ json_t     *mcp_pool_list_all       (McpPool                 *pool,
                                      const char              *key,
                                      const McpCallOptions    *options,
                                      GError                 **error);
+/* Blocking, any thread: mcp_pool_list_all() of a server that offers
+ * @capability (its initialize result has it); an empty array if it does
+ * not. */
+json_t     *mcp_pool_list_offered   (McpPool                 *pool,
+                                     const char              *server,
+                                     const char              *capability,
+                                     const char              *method,
+                                     const char              *key,
+                                     const McpCallOptions    *options,
+                                     GError                 **error);
 /* Blocking, any thread: what @server's initialize offered (a copy),
  * started first if it is not. */
 json_t     *mcp_pool_dup_capabilities (McpPool               *pool,

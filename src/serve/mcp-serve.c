@@ -381,7 +381,7 @@ on_input_message (json_t   *message,
       /* In shared mode only a ping is answered without the daemon. */
       if (g_str_equal (mcp_json_get_string (message, "method"), "ping"))
         queue_message (serve, mcp_jsonrpc_result_new (id, json_object ()), FALSE);
-      else if (serve->remote == NULL && mcp_upstream_is_quick (mcp_json_get_string (message, "method")))
+      else if (serve->remote == NULL && mcp_upstream_is_quick (serve->expose, mcp_json_get_string (message, "method")))
         queue_message (serve, mcp_upstream_handle_request (serve->expose, message, 0, NULL, NULL, NULL), FALSE);
       else
         start_request (serve, message);

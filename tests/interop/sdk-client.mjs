@@ -423,6 +423,58 @@ await check ('proxy: prompts/list and prompts/get answer as server-everything it
   }
 });
 
+/* Every page of a listing, as a client that follows nextCursor gets it. */
+async function allPages (list, key) {
+  const items = [];
+  let cursor;
+
+  do {
+    const page = await list (cursor ? { cursor } : undefined);
+    items.push (...page[key]);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return items;
+}
+
+await check ('proxy: resources, templates and reads answer as server-everything itself does', async () => {
+  const entry = config.mcpServers.everything;
+  const direct = new Client ({ name: 'mcp-pool-sdk-interop-direct', version: '1.0.0' }, { capabilities: {} });
+
+  await direct.connect (new StdioClientTransport ({ command: entry.command, args: entry.args, stderr: 'pipe',
+                                                    env: { HOME: scratch, PATH: process.env.PATH } }));
+  try {
+    const own = await allPages ((params) => direct.listResources (params), 'resources');
+    const proxied = await allPages ((params) => proxy.client.listResources (params), 'resources');
+    const ownTemplates = await allPages ((params) => direct.listResourceTemplates (params), 'resourceTemplates');
+    const proxiedTemplates = await allPages ((params) => proxy.client.listResourceTemplates (params),
+                                             'resourceTemplates');
+
+    const ownUris = new Set (own.map ((resource) => resource.uri));
+    const ownPatterns = new Set (ownTemplates.map ((template) => template.uriTemplate));
+
+    assert.ok (own.length > 0, 'server-everything lists no resources');
+    /* mcp-pool adds its own first; memory may list some too. */
+    assert.equal (proxied[0].uri, 'mcp-pool://capabilities');
+    assert.deepEqual (proxied.filter ((resource) => ownUris.has (resource.uri)), own);
+    assert.deepEqual (proxiedTemplates.filter ((template) => ownPatterns.has (template.uriTemplate)), ownTemplates);
+    for (const resource of own.slice (0, 5))
+      assert.deepEqual (await proxy.client.readResource ({ uri: resource.uri }),
+                        await direct.readResource ({ uri: resource.uri }), `${resource.uri} reads otherwise`);
+
+    /* A resource_link in a tool's result can be followed (a URI made from
+     * a template, in no listing). */
+    const linked = await call (proxy, 'everything__get-resource-links', { count: 2 });
+    const links = linked.content.filter ((item) => item.type === 'resource_link');
+
+    assert.equal (links.length, 2, `no resource links: ${JSON.stringify (linked)}`);
+    for (const link of links)
+      assert.deepEqual (await proxy.client.readResource ({ uri: link.uri }),
+                        await direct.readResource ({ uri: link.uri }), `${link.uri} reads otherwise`);
+  } finally {
+    await direct.close ();
+  }
+});
+
 /* What crossed the wire since @seq: requests and replies of @id, progress for it. */
 function wireSince (session, seq, id) {
   return session.traffic.filter (({ seq: n, message }) =>
