@@ -34,7 +34,9 @@
  *   --page-size N              paginate tools/list, N tools per page
  *   --extra-tools N            add N tools named dummy_0 ... dummy_<N-1>
  *   --prompts                  offer prompts: "greet" {name} ("Hello, <name>"),
- *                              and "plain" (no arguments); listed two per page
+ *                              and "plain" (no arguments); listed two per page;
+ *                              and completions: greet's name among Ada, Alan,
+ *                              Grace, and with --resources an item's id 1-3
  *   --resources TAG            offer resources TAG://own and shared://same (one
  *                              per page) and the template TAG://item/{id};
  *                              reading a URI of those answers "TAG says URI"
@@ -945,10 +947,11 @@ handle_initialize (json_t *id, json_t *params)
   if (opts.notify_before_init)
     send_list_changed ();
 
-  send_result (id, json_pack ("{s:s, s:{s:{s:b}, s:o*, s:o*}, s:{s:s, s:s}}",
+  send_result (id, json_pack ("{s:s, s:{s:{s:b}, s:o*, s:o*, s:o*}, s:{s:s, s:s}}",
                               "protocolVersion", version,
                               "capabilities", "tools", "listChanged", 1,
                               "prompts", opts.prompts ? json_object () : NULL,
+                              "completions", opts.prompts ? json_object () : NULL,
                               "resources", opts.resources ? json_object () : NULL,
                               "serverInfo", "name", FIXTURE_NAME,
                               "version", FIXTURE_VERSION));
@@ -1014,6 +1017,39 @@ handle_resources (json_t *id, const char *method, json_t *params)
     }
   else
     send_error (id, -32002, "Resource not found: %s", uri ? uri : "(none)");
+}
+
+/* --prompts: the values that begin with what was typed. */
+static void
+handle_complete (json_t *id, json_t *params)
+{
+  static const char *names[] = { "Ada", "Alan", "Grace" };
+  static const char *ids[] = { "1", "2", "3" };
+  json_t *ref = json_object_get (params, "ref");
+  const char *type = json_string_value (json_object_get (ref, "type"));
+  const char *typed = json_string_value (json_object_get (json_object_get (params, "argument"), "value"));
+  const char **choices = NULL;
+  json_t *values;
+  char template[128];
+
+  snprintf (template, sizeof template, "%.60s://item/{id}", opts.resources ? opts.resources : "");
+  if (type != NULL && strcmp (type, "ref/prompt") == 0 &&
+      strcmp (json_string_value (json_object_get (ref, "name")) ?: "", "greet") == 0)
+    choices = names;
+  else if (type != NULL && strcmp (type, "ref/resource") == 0 && opts.resources != NULL &&
+           strcmp (json_string_value (json_object_get (ref, "uri")) ?: "", template) == 0)
+    choices = ids;
+  if (choices == NULL || typed == NULL)
+    {
+      send_error (id, INVALID_PARAMS, "nothing to complete there");
+      return;
+    }
+  values = json_array ();
+  for (size_t i = 0; i < 3; i++)
+    if (strncmp (choices[i], typed, strlen (typed)) == 0)
+      json_array_append_new (values, json_string (choices[i]));
+  send_result (id, json_pack ("{s:{s:o, s:i, s:b}}", "completion", "values", values,
+                              "total", (int) json_array_size (values), "hasMore", 0));
 }
 
 static void
@@ -1194,6 +1230,8 @@ handle_message (json_t *msg)
     handle_prompts_list (id, params);
   else if (opts.prompts && strcmp (name, "prompts/get") == 0)
     handle_prompts_get (id, params);
+  else if (opts.prompts && strcmp (name, "completion/complete") == 0)
+    handle_complete (id, params);
   else if (opts.resources != NULL && (strcmp (name, "resources/list") == 0 ||
                                       strcmp (name, "resources/templates/list") == 0 ||
                                       strcmp (name, "resources/read") == 0))

@@ -833,6 +833,8 @@ test_same_answers (Fixture       *fixture,
     "{\"method\": \"prompts/list\"}",
     "{\"method\": \"prompts/get\", \"params\": {\"name\": \"fix__greet\", \"arguments\": {\"name\": \"Ada\"}}}",
     "{\"method\": \"prompts/get\", \"params\": {\"name\": \"fix__nope\"}}",
+    "{\"method\": \"completion/complete\", \"params\": {\"ref\": {\"type\": \"ref/prompt\", \"name\": \"fix__greet\"}, "
+    "\"argument\": {\"name\": \"name\", \"value\": \"G\"}}}",
     "{\"method\": \"no/such/method\"}",
   };
   TestClient *local = start_client (fixture, FALSE, "code,gateway,proxy");
@@ -870,13 +872,20 @@ test_same_answers (Fixture       *fixture,
 
           g_assert_cmpmem (json_string_value (text), json_string_length (text), "Echo: a\0b", 9);
         }
+      if (strstr (requests[i], "completion/complete") != NULL)
+        {
+          json_t *values = json_object_get (json_object_get (json_object_get (answers[1], "result"), "completion"),
+                                            "values");
+
+          g_assert_cmpstr (json_string_value (json_array_get (values, 0)), ==, "Grace");
+        }
       if (strstr (requests[i], "fix://item/3") != NULL)
         {
           json_t *content = json_array_get (json_object_get (json_object_get (answers[1], "result"), "contents"), 0);
 
           g_assert_cmpstr (mcp_json_get_string (content, "text"), ==, "fix says fix://item/3");
         }
-      if (strstr (requests[i], "fix__greet") != NULL)
+      if (strstr (requests[i], "prompts/get") != NULL && strstr (requests[i], "fix__greet") != NULL)
         {
           /* The prompt came from the server, through the daemon's proxy. */
           json_t *message = json_array_get (json_object_get (json_object_get (answers[1], "result"), "messages"), 0);

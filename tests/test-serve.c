@@ -258,7 +258,7 @@ static const ServeSetup resources_setup = {
   "proxy", { "alpha", "[\"--resources\", \"alpha\"]", "beta", "[\"--resources\", \"beta\"]", "plain", "[]", NULL }
 };
 static const ServeSetup prompts_setup = {
-  "proxy", { "speaker", "[\"--prompts\"]", "mute", "[]", NULL }
+  "proxy", { "speaker", "[\"--prompts\", \"--resources\", \"speaker\"]", "mute", "[]", NULL }
 };
 static const ServeSetup code_setup = { NULL, { "alpha", "[]", "beta", "[]", NULL } };
 static const ServeSetup slow_start_setup = { "gateway", { "slow", "[\"--slow-start\", \"60000\"]", NULL } };
@@ -555,6 +555,46 @@ test_proxy_prompts (Fixture       *fixture,
   g_assert_nonnull (strstr (refused, "no prompt greet with those arguments"));
   nameless = request_error (client, "prompts/get", json_pack ("{s:{}}", "arguments"));
   g_assert_nonnull (strstr (nameless, "“name”"));
+}
+
+static json_t *
+completion_values (TestClient *client,
+                   json_t     *ref,
+                   const char *argument,
+                   const char *typed)
+{
+  g_autoptr(json_t) result = test_client_result (client, "completion/complete",
+                                                 json_pack ("{s:o, s:{s:s, s:s}}", "ref", ref, "argument",
+                                                            "name", argument, "value", typed));
+
+  return json_incref (json_object_get (json_object_get (result, "completion"), "values"));
+}
+
+/* Completions of a proxied prompt's and template's arguments come from
+ * the server that has them, asked in its own names. */
+static void
+test_proxy_completions (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) again = serve_initialize (client, "2025-11-25");
+  g_autoptr(json_t) names = completion_values (client, json_pack ("{s:s, s:s}", "type", "ref/prompt",
+                                                                  "name", "speaker__greet"), "name", "A");
+  g_autoptr(json_t) ids = completion_values (client, json_pack ("{s:s, s:s}", "type", "ref/resource",
+                                                                "uri", "speaker://item/{id}"), "id", "2");
+  g_autoptr(json_t) expected_names = json_pack ("[s, s]", "Ada", "Alan");
+  g_autoptr(json_t) expected_ids = json_pack ("[s]", "2");
+  g_autofree char *unknown = request_error (client, "completion/complete",
+                                            json_pack ("{s:{s:s, s:s}, s:{s:s, s:s}}", "ref", "type", "ref/prompt",
+                                                       "name", "speaker__nope", "argument", "name", "x",
+                                                       "value", ""));
+  g_autofree char *refless = request_error (client, "completion/complete", json_object ());
+
+  g_assert_true (json_is_object (json_object_get (json_object_get (again, "capabilities"), "completions")));
+  g_assert_true (json_equal (names, expected_names));
+  g_assert_true (json_equal (ids, expected_ids));
+  g_assert_nonnull (strstr (unknown, "speaker__nope"));
+  g_assert_nonnull (strstr (refless, "ref/prompt"));
 }
 
 /* The text of the first content of a resources/read of @uri. */
@@ -1774,6 +1814,7 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
   ADD ("/serve/proxy/arguments-as-sent", proxy_names_setup, test_proxy_arguments_as_sent);
   ADD ("/serve/proxy/prompts", prompts_setup, test_proxy_prompts);
+  ADD ("/serve/proxy/completions", prompts_setup, test_proxy_completions);
   ADD ("/serve/proxy/resources", resources_setup, test_proxy_resources);
   ADD ("/serve/proxy/call-starts-its-server", lazy_setup, test_proxy_call_starts_its_server);
   ADD ("/serve/gateway/no-prompts", gateway_setup, test_prompts_need_proxy);

@@ -724,6 +724,45 @@ mcp_expose_get_prompt (McpExpose            *expose,
   return mcp_prompts_get (expose->prompts, name, arguments, options, error);
 }
 
+/* Completions: of a proxied prompt's or template's arguments, by the
+ * server that has it, under its own name or URI. */
+
+json_t *
+mcp_expose_complete (McpExpose            *expose,
+                     json_t               *params,
+                     const McpCallOptions *options,
+                     GError              **error)
+{
+  json_t *ref = json_object_get (params, "ref");
+  const char *type = mcp_json_get_string (ref, "type");
+  gboolean prompt = g_strcmp0 (type, "ref/prompt") == 0;
+  const char *key = prompt ? "name" : "uri";
+  const char *named = mcp_json_get_string (ref, key);
+  g_autofree char *server = NULL;
+  g_autofree char *own = NULL;
+  g_autoptr(json_t) forwarded = NULL;
+
+  if (named == NULL || (!prompt && g_strcmp0 (type, "ref/resource") != 0))
+    {
+      g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_PROMPT,
+                   _("completion/complete needs a “ref” of type ref/prompt with a “name”, "
+                     "or of type ref/resource with a “uri”"));
+      return NULL;
+    }
+  if (expose->prompts == NULL)
+    {
+      g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_PROMPT,
+                   _("Nothing to complete: prompts and resources come through the proxy (--expose proxy)"));
+      return NULL;
+    }
+  if (prompt ? !mcp_prompts_find (expose->prompts, named, options, &server, &own, error)
+             : !mcp_resources_route (expose->resources, named, options, &server, &own, error))
+    return NULL;
+  forwarded = json_deep_copy (params);
+  json_object_set_new (json_object_get (forwarded, "ref"), key, json_string (own));
+  return mcp_pool_request (expose->pool, server, "completion/complete", forwarded, options, error);
+}
+
 /* Resources: one overview of the servers and how to reach their tools. */
 
 json_t *

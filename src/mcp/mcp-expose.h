@@ -89,6 +89,12 @@ json_t    *mcp_expose_get_prompt     (McpExpose             *expose,
                                       json_t                *arguments,
                                       const McpCallOptions  *options,
                                       GError               **error);
+/* Blocking: completion/complete of a proxied prompt's or template's
+ * argument, asked of the server that has it; its result or the error. */
+json_t    *mcp_expose_complete       (McpExpose             *expose,
+                                      json_t                *params,
+                                      const McpCallOptions  *options,
+                                      GError               **error);
 /* The capabilities resource, and through the proxy every server's
  * resources and templates (mcp-resources.h); blocking with the proxy,
  * and quick without it (mcp_expose_reads_quickly()). */

@@ -104,6 +104,24 @@ set_unknown_prompt_error (McpPrompts  *prompts,
                _("No prompt is named “%s”; the prompts are: %s"), name, text->str);
 }
 
+gboolean
+mcp_prompts_find (McpPrompts           *prompts,
+                  const char           *name,
+                  const McpCallOptions *options,
+                  char                **server,
+                  char                **own_name,
+                  GError              **error)
+{
+  /* A client may name a prompt it learned of in an earlier session. */
+  if (mcp_proxy_names_find (prompts->names, name, server, own_name))
+    return TRUE;
+  json_decref (mcp_prompts_list (prompts, options));
+  if (mcp_proxy_names_find (prompts->names, name, server, own_name))
+    return TRUE;
+  set_unknown_prompt_error (prompts, name, error);
+  return FALSE;
+}
+
 json_t *
 mcp_prompts_get (McpPrompts           *prompts,
                  const char           *name,
@@ -115,16 +133,8 @@ mcp_prompts_get (McpPrompts           *prompts,
   g_autofree char *prompt = NULL;
   g_autoptr(json_t) params = NULL;
 
-  /* A client may get a prompt it learned of in an earlier session. */
-  if (!mcp_proxy_names_find (prompts->names, name, &server, &prompt))
-    {
-      json_decref (mcp_prompts_list (prompts, options));
-      if (!mcp_proxy_names_find (prompts->names, name, &server, &prompt))
-        {
-          set_unknown_prompt_error (prompts, name, error);
-          return NULL;
-        }
-    }
+  if (!mcp_prompts_find (prompts, name, options, &server, &prompt, error))
+    return NULL;
   params = json_pack ("{s:s}", "name", prompt);
   if (arguments != NULL)
     json_object_set (params, "arguments", arguments);

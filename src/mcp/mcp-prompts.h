@@ -41,6 +41,16 @@ json_t     *mcp_prompts_get  (McpPrompts           *prompts,
                               const McpCallOptions *options,
                               GError              **error);
 
+/* The server and own name of the prompt exposed as @name (listing the
+ * prompts first if the last listing did not have it); FALSE with the
+ * error mcp_prompts_get() gives for an unknown name. */
+gboolean    mcp_prompts_find (McpPrompts           *prompts,
+                              const char           *name,
+                              const McpCallOptions *options,
+                              char                **server,
+                              char                **own_name,
+                              GError              **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpPrompts, mcp_prompts_free)
 
 G_END_DECLS

@@ -17,7 +17,8 @@ typedef struct {
 } Owner;
 
 typedef struct {
-  char *start;    /* a template's fixed start */
+  char *pattern;  /* a template's uriTemplate */
+  char *start;    /* its fixed start */
   char *server;
 } TemplateStart;
 
@@ -42,6 +43,7 @@ owner_free (Owner *owner)
 static void
 template_start_free (TemplateStart *start)
 {
+  g_free (start->pattern);
   g_free (start->start);
   g_free (start->server);
   g_free (start);
@@ -216,6 +218,7 @@ mcp_resources_list_templates (McpResources         *resources,
           if (pattern == NULL)
             continue;
           start = g_new0 (TemplateStart, 1);
+          start->pattern = g_strdup (pattern);
           start->start = g_strndup (pattern, strcspn (pattern, "{"));
           start->server = g_strdup (info->name);
           g_ptr_array_add (starts, start);
@@ -253,7 +256,8 @@ find_server (McpResources  *resources,
     {
       TemplateStart *start = g_ptr_array_index (resources->starts, i);
 
-      if (start->start[0] != '\0' && g_str_has_prefix (uri, start->start))
+      if (strcmp (uri, start->pattern) == 0 ||
+          (start->start[0] != '\0' && g_str_has_prefix (uri, start->start)))
         {
           *server = g_strdup (start->server);
           *own = g_strdup (uri);
@@ -286,6 +290,25 @@ list_once (McpResources         *resources,
     json_decref (mcp_resources_list_templates (resources, options));
 }
 
+gboolean
+mcp_resources_route (McpResources         *resources,
+                     const char           *uri,
+                     const McpCallOptions *options,
+                     char                **server,
+                     char                **own_uri,
+                     GError              **error)
+{
+  if (parse_rewritten_uri (uri, server, own_uri) || find_server (resources, uri, server, own_uri))
+    return TRUE;
+  list_once (resources, options);
+  if (find_server (resources, uri, server, own_uri))
+    return TRUE;
+  g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_RESOURCE,
+               _("No server is known to have the resource “%s”; resources/list and "
+                 "resources/templates/list show what the servers have"), uri);
+  return FALSE;
+}
+
 json_t *
 mcp_resources_read (McpResources         *resources,
                     const char           *uri,
@@ -299,17 +322,8 @@ mcp_resources_read (McpResources         *resources,
   json_t *content;
   size_t index;
 
-  if (!parse_rewritten_uri (uri, &server, &own) && !find_server (resources, uri, &server, &own))
-    {
-      list_once (resources, options);
-      if (!find_server (resources, uri, &server, &own))
-        {
-          g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_RESOURCE,
-                       _("No server is known to have the resource “%s”; resources/list and "
-                         "resources/templates/list show what the servers have"), uri);
-          return NULL;
-        }
-    }
+  if (!mcp_resources_route (resources, uri, options, &server, &own, error))
+    return NULL;
   params = json_pack ("{s:s}", "uri", own);
   result = mcp_pool_request (resources->pool, server, "resources/read", params, options, error);
   /* A rewritten URI is the one the client knows. */

@@ -13,7 +13,8 @@
  *    no listing named (one made from a template, or one a tool returned)
  *    is read from the server with the longest template whose fixed start
  *    (the part before its first '{') the URI begins with; failing that,
- *    from the one server offering resources, if there is just one.
+ *    from the one server offering resources, if there is just one.  A
+ *    template's own uriTemplate (a completion's ref) goes to its server.
  * What a server sends is passed on as it is; only a rewritten URI is put
  * back in the contents of its read.
  *
@@ -52,6 +53,17 @@ json_t       *mcp_resources_list_templates (McpResources         *resources,
 json_t       *mcp_resources_read           (McpResources         *resources,
                                             const char           *uri,
                                             const McpCallOptions *options,
+                                            GError              **error);
+
+/* Where a read of @uri goes (see above), or a completion of the template
+ * whose uriTemplate @uri is: the server and the URI in its own terms;
+ * FALSE with MCP_EXPOSE_ERROR_UNKNOWN_RESOURCE when no server can be
+ * told. */
+gboolean      mcp_resources_route          (McpResources         *resources,
+                                            const char           *uri,
+                                            const McpCallOptions *options,
+                                            char                **server,
+                                            char                **own_uri,
                                             GError              **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpResources, mcp_resources_free)

@@ -59,7 +59,10 @@ handle_initialize (McpExpose *expose,
                       "title", "MCP Pool",
                       "instructions", instructions);
   if (mcp_expose_has_prompts (expose))
-    json_object_set_new (json_object_get (result, "capabilities"), "prompts", json_object ());
+    {
+      json_object_set_new (json_object_get (result, "capabilities"), "prompts", json_object ());
+      json_object_set_new (json_object_get (result, "capabilities"), "completions", json_object ());
+    }
   return result;
 }
 
@@ -172,6 +175,14 @@ mcp_upstream_handle_request (McpExpose       *expose,
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "prompts", mcp_expose_list_prompts (expose, &options)));
   if (g_str_equal (method, "prompts/get"))
     return handle_prompts_get (expose, id, params, timeout_ms, cancellable);
+  if (g_str_equal (method, "completion/complete"))
+    {
+      json_t *completion = mcp_expose_complete (expose, params, &options, &error);
+
+      if (completion == NULL)
+        return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS, "%s", error->message);
+      return mcp_jsonrpc_result_new (id, completion);
+    }
   if (g_str_equal (method, "resources/list"))
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "resources",
                                                   mcp_expose_list_resources (expose, &options)));

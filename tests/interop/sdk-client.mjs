@@ -418,6 +418,16 @@ await check ('proxy: prompts/list and prompts/get answer as server-everything it
       else
         assert.deepEqual (got, expected, `${prompt.name}: not the server's own answer`);
     }
+
+    /* Completions of a prompt's argument, as the server gives them. */
+    const completable = own.find ((prompt) => prompt.name === 'completable-prompt');
+    if (completable) {
+      const argument = { name: completable.arguments[0].name, value: '' };
+
+      assert.deepEqual (await proxy.client.complete ({ ref: { type: 'ref/prompt', name: 'everything__completable-prompt' },
+                                                       argument }),
+                        await direct.complete ({ ref: { type: 'ref/prompt', name: 'completable-prompt' }, argument }));
+    }
   } finally {
     await direct.close ();
   }
