@@ -37,6 +37,7 @@
  *                              and "plain" (no arguments); listed two per page;
  *                              and completions: greet's name among Ada, Alan,
  *                              Grace, and with --resources an item's id 1-3
+ *   --logging                  offer logging (logging/setLevel)
  *   --resources TAG            offer resources TAG://own and shared://same (one
  *                              per page) and the template TAG://item/{id};
  *                              reading a URI of those answers "TAG says URI"
@@ -55,6 +56,9 @@
  *   tool_error {}              result with isError true
  *   nul_name {}                a result with "\u0000" in a member name
  *   request_line {...}         text: the tools/call line as this server read it
+ *   log {text}                 notifications/message (info, logger "fixture"),
+ *                              then "logged"; with --logging, the level a
+ *                              client set (logging/setLevel) is in stats
  *   stop_reading {}            answer, then read no more of stdin (after the
  *                              line that follows, if it is already coming)
  *   stderr {bytes}             write <bytes> bytes to stderr
@@ -110,7 +114,7 @@ static struct
 {
   int noise, fail_start, hang_start, ignore_sigterm, ignore_eof, grandchild;
   int notify_before_init, list_changed_after_init, ping_client, notification_flood;
-  int list_changed_flood, prompts;
+  int list_changed_flood, prompts, logging;
   long long crash_after, crash_on_list, stderr_flood, slow_start_ms, page_size, extra_tools;
   const char *protocol_version;
   const char *fail_start_if_exists;
@@ -131,6 +135,7 @@ static struct
   bool initialized;
   json_t *client_ping;
   json_t *client_capabilities;
+  char *log_level;
 } counters;
 
 static pid_t grandchild_pid;
@@ -441,7 +446,7 @@ enum
   TOOL_ECHO, TOOL_SLEEP, TOOL_CRASH, TOOL_HANG, TOOL_HUGE, TOOL_PROGRESS,
   TOOL_NOTIFY_LIST_CHANGED, TOOL_STATS, TOOL_FAIL, TOOL_TOOL_ERROR,
   TOOL_STDERR, TOOL_ASK_CLIENT, TOOL_NUL_NAME, TOOL_STOP_READING, TOOL_ELICIT,
-  TOOL_REQUEST_LINE, N_TOOLS
+  TOOL_REQUEST_LINE, TOOL_LOG, N_TOOLS
 };
 
 /* In enum order.  @args lists the arguments as "name:type",
@@ -470,6 +475,7 @@ static const struct
   { "elicit", "Ask the user through elicitation/create, return the answer.",
     "message?:string,schema?:object" },
   { "request_line", "Answer with the request as this server read it.", "" },
+  { "log", "Send a log message, then answer.", "text:string" },
 };
 
 static json_t *
@@ -643,7 +649,7 @@ tool_stats (Call *call)
   json_t *snapshot;
 
   pthread_mutex_lock (&stats_lock);
-  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I, s:I, s:o?}",
+  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I, s:I, s:o?, s:s?}",
                         "pid", (json_int_t) getpid (),
                         "calls", (json_int_t) counters.calls,
                         "lists", (json_int_t) counters.lists,
@@ -656,7 +662,8 @@ tool_stats (Call *call)
                         "flood_sent", (json_int_t) counters.flood_sent,
                         "list_changed_sent", (json_int_t) counters.list_changed_sent,
                         "client_capabilities",
-                        json_deep_copy (counters.client_capabilities));
+                        json_deep_copy (counters.client_capabilities),
+                        "log_level", counters.log_level);
   pthread_mutex_unlock (&stats_lock);
   call_reply (call, json_text_result (snapshot, snapshot));
 }
@@ -865,6 +872,16 @@ run_tool (Call *call, int tool)
     case TOOL_NUL_NAME:
       tool_nul_name (call);
       break;
+    case TOOL_LOG:
+      if (!json_is_string (value = json_object_get (call->args, "text")))
+        call_bad_argument (call, "text", "a string");
+      else
+        {
+          send_message (json_pack ("{s:s, s:{s:s, s:s, s:O}}", "method", "notifications/message", "params",
+                                   "level", "info", "logger", "fixture", "data", value));
+          call_reply (call, text_result ("logged"));
+        }
+      break;
     case TOOL_REQUEST_LINE:
       call_reply (call, text_result_take (json_string (call->line)));
       break;
@@ -947,11 +964,12 @@ handle_initialize (json_t *id, json_t *params)
   if (opts.notify_before_init)
     send_list_changed ();
 
-  send_result (id, json_pack ("{s:s, s:{s:{s:b}, s:o*, s:o*, s:o*}, s:{s:s, s:s}}",
+  send_result (id, json_pack ("{s:s, s:{s:{s:b}, s:o*, s:o*, s:o*, s:o*}, s:{s:s, s:s}}",
                               "protocolVersion", version,
                               "capabilities", "tools", "listChanged", 1,
                               "prompts", opts.prompts ? json_object () : NULL,
                               "completions", opts.prompts ? json_object () : NULL,
+                              "logging", opts.logging ? json_object () : NULL,
                               "resources", opts.resources ? json_object () : NULL,
                               "serverInfo", "name", FIXTURE_NAME,
                               "version", FIXTURE_VERSION));
@@ -1232,6 +1250,14 @@ handle_message (json_t *msg)
     handle_prompts_get (id, params);
   else if (opts.prompts && strcmp (name, "completion/complete") == 0)
     handle_complete (id, params);
+  else if (opts.logging && strcmp (name, "logging/setLevel") == 0)
+    {
+      pthread_mutex_lock (&stats_lock);
+      free (counters.log_level);
+      counters.log_level = strdup (json_string_value (json_object_get (params, "level")) ?: "?");
+      pthread_mutex_unlock (&stats_lock);
+      send_result (id, json_object ());
+    }
   else if (opts.resources != NULL && (strcmp (name, "resources/list") == 0 ||
                                       strcmp (name, "resources/templates/list") == 0 ||
                                       strcmp (name, "resources/read") == 0))
@@ -1333,10 +1359,10 @@ static const char usage_text[] =
   "  --grandchild  --notify-before-init  --list-changed-after-init\n"
   "  --list-changed-flood\n"
   "  --ping-client  --protocol-version V  --page-size N  --extra-tools N  --prompts\n"
-  "  --resources TAG\n"
+  "  --resources TAG  --logging\n"
   "  --help\n\n"
   "Tools: echo, sleep, crash, hang, huge, progress, notify_list_changed, stop_reading,\n"
-  "stats, fail, tool_error, stderr, ask_client, elicit, request_line, dummy_<i>.\n"
+  "stats, fail, tool_error, stderr, ask_client, elicit, request_line, log, dummy_<i>.\n"
   "The comment at the top of mcp-fixture-server.c describes them all.\n";
 
 static const struct option long_options[] = {
@@ -1358,6 +1384,7 @@ static const struct option long_options[] = {
     1 },
   { "list-changed-flood", no_argument, &opts.list_changed_flood, 1 },
   { "prompts", no_argument, &opts.prompts, 1 },
+  { "logging", no_argument, &opts.logging, 1 },
   { "resources", required_argument, NULL, 'r' },
   { "ping-client", no_argument, &opts.ping_client, 1 },
   { "protocol-version", required_argument, NULL, 'v' },

@@ -259,6 +259,20 @@ test_client_count_notifications (TestClient *client,
   return count;
 }
 
+json_t *
+test_client_last_notification (TestClient *client,
+                               const char *method)
+{
+  for (guint i = client->notifications->len; i > 0; i--)
+    {
+      json_t *notification = g_ptr_array_index (client->notifications, i - 1);
+
+      if (g_strcmp0 (json_string_value (json_object_get (notification, "method")), method) == 0)
+        return json_object_get (notification, "params");
+    }
+  return NULL;
+}
+
 /* Waits for one more notification @method than seen so far. */
 void
 test_client_wait_notification (TestClient *client,

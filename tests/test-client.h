@@ -68,6 +68,9 @@ guint            test_client_count_notifications (TestClient *client,
                                                   const char *method);
 void             test_client_wait_notification   (TestClient *client,
                                                   const char *method);
+/* The params of the last notification @method seen (borrowed), or NULL. */
+json_t          *test_client_last_notification  (TestClient *client,
+                                                  const char *method);
 void             test_client_close_input     (TestClient   *client);
 void             test_client_close_output    (TestClient   *client);
 void             test_client_wait_exit       (TestClient   *client);

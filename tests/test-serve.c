@@ -257,6 +257,9 @@ static const ServeSetup lazy_setup = { "proxy,gateway", { "one", "[]", "two", "[
 static const ServeSetup resources_setup = {
   "proxy", { "alpha", "[\"--resources\", \"alpha\"]", "beta", "[\"--resources\", \"beta\"]", "plain", "[]", NULL }
 };
+static const ServeSetup logging_setup = {
+  "proxy", { "talker", "[\"--logging\"]", "late", "[\"--logging\"]", "quiet", "[]", NULL }
+};
 static const ServeSetup prompts_setup = {
   "proxy", { "speaker", "[\"--prompts\", \"--resources\", \"speaker\"]", "mute", "[]", NULL }
 };
@@ -662,6 +665,58 @@ test_proxy_resources (Fixture       *fixture,
   g_assert_cmpstr (second_same, ==, "beta says shared://same");
   g_assert_cmpstr (same_uri, ==, rewritten);
   g_assert_nonnull (strstr (missing, "nowhere://x"));
+}
+
+static char *
+stats_log_level (TestClient *client,
+                 const char *tool)
+{
+  g_autoptr(json_t) stats = call_tool (client, tool, json_object ());
+
+  return g_strdup (mcp_json_get_string (json_object_get (stats, "structuredContent"), "log_level"));
+}
+
+/* The servers' log messages reach a client that set a level, under the
+ * server's name; every server that offers logging is asked for that
+ * level, one that starts later too, and a level that is none is named. */
+static void
+test_proxy_logging (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) before = call_tool (client, "talker__log", json_pack ("{s:s}", "text", "before"));
+  g_autoptr(json_t) set = NULL;
+  g_autoptr(json_t) after = NULL;
+  g_autoptr(json_t) quiet = NULL;
+  g_autofree char *refused = NULL;
+  g_autofree char *talker_level = NULL;
+  g_autofree char *late_level = NULL;
+  json_t *message;
+
+  /* A server's message goes out before its reply, so none came. */
+  assert_result (before, FALSE, "logged", NULL);
+  g_assert_cmpuint (test_client_count_notifications (client, "notifications/message"), ==, 0);
+
+  set = test_client_result (client, "logging/setLevel", json_pack ("{s:s}", "level", "warning"));
+  g_assert_cmpuint (json_object_size (set), ==, 0);
+  talker_level = stats_log_level (client, "talker__stats");
+  g_assert_cmpstr (talker_level, ==, "warning");
+  late_level = stats_log_level (client, "late__stats");
+  g_assert_cmpstr (late_level, ==, "warning");
+  quiet = call_tool (client, "quiet__echo", json_pack ("{s:s}", "message", "q"));
+  assert_result (quiet, FALSE, "Echo: q", NULL);
+
+  after = call_tool (client, "talker__log", json_pack ("{s:s}", "text", "after"));
+  assert_result (after, FALSE, "logged", NULL);
+  g_assert_cmpuint (test_client_count_notifications (client, "notifications/message"), ==, 1);
+  message = test_client_last_notification (client, "notifications/message");
+  g_assert_cmpstr (mcp_json_get_string (message, "logger"), ==, "talker/fixture");
+  g_assert_cmpstr (mcp_json_get_string (message, "data"), ==, "after");
+  g_assert_cmpstr (mcp_json_get_string (message, "level"), ==, "info");
+
+  refused = request_error (client, "logging/setLevel", json_pack ("{s:s}", "level", "loud"));
+  g_assert_nonnull (strstr (refused, "“loud”"));
+  g_assert_nonnull (strstr (refused, "debug, info, notice"));
 }
 
 /* Without the proxy there are no prompts, and asking says how to get them. */
@@ -1815,6 +1870,7 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/arguments-as-sent", proxy_names_setup, test_proxy_arguments_as_sent);
   ADD ("/serve/proxy/prompts", prompts_setup, test_proxy_prompts);
   ADD ("/serve/proxy/completions", prompts_setup, test_proxy_completions);
+  ADD ("/serve/proxy/logging", logging_setup, test_proxy_logging);
   ADD ("/serve/proxy/resources", resources_setup, test_proxy_resources);
   ADD ("/serve/proxy/call-starts-its-server", lazy_setup, test_proxy_call_starts_its_server);
   ADD ("/serve/gateway/no-prompts", gateway_setup, test_prompts_need_proxy);

@@ -717,11 +717,27 @@ mcp_expose_get_prompt (McpExpose            *expose,
 {
   if (expose->prompts == NULL)
     {
-      g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_PROMPT,
+      g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_NEEDS_PROXY,
                    _("No prompt is named “%s”: prompts come through the proxy (--expose proxy)"), name);
       return NULL;
     }
   return mcp_prompts_get (expose->prompts, name, arguments, options, error);
+}
+
+/* Logging: the level every server is asked for. */
+
+gboolean
+mcp_expose_set_log_level (McpExpose   *expose,
+                          const char  *level,
+                          GError     **error)
+{
+  if (expose->prompts == NULL)
+    {
+      g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_NEEDS_PROXY,
+                   _("The servers' log messages come through the proxy (--expose proxy)"));
+      return FALSE;
+    }
+  return mcp_pool_set_log_level (expose->pool, level, error);
 }
 
 /* Completions: of a proxied prompt's or template's arguments, by the
@@ -751,7 +767,7 @@ mcp_expose_complete (McpExpose            *expose,
     }
   if (expose->prompts == NULL)
     {
-      g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_PROMPT,
+      g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_NEEDS_PROXY,
                    _("Nothing to complete: prompts and resources come through the proxy (--expose proxy)"));
       return NULL;
     }

@@ -35,6 +35,7 @@ typedef enum {
   MCP_EXPOSE_ERROR_UNKNOWN_TOOL,  /* tools/call of a name that is not exposed: -32602 */
   MCP_EXPOSE_ERROR_UNKNOWN_RESOURCE,
   MCP_EXPOSE_ERROR_UNKNOWN_PROMPT,  /* prompts/get of a name that is not exposed: -32602 */
+  MCP_EXPOSE_ERROR_NEEDS_PROXY,     /* a request only the proxy answers, of another exposure */
 } McpExposeError;
 
 #define MCP_EXPOSE_CAPABILITIES_URI "mcp-pool://capabilities"
@@ -88,6 +89,11 @@ json_t    *mcp_expose_get_prompt     (McpExpose             *expose,
                                       const char            *name,
                                       json_t                *arguments,
                                       const McpCallOptions  *options,
+                                      GError               **error);
+/* Non-blocking: logging/setLevel through the proxy, for every server
+ * (mcp_pool_set_log_level()). */
+gboolean   mcp_expose_set_log_level  (McpExpose             *expose,
+                                      const char            *level,
                                       GError               **error);
 /* Blocking: completion/complete of a proxied prompt's or template's
  * argument, asked of the server that has it; its result or the error. */

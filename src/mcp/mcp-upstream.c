@@ -31,7 +31,7 @@ gboolean
 mcp_upstream_is_quick (McpExpose  *expose,
                        const char *method)
 {
-  static const char * const quick[] = { "ping", "initialize", NULL };
+  static const char * const quick[] = { "ping", "initialize", "logging/setLevel", NULL };
   static const char * const resources[] = {
     "resources/list", "resources/templates/list", "resources/read", NULL,
   };
@@ -62,6 +62,7 @@ handle_initialize (McpExpose *expose,
     {
       json_object_set_new (json_object_get (result, "capabilities"), "prompts", json_object ());
       json_object_set_new (json_object_get (result, "capabilities"), "completions", json_object ());
+      json_object_set_new (json_object_get (result, "capabilities"), "logging", json_object ());
     }
   return result;
 }
@@ -175,6 +176,12 @@ mcp_upstream_handle_request (McpExpose       *expose,
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "prompts", mcp_expose_list_prompts (expose, &options)));
   if (g_str_equal (method, "prompts/get"))
     return handle_prompts_get (expose, id, params, timeout_ms, cancellable);
+  if (g_str_equal (method, "logging/setLevel"))
+    {
+      if (!mcp_expose_set_log_level (expose, mcp_json_get_string (params, "level"), &error))
+        return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS, "%s", error->message);
+      return mcp_jsonrpc_result_new (id, json_object ());
+    }
   if (g_str_equal (method, "completion/complete"))
     {
       json_t *completion = mcp_expose_complete (expose, params, &options, &error);

@@ -61,6 +61,7 @@ struct _McpPool {
   gboolean          shut_down;       /* protected by lock */
   GSource          *reap_source;     /* protected by lock */
   gint              starting;        /* atomic; starts under way (retired_cond under lock) */
+  gint              log_level;       /* atomic; index in mcp_pool_log_levels, -1: none set */
   GCancellable     *starts_cancellable; /* immutable; cancelled by shutdown */
 };
 
@@ -74,6 +75,10 @@ typedef struct _BackgroundJob {
   PoolEntry  *entry;     /* JOB_RELIST */
   McpSession *session;
 } BackgroundJob;
+
+/* Logging: mcp-pool-logging.c.  entry->lock held: asks a ready server
+ * that offers logging for the level set, if one is. */
+void        mcp_pool_send_log_level_locked (PoolEntry      *entry);
 
 /* Entries: mcp-pool.c.  Any thread unless marked. */
 PoolEntry  *mcp_pool_entry_ref             (PoolEntry      *entry);

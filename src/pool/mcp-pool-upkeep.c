@@ -131,7 +131,11 @@ mcp_pool_on_session_notification (McpSession *session,
     }
   else if (g_strcmp0 (method, "notifications/message") == 0)
     {
+      McpPool *pool = entry->pool;
+
       log_server_message (entry, params);
+      if (pool->callbacks.on_server_message != NULL && json_is_object (params))
+        pool->callbacks.on_server_message (pool, entry->name, params, pool->callbacks.user_data);
     }
 }
 

@@ -268,6 +268,7 @@ start_locked (PoolEntry  *entry,
       entry->tools_stale = FALSE;
       entry->backoff_ms = 0;
       set_state_locked (entry, MCP_SERVER_READY);
+      mcp_pool_send_log_level_locked (entry);
       return;
     }
 
@@ -744,6 +745,7 @@ mcp_pool_new (GMainContext            *context,
    * instead of queueing behind each other. */
   pool->background = g_thread_pool_new (mcp_pool_run_background_job, pool, -1, FALSE, NULL);
   pool->starts_cancellable = g_cancellable_new ();
+  pool->log_level = -1;
   return pool;
 }
 

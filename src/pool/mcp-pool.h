@@ -41,6 +41,7 @@ typedef enum {
   MCP_POOL_ERROR_BACKOFF,       /* recent start failures; retry later */
   MCP_POOL_ERROR_REMOVED,       /* the server left the config meanwhile */
   MCP_POOL_ERROR_SHUT_DOWN,
+  MCP_POOL_ERROR_BAD_LOG_LEVEL,
 } McpPoolError;
 
 typedef enum {
@@ -67,6 +68,10 @@ typedef struct {
                                  json_t *params, McpSessionResponder *responder,
                                  gpointer user_data);
   json_t    *client_capabilities;
+  /* May be NULL.  A server's notifications/message, on the pool's
+   * context; @params borrowed. */
+  void     (*on_server_message) (McpPool *pool, const char *server, json_t *params,
+                                 gpointer user_data);
 } McpPoolCallbacks;
 
 /* Zero fields take the defaults. */
@@ -169,6 +174,14 @@ json_t     *mcp_pool_request        (McpPool                 *pool,
                                      json_t                  *params,
                                      const McpCallOptions    *options,
                                      GError                 **error);
+/* Any thread, non-blocking: the level of log messages (notifications/
+ * message) every server that offers logging is asked for, now and when it
+ * starts; FALSE with an error naming the levels if @level is none of
+ * them (debug, info, notice, warning, error, critical, alert, emergency). */
+gboolean    mcp_pool_set_log_level  (McpPool                 *pool,
+                                     const char              *level,
+                                     GError                 **error);
+
 /* Blocking, any thread: every page of a listing (prompts/list,
  * resources/list, …), the arrays under @key put together. */
 json_t     *mcp_pool_list_all       (McpPool                 *pool,

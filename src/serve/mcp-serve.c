@@ -56,6 +56,7 @@ struct _McpServe {
   GHashTable       *in_flight;       /* protected by lock; id key → GCancellable */
   GHashTable       *cancelled_by_client; /* protected by lock; id keys: no reply */
   gboolean          initialized;     /* protected by lock */
+  gboolean          log_level_set;   /* protected by lock: the client asked for log messages */
   gboolean          ending;          /* protected by lock */
   gboolean          ended;           /* protected by lock; the pool is shut down */
 };
@@ -382,7 +383,19 @@ on_input_message (json_t   *message,
       if (g_str_equal (mcp_json_get_string (message, "method"), "ping"))
         queue_message (serve, mcp_jsonrpc_result_new (id, json_object ()), FALSE);
       else if (serve->remote == NULL && mcp_upstream_is_quick (serve->expose, mcp_json_get_string (message, "method")))
-        queue_message (serve, mcp_upstream_handle_request (serve->expose, message, 0, NULL, NULL, NULL), FALSE);
+        {
+          json_t *reply = mcp_upstream_handle_request (serve->expose, message, 0, NULL, NULL, NULL);
+
+          /* The servers' log messages are passed on once the client asks. */
+          if (g_str_equal (mcp_json_get_string (message, "method"), "logging/setLevel") &&
+              json_object_get (reply, "result") != NULL)
+            {
+              g_mutex_lock (&serve->lock);
+              serve->log_level_set = TRUE;
+              g_mutex_unlock (&serve->lock);
+            }
+          queue_message (serve, reply, FALSE);
+        }
       else
         start_request (serve, message);
       break;
@@ -579,6 +592,31 @@ on_tools_changed (McpPool    *pool,
   announce_tools_changed (server, user_data);
 }
 
+/* A server's log message, to a client that set a level (logging/setLevel)
+ * through the proxy, under the server's name; dropped, as progress is, if
+ * the client falls behind. */
+static void
+on_server_message (McpPool    *pool,
+                   const char *server,
+                   json_t     *params,
+                   gpointer    user_data)
+{
+  McpServe *serve = user_data;
+  const char *logger = mcp_json_get_string (params, "logger");
+  g_autoptr(json_t) forwarded = NULL;
+  gboolean wanted;
+
+  g_mutex_lock (&serve->lock);
+  wanted = serve->initialized && serve->log_level_set;
+  g_mutex_unlock (&serve->lock);
+  if (!wanted || !(serve->options.expose & MCP_EXPOSE_PROXY))
+    return;
+  forwarded = json_copy (params);
+  json_object_set_new (forwarded, "logger",
+                       logger != NULL ? json_sprintf ("%s/%s", server, logger) : json_string (server));
+  queue_message (serve, mcp_jsonrpc_notification_new ("notifications/message", forwarded), TRUE);
+}
+
 static void
 on_config_changed (McpDiscovery *discovery,
                    gpointer      user_data)
@@ -626,7 +664,9 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
   };
   static const McpOutputQueueFuncs output_funcs = { on_output_drained, on_output_broken };
   McpServe *serve;
-  McpPoolCallbacks callbacks = { NULL, on_tools_changed, NULL };
+  McpPoolCallbacks callbacks = {
+    .on_tools_changed = on_tools_changed, .on_server_message = on_server_message,
+  };
   McpRemoteCallbacks remote_callbacks = { announce_tools_changed, NULL, NULL };
   g_autoptr(McpRemote) remote = NULL;
   int signals[] = { SIGTERM, SIGINT };
