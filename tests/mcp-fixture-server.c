@@ -51,7 +51,8 @@
  *   huge {bytes}               text of exactly <bytes> 'x' characters
  *   progress {steps, delay_ms?}  notifications/progress, "done <steps> steps"
  *   notify_list_changed {count?} send tools/list_changed (count times), then "sent"
- *   stats {}                   counters, as text and structuredContent
+ *   stats {}                   counters (roots/list_changed received among them),
+ *                              as text and structuredContent
  *   fail {}                    JSON-RPC error -32603
  *   tool_error {}              result with isError true
  *   nul_name {}                a result with "\u0000" in a member name
@@ -131,7 +132,7 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct
 {
-  long long calls, inflight, max_inflight, lists, flood_sent, list_changed_sent;
+  long long calls, inflight, max_inflight, lists, flood_sent, list_changed_sent, roots_changed;
   bool initialized;
   json_t *client_ping;
   json_t *client_capabilities;
@@ -649,7 +650,7 @@ tool_stats (Call *call)
   json_t *snapshot;
 
   pthread_mutex_lock (&stats_lock);
-  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I, s:I, s:o?, s:s?}",
+  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I, s:I, s:o?, s:s?, s:I}",
                         "pid", (json_int_t) getpid (),
                         "calls", (json_int_t) counters.calls,
                         "lists", (json_int_t) counters.lists,
@@ -663,7 +664,8 @@ tool_stats (Call *call)
                         "list_changed_sent", (json_int_t) counters.list_changed_sent,
                         "client_capabilities",
                         json_deep_copy (counters.client_capabilities),
-                        "log_level", counters.log_level);
+                        "log_level", counters.log_level,
+                        "roots_changed", (json_int_t) counters.roots_changed);
   pthread_mutex_unlock (&stats_lock);
   call_reply (call, json_text_result (snapshot, snapshot));
 }
@@ -1226,6 +1228,12 @@ handle_message (json_t *msg)
     {
       if (strcmp (name, "notifications/initialized") == 0)
         handle_initialized ();
+      else if (strcmp (name, "notifications/roots/list_changed") == 0)
+        {
+          pthread_mutex_lock (&stats_lock);
+          counters.roots_changed++;
+          pthread_mutex_unlock (&stats_lock);
+        }
     }
   else if (strcmp (name, "initialize") == 0)
     handle_initialize (id, params);

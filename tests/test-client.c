@@ -67,6 +67,7 @@ test_client_new (GSubprocessLauncher *launcher,
   client->pending = g_string_new (NULL);
   client->stash = g_ptr_array_new_with_free_func ((GDestroyNotify) json_decref);
   client->notifications = g_ptr_array_new_with_free_func ((GDestroyNotify) json_decref);
+  client->requests = g_ptr_array_new_with_free_func ((GDestroyNotify) json_decref);
   client->next_id = 1;
   return client;
 }
@@ -79,6 +80,7 @@ test_client_free (TestClient *client)
   g_string_free (client->pending, TRUE);
   g_ptr_array_unref (client->stash);
   g_ptr_array_unref (client->notifications);
+  g_ptr_array_unref (client->requests);
   g_free (client);
 }
 
@@ -177,11 +179,24 @@ static void
 client_keep (TestClient *client,
              json_t     *message)
 {
-  if (json_object_get (message, "method") != NULL)
+  if (json_object_get (message, "method") != NULL && json_object_get (message, "id") != NULL)
     {
-      g_assert_null (json_object_get (message, "id"));
-      g_ptr_array_add (client->notifications, message);
+      json_t *result;
+
+      g_assert_nonnull (client->on_request);
+      result = client->on_request (json_string_value (json_object_get (message, "method")),
+                                   json_object_get (message, "params"), client->on_request_data);
+      if (result != NULL)
+        test_client_send (client, json_pack ("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id",
+                                             json_object_get (message, "id"), "result", result));
+      else
+        test_client_send (client, json_pack ("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
+                                             json_object_get (message, "id"), "error", "code", -32601,
+                                             "message", "not answered by the test"));
+      g_ptr_array_add (client->requests, message);
     }
+  else if (json_object_get (message, "method") != NULL)
+    g_ptr_array_add (client->notifications, message);
   else
     g_ptr_array_add (client->stash, message);
 }

@@ -28,11 +28,22 @@ char            *test_interop_file           (const char   *relative_path);
 /* Stands for the null id of replies to lines that had no usable id. */
 #define TEST_CLIENT_NULL_ID    ((json_int_t) -1)
 
+/* Answers a request of the program (@params borrowed, may be NULL): the
+ * result, or NULL to answer -32601. */
+typedef json_t *(*TestRequestFunc) (const char *method,
+                                    json_t     *params,
+                                    gpointer    user_data);
+
 typedef struct {
   GSubprocess   *process;
   GPtrArray     *stash;          /* replies read while waiting for another id */
   GPtrArray     *notifications;  /* every notification, in arrival order */
+  GPtrArray     *requests;       /* every request of the program, in arrival order */
   gboolean       exited;
+  /* Set to answer the program's requests while reading; NULL: a request
+   * fails the test. */
+  TestRequestFunc on_request;
+  gpointer        on_request_data;
 
   /* private */
   GOutputStream *input;          /* NULL once closed */

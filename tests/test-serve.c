@@ -74,19 +74,29 @@ serve_new (const char *config,
 }
 
 /* initialize with id 0, as clients do; the result. */
+/* Takes @capabilities (NULL: none). */
 static json_t *
-serve_initialize (TestClient *client,
-                  const char *version)
+serve_initialize_with (TestClient *client,
+                       const char *version,
+                       json_t     *capabilities)
 {
   g_autoptr(json_t) reply = NULL;
 
-  test_client_send (client, json_pack ("{s:s, s:i, s:s, s:{s:s, s:{}, s:{s:s, s:s}}}",
+  test_client_send (client, json_pack ("{s:s, s:i, s:s, s:{s:s, s:o, s:{s:s, s:s}}}",
                                        "jsonrpc", "2.0", "id", 0, "method", "initialize", "params",
                                        "protocolVersion", version, "capabilities",
+                                       capabilities != NULL ? capabilities : json_object (),
                                        "clientInfo", "name", "test-serve", "version", "1"));
   reply = test_client_read_reply (client, 0);
   g_assert_true (json_is_object (json_object_get (reply, "result")));
   return json_incref (json_object_get (reply, "result"));
+}
+
+static json_t *
+serve_initialize (TestClient *client,
+                  const char *version)
+{
+  return serve_initialize_with (client, version, NULL);
 }
 
 static void
@@ -717,6 +727,59 @@ test_proxy_logging (Fixture       *fixture,
   refused = request_error (client, "logging/setLevel", json_pack ("{s:s}", "level", "loud"));
   g_assert_nonnull (strstr (refused, "“loud”"));
   g_assert_nonnull (strstr (refused, "debug, info, notice"));
+}
+
+/* What the test's client answers when a server asks it. */
+static json_t *
+answer_as_client (const char *method,
+                  json_t     *params,
+                  gpointer    user_data)
+{
+  if (g_str_equal (method, "roots/list"))
+    return json_pack ("{s:[{s:s, s:s}]}", "roots", "uri", "file:///work", "name", "work");
+  if (g_str_equal (method, "sampling/createMessage"))
+    return json_pack ("{s:s, s:{s:s, s:s}, s:s}", "role", "assistant", "content", "type", "text",
+                      "text", "sampled", "model", "test-model");
+  return NULL;
+}
+
+/* A server's request for the roots or for sampling reaches serve's client,
+ * which declared them, and its answer comes back to the server; what the
+ * client did not declare is neither declared to the server nor relayed.
+ * The client's roots/list_changed reaches the running servers. */
+static void
+test_proxy_client_requests (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) again = NULL;
+  g_autoptr(json_t) roots = NULL;
+  g_autoptr(json_t) sampled = NULL;
+  g_autoptr(json_t) elicited = NULL;
+  g_autoptr(json_t) stats = NULL;
+  json_t *declared;
+
+  client->on_request = answer_as_client;
+  again = serve_initialize_with (client, "2025-11-25", json_pack ("{s:{s:b}, s:{}}", "roots", "listChanged", TRUE,
+                                                                 "sampling"));
+  roots = call_tool (client, "fixture__ask_client", json_pack ("{s:s}", "method", "roots/list"));
+  sampled = call_tool (client, "fixture__ask_client",
+                       json_pack ("{s:s, s:{s:[], s:i}}", "method", "sampling/createMessage", "params",
+                                  "messages", "maxTokens", 10));
+  elicited = call_tool (client, "fixture__ask_client", json_pack ("{s:s}", "method", "elicitation/create"));
+  test_client_notify (client, "notifications/roots/list_changed", NULL);
+  stats = call_tool (client, "fixture__stats", json_object ());
+  declared = json_object_get (json_object_get (stats, "structuredContent"), "client_capabilities");
+
+  g_assert_nonnull (strstr (test_result_text (roots), "file:///work"));
+  g_assert_nonnull (strstr (test_result_text (sampled), "sampled"));
+  g_assert_nonnull (strstr (test_result_text (elicited), "-32601"));
+  g_assert_cmpuint (client->requests->len, ==, 2);
+  g_assert_true (json_is_true (json_object_get (json_object_get (declared, "roots"), "listChanged")));
+  g_assert_nonnull (json_object_get (declared, "sampling"));
+  g_assert_null (json_object_get (declared, "elicitation"));
+  g_assert_cmpint (json_integer_value (json_object_get (json_object_get (stats, "structuredContent"),
+                                                        "roots_changed")), ==, 1);
 }
 
 /* Without the proxy there are no prompts, and asking says how to get them. */
@@ -1871,6 +1934,7 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/prompts", prompts_setup, test_proxy_prompts);
   ADD ("/serve/proxy/completions", prompts_setup, test_proxy_completions);
   ADD ("/serve/proxy/logging", logging_setup, test_proxy_logging);
+  ADD ("/serve/proxy/client-requests", proxy_setup, test_proxy_client_requests);
   ADD ("/serve/proxy/resources", resources_setup, test_proxy_resources);
   ADD ("/serve/proxy/call-starts-its-server", lazy_setup, test_proxy_call_starts_its_server);
   ADD ("/serve/gateway/no-prompts", gateway_setup, test_prompts_need_proxy);

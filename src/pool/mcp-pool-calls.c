@@ -228,6 +228,27 @@ mcp_pool_list_offered (McpPool               *pool,
   return mcp_pool_list_all (pool, server, method, key, options, error);
 }
 
+void
+mcp_pool_notify_servers (McpPool    *pool,
+                         const char *method,
+                         json_t     *params)
+{
+  g_autoptr(GPtrArray) entries = mcp_pool_snapshot_entries (pool);
+
+  for (guint i = 0; i < entries->len; i++)
+    {
+      PoolEntry *entry = g_ptr_array_index (entries, i);
+      g_autoptr(McpSession) session = NULL;
+
+      g_mutex_lock (&entry->lock);
+      if (entry->state == MCP_SERVER_READY && entry->session != NULL)
+        session = mcp_session_ref (entry->session);
+      g_mutex_unlock (&entry->lock);
+      if (session != NULL)
+        mcp_session_notify (session, method, params, NULL);
+    }
+}
+
 json_t *
 mcp_pool_dup_capabilities (McpPool     *pool,
                            const char  *server,

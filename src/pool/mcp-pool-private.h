@@ -62,6 +62,8 @@ struct _McpPool {
   GSource          *reap_source;     /* protected by lock */
   gint              starting;        /* atomic; starts under way (retired_cond under lock) */
   gint              log_level;       /* atomic; index in mcp_pool_log_levels, -1: none set */
+  GMutex            client_lock;     /* a leaf: nothing is locked under it */
+  json_t           *client_capabilities; /* protected by client_lock; for new sessions */
   GCancellable     *starts_cancellable; /* immutable; cancelled by shutdown */
 };
 

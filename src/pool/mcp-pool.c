@@ -209,12 +209,17 @@ start_locked (PoolEntry  *entry,
   McpPool *pool = entry->pool;
   g_autoptr(McpServerConfig) config = mcp_server_config_ref (entry->config);
   guint64 generation = entry->generation;
+  g_autoptr(json_t) client_capabilities = NULL;
   McpSessionCallbacks callbacks = {
     mcp_pool_on_session_notification, mcp_pool_on_session_closed, mcp_pool_entry_ref (entry), (GDestroyNotify) mcp_pool_entry_unref,
-    mcp_pool_on_session_request, pool->callbacks.client_capabilities,
+    mcp_pool_on_session_request, NULL,
   };
   g_autoptr(GError) local_error = NULL;
   McpSession *session;
+
+  g_mutex_lock (&pool->client_lock);
+  callbacks.client_capabilities = client_capabilities = json_incref (pool->client_capabilities);
+  g_mutex_unlock (&pool->client_lock);
 
   set_state_locked (entry, MCP_SERVER_STARTING);
   /* Counted before the entry lock goes, so that a shutdown that has marked
@@ -494,6 +499,18 @@ mcp_pool_has_server (McpPool     *pool,
   return entry != NULL;
 }
 
+void
+mcp_pool_set_client_capabilities (McpPool *pool,
+                                  json_t  *capabilities)
+{
+  json_t *copy = json_deep_copy (capabilities);
+
+  g_mutex_lock (&pool->client_lock);
+  json_decref (pool->client_capabilities);
+  pool->client_capabilities = copy;
+  g_mutex_unlock (&pool->client_lock);
+}
+
 McpServerConfig *
 mcp_pool_dup_config (McpPool     *pool,
                      const char  *server,
@@ -734,7 +751,9 @@ mcp_pool_new (GMainContext            *context,
                                            pool->options.relist_debounce_ms);
   if (callbacks != NULL)
     pool->callbacks = *callbacks;
-  pool->callbacks.client_capabilities = json_deep_copy (pool->callbacks.client_capabilities);
+  g_mutex_init (&pool->client_lock);
+  pool->client_capabilities = json_deep_copy (pool->callbacks.client_capabilities);
+  pool->callbacks.client_capabilities = NULL;
 
   g_mutex_init (&pool->lock);
   g_cond_init (&pool->retired_cond);
@@ -865,7 +884,8 @@ mcp_pool_unref (McpPool *pool)
   g_hash_table_unref (pool->entries);
   g_ptr_array_unref (pool->retiring);
   g_object_unref (pool->starts_cancellable);
-  json_decref (pool->callbacks.client_capabilities);
+  json_decref (pool->client_capabilities);
+  g_mutex_clear (&pool->client_lock);
   g_mutex_clear (&pool->lock);
   g_cond_clear (&pool->retired_cond);
   g_main_context_unref (pool->context);

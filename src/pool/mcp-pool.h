@@ -128,6 +128,11 @@ json_t     *mcp_pool_describe_servers (McpPool               *pool,
 gboolean    mcp_pool_has_server     (McpPool                 *pool,
                                      const char              *server,
                                      GError                 **error);
+/* Any thread: what the sessions started from now on declare to their
+ * servers (copied; NULL: none), in place of the callbacks' — for a front
+ * that learns what its own client can answer at its initialize. */
+void        mcp_pool_set_client_capabilities (McpPool        *pool,
+                                              json_t         *capabilities);
 /* The config of @server, or NULL and MCP_POOL_ERROR_UNKNOWN_SERVER. */
 McpServerConfig *mcp_pool_dup_config (McpPool                *pool,
                                       const char             *server,
@@ -181,6 +186,12 @@ json_t     *mcp_pool_request        (McpPool                 *pool,
 gboolean    mcp_pool_set_log_level  (McpPool                 *pool,
                                      const char              *level,
                                      GError                 **error);
+
+/* Any thread, non-blocking: a notification (e.g. roots/list_changed) to
+ * every server that is running. */
+void        mcp_pool_notify_servers (McpPool                 *pool,
+                                     const char              *method,
+                                     json_t                  *params);
 
 /* Blocking, any thread: every page of a listing (prompts/list,
  * resources/list, …), the arrays under @key put together. */

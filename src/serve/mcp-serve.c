@@ -21,6 +21,7 @@
 #include "common/mcp-output-queue.h"
 #include "daemon/mcp-remote.h"
 #include "mcp/mcp-upstream.h"
+#include "serve/mcp-client-requests.h"
 
 #define WORKERS_DEFAULT        32
 /* While ending, a client that stops reading gets this long for a line. */
@@ -57,6 +58,7 @@ struct _McpServe {
   GHashTable       *cancelled_by_client; /* protected by lock; id keys: no reply */
   gboolean          initialized;     /* protected by lock */
   gboolean          log_level_set;   /* protected by lock: the client asked for log messages */
+  McpClientRequests *client_requests; /* immutable: the servers' requests, relayed to the client */
   gboolean          ending;          /* protected by lock */
   gboolean          ended;           /* protected by lock; the pool is shut down */
 };
@@ -254,6 +256,11 @@ handle_notification (McpServe *serve,
           g_object_unref (cancellable);
         }
     }
+  else if (g_strcmp0 (method, "notifications/roots/list_changed") == 0)
+    {
+      if (serve->pool != NULL)
+        mcp_pool_notify_servers (serve->pool, method, params);
+    }
   else if (g_strcmp0 (method, "notifications/initialized") == 0)
     {
       g_mutex_lock (&serve->lock);
@@ -379,6 +386,17 @@ on_input_message (json_t   *message,
   switch (mcp_jsonrpc_classify (message))
     {
     case MCP_MESSAGE_REQUEST:
+      /* What the client can answer is what the servers started from now
+       * on are told it can. */
+      if (serve->pool != NULL && g_str_equal (mcp_json_get_string (message, "method"), "initialize"))
+        {
+          g_autoptr(json_t) declared = NULL;
+
+          mcp_client_requests_set_client (serve->client_requests,
+                                          json_object_get (json_object_get (message, "params"), "capabilities"));
+          declared = mcp_client_requests_dup_declared (serve->client_requests);
+          mcp_pool_set_client_capabilities (serve->pool, declared);
+        }
       /* In shared mode only a ping is answered without the daemon. */
       if (g_str_equal (mcp_json_get_string (message, "method"), "ping"))
         queue_message (serve, mcp_jsonrpc_result_new (id, json_object ()), FALSE);
@@ -403,7 +421,9 @@ on_input_message (json_t   *message,
       handle_notification (serve, message);
       break;
     case MCP_MESSAGE_RESPONSE:
-      /* mcp-pool sends the client no requests. */
+      /* An answer to a server's request; any other is dropped. */
+      if (!mcp_client_requests_answer (serve->client_requests, message))
+        g_debug ("A response from the client to no request of ours is dropped");
       break;
     case MCP_MESSAGE_INVALID:
     default:
@@ -592,6 +612,26 @@ on_tools_changed (McpPool    *pool,
   announce_tools_changed (server, user_data);
 }
 
+static void
+send_to_client (json_t   *message,
+                gpointer  user_data)
+{
+  queue_message (user_data, json_incref (message), FALSE);
+}
+
+static gboolean
+on_server_request (McpPool             *pool,
+                   const char          *server,
+                   const char          *method,
+                   json_t              *params,
+                   McpSessionResponder *responder,
+                   gpointer             user_data)
+{
+  McpServe *serve = user_data;
+
+  return mcp_client_requests_relay (serve->client_requests, server, method, params, responder);
+}
+
 /* A server's log message, to a client that set a level (logging/setLevel)
  * through the proxy, under the server's name; dropped, as progress is, if
  * the client falls behind. */
@@ -666,6 +706,7 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
   McpServe *serve;
   McpPoolCallbacks callbacks = {
     .on_tools_changed = on_tools_changed, .on_server_message = on_server_message,
+    .on_server_request = on_server_request,
   };
   McpRemoteCallbacks remote_callbacks = { announce_tools_changed, NULL, NULL };
   g_autoptr(McpRemote) remote = NULL;
@@ -684,6 +725,7 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
   g_mutex_init (&serve->lock);
   serve->in_flight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
   serve->cancelled_by_client = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  serve->client_requests = mcp_client_requests_new (send_to_client, serve);
 
   if (remote != NULL)
     {
@@ -736,6 +778,8 @@ mcp_serve_free (McpServe *serve)
   mcp_code_free (serve->code);
   g_clear_pointer (&serve->pool, mcp_pool_free);
   mcp_remote_free (serve->remote);
+  /* After the pool: answers no server can get any more are dropped. */
+  mcp_client_requests_free (serve->client_requests);
   /* Last: what the pool or the daemon's proxy said while going was queued. */
   mcp_output_queue_free (serve->output);
   g_hash_table_unref (serve->in_flight);

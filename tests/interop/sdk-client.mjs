@@ -35,6 +35,8 @@ function sdkModule (subpath) {
 
 const { Client } = await import (sdkModule ('client/index.js'));
 const { StdioClientTransport } = await import (sdkModule ('client/stdio.js'));
+const { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } =
+  await import (sdkModule ('types.js'));
 
 if (process.argv.length !== 5) {
   console.error ('usage: node sdk-client.mjs MCP_POOL CONFIG SCRATCH');
@@ -170,7 +172,8 @@ function shorten (text, max) {
   return text.length > max ? `${text.slice (0, max)}… (${text.length} chars)` : text;
 }
 
-async function connect (label, expose) {
+/* @capabilities: what the client declares (it must then answer it). */
+async function connect (label, expose, capabilities = {}, handlers = []) {
   const env = { HOME: scratch, PATH: process.env.PATH };
   const session = { label, traffic: [], seq: 0, errors: [], stderr: '', pid: null, startTime: null };
   const record = (direction, message) => {
@@ -205,7 +208,9 @@ async function connect (label, expose) {
     return send (message, options);
   };
 
-  session.client = new Client ({ name: 'mcp-pool-sdk-interop', version: '1.0.0' }, { capabilities: {} });
+  session.client = new Client ({ name: 'mcp-pool-sdk-interop', version: '1.0.0' }, { capabilities });
+  for (const [schema, handler] of handlers)
+    session.client.setRequestHandler (schema, handler);
   session.client.onerror = (error) => session.errors.push (String (error));
   sessions.push (session);
   await session.client.connect (session.transport);
@@ -566,6 +571,49 @@ function noteClientErrors (session) {
 
 noteClientErrors (proxy);
 await closeAndCheck (proxy, servers);
+
+/* A client that answers roots, sampling and elicitation: server-everything
+ * offers it the tools it keeps for such clients, and their requests reach
+ * the client through mcp-pool and back. */
+const asked = [];
+const capable = await (async () => {
+  let session;
+
+  await check ('capable: connect with roots, sampling and elicitation', async () => {
+    session = await connect ('capable', 'proxy', { roots: { listChanged: true }, sampling: {}, elicitation: {} }, [
+      [ListRootsRequestSchema, () => { asked.push ('roots'); return { roots: [{ uri: `file://${scratch}`, name: 'scratch' }] }; }],
+      [CreateMessageRequestSchema, (request) => {
+        asked.push ('sampling');
+        return { role: 'assistant', model: 'sdk-client.mjs',
+                 content: { type: 'text', text: `sampled: ${request.params.messages.length} message(s)` } };
+      }],
+      [ElicitRequestSchema, () => { asked.push ('elicitation'); return { action: 'decline' }; }],
+    ]);
+  });
+  return session;
+}) ();
+
+await check ('capable: the tools for capable clients are listed', async () => {
+  const names = (await capable.client.listTools ()).tools.map ((tool) => tool.name);
+
+  for (const name of ['everything__trigger-sampling-request', 'everything__trigger-elicitation-request',
+                      'everything__get-roots-list'])
+    assert.ok (names.includes (name), `${name} missing from ${JSON.stringify (names)}`);
+});
+
+await check ('capable: sampling, elicitation and roots reach the client and come back', async () => {
+  const sampled = await call (capable, 'everything__trigger-sampling-request', { prompt: 'hello', maxTokens: 5 });
+  const elicited = await call (capable, 'everything__trigger-elicitation-request', {});
+  const roots = await call (capable, 'everything__get-roots-list', {});
+
+  assert.match (JSON.stringify (sampled), /sampled: 1 message/);
+  assert.match (JSON.stringify (elicited), /decline/i);
+  assert.ok (JSON.stringify (roots).includes (scratch), `roots not the client's: ${JSON.stringify (roots)}`);
+  for (const kind of ['sampling', 'elicitation', 'roots'])
+    assert.ok (asked.includes (kind), `the client was never asked for ${kind}: ${JSON.stringify (asked)}`);
+});
+
+await closeAndCheck (capable, servers);
 
 clearTimeout (overall);
 console.log (`# ${passed} checks passed`);
