@@ -40,7 +40,8 @@
  *   --logging                  offer logging (logging/setLevel)
  *   --resources TAG            offer resources TAG://own and shared://same (one
  *                              per page) and the template TAG://item/{id};
- *                              reading a URI of those answers "TAG says URI"
+ *                              reading a URI of those answers "TAG says URI";
+ *                              resources/subscribe adds to stats' "subscribed"
  *   --help                     show usage and exit
  *
  * Tools:
@@ -57,6 +58,7 @@
  *   tool_error {}              result with isError true
  *   nul_name {}                a result with "\u0000" in a member name
  *   request_line {...}         text: the tools/call line as this server read it
+ *   notify {method, params?}   send that notification, then "sent"
  *   log {text}                 notifications/message (info, logger "fixture"),
  *                              then "logged"; with --logging, the level a
  *                              client set (logging/setLevel) is in stats
@@ -137,6 +139,7 @@ static struct
   json_t *client_ping;
   json_t *client_capabilities;
   char *log_level;
+  json_t *subscribed;
 } counters;
 
 static pid_t grandchild_pid;
@@ -447,7 +450,7 @@ enum
   TOOL_ECHO, TOOL_SLEEP, TOOL_CRASH, TOOL_HANG, TOOL_HUGE, TOOL_PROGRESS,
   TOOL_NOTIFY_LIST_CHANGED, TOOL_STATS, TOOL_FAIL, TOOL_TOOL_ERROR,
   TOOL_STDERR, TOOL_ASK_CLIENT, TOOL_NUL_NAME, TOOL_STOP_READING, TOOL_ELICIT,
-  TOOL_REQUEST_LINE, TOOL_LOG, N_TOOLS
+  TOOL_REQUEST_LINE, TOOL_LOG, TOOL_NOTIFY, N_TOOLS
 };
 
 /* In enum order.  @args lists the arguments as "name:type",
@@ -477,6 +480,7 @@ static const struct
     "message?:string,schema?:object" },
   { "request_line", "Answer with the request as this server read it.", "" },
   { "log", "Send a log message, then answer.", "text:string" },
+  { "notify", "Send a notification, then answer.", "method:string,params?:object" },
 };
 
 static json_t *
@@ -650,7 +654,7 @@ tool_stats (Call *call)
   json_t *snapshot;
 
   pthread_mutex_lock (&stats_lock);
-  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I, s:I, s:o?, s:s?, s:I}",
+  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I, s:I, s:o?, s:s?, s:I, s:o?}",
                         "pid", (json_int_t) getpid (),
                         "calls", (json_int_t) counters.calls,
                         "lists", (json_int_t) counters.lists,
@@ -665,7 +669,8 @@ tool_stats (Call *call)
                         "client_capabilities",
                         json_deep_copy (counters.client_capabilities),
                         "log_level", counters.log_level,
-                        "roots_changed", (json_int_t) counters.roots_changed);
+                        "roots_changed", (json_int_t) counters.roots_changed,
+                        "subscribed", json_deep_copy (counters.subscribed));
   pthread_mutex_unlock (&stats_lock);
   call_reply (call, json_text_result (snapshot, snapshot));
 }
@@ -884,6 +889,16 @@ run_tool (Call *call, int tool)
           call_reply (call, text_result ("logged"));
         }
       break;
+    case TOOL_NOTIFY:
+      if (!json_is_string (value = json_object_get (call->args, "method")))
+        call_bad_argument (call, "method", "a string");
+      else
+        {
+          send_message (json_pack ("{s:O, s:O*}", "method", value, "params",
+                                   json_object_get (call->args, "params")));
+          call_reply (call, text_result ("sent"));
+        }
+      break;
     case TOOL_REQUEST_LINE:
       call_reply (call, text_result_take (json_string (call->line)));
       break;
@@ -972,7 +987,7 @@ handle_initialize (json_t *id, json_t *params)
                               "prompts", opts.prompts ? json_object () : NULL,
                               "completions", opts.prompts ? json_object () : NULL,
                               "logging", opts.logging ? json_object () : NULL,
-                              "resources", opts.resources ? json_object () : NULL,
+                              "resources", opts.resources ? json_pack ("{s:b}", "subscribe", 1) : NULL,
                               "serverInfo", "name", FIXTURE_NAME,
                               "version", FIXTURE_VERSION));
 }
@@ -1026,6 +1041,15 @@ handle_resources (json_t *id, const char *method, json_t *params)
   else if (strcmp (method, "resources/list") == 0)
     send_result (id, json_pack ("{s:[{s:s, s:s, s:{s:s}}]}", "resources", "uri", "shared://same",
                                 "name", "same", "annotations", "audience", "user"));
+  else if (strcmp (method, "resources/subscribe") == 0 && has_resource (uri))
+    {
+      pthread_mutex_lock (&stats_lock);
+      if (counters.subscribed == NULL)
+        counters.subscribed = json_array ();
+      json_array_append_new (counters.subscribed, json_string (uri));
+      pthread_mutex_unlock (&stats_lock);
+      send_result (id, json_object ());
+    }
   else if (strcmp (method, "resources/templates/list") == 0)
     send_result (id, json_pack ("{s:[{s:s, s:s}]}", "resourceTemplates", "uriTemplate", template,
                                 "name", "item"));
@@ -1268,7 +1292,8 @@ handle_message (json_t *msg)
     }
   else if (opts.resources != NULL && (strcmp (name, "resources/list") == 0 ||
                                       strcmp (name, "resources/templates/list") == 0 ||
-                                      strcmp (name, "resources/read") == 0))
+                                      strcmp (name, "resources/read") == 0 ||
+                                      strcmp (name, "resources/subscribe") == 0))
     handle_resources (id, name, params);
   else
     send_error (id, METHOD_NOT_FOUND, "method not found: %s", name);
@@ -1370,7 +1395,7 @@ static const char usage_text[] =
   "  --resources TAG  --logging\n"
   "  --help\n\n"
   "Tools: echo, sleep, crash, hang, huge, progress, notify_list_changed, stop_reading,\n"
-  "stats, fail, tool_error, stderr, ask_client, elicit, request_line, log, dummy_<i>.\n"
+  "stats, fail, tool_error, stderr, ask_client, elicit, request_line, log, notify, dummy_<i>.\n"
   "The comment at the top of mcp-fixture-server.c describes them all.\n";
 
 static const struct option long_options[] = {

@@ -782,6 +782,50 @@ test_proxy_client_requests (Fixture       *fixture,
                                                         "roots_changed")), ==, 1);
 }
 
+/* A subscription goes to the server that has the resource, under its own
+ * URI; its resources/updated comes back under the URI the client knows,
+ * and the servers' list changes reach the client. */
+static void
+test_proxy_resource_updates (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  const char *rewritten = "mcp-pool://resource/beta/shared%3A%2F%2Fsame";
+  g_autoptr(json_t) again = serve_initialize (client, "2025-11-25");
+  g_autoptr(json_t) listed = test_client_result (client, "resources/list", NULL);
+  g_autoptr(json_t) one = test_client_result (client, "resources/subscribe", json_pack ("{s:s}", "uri", rewritten));
+  g_autoptr(json_t) two = test_client_result (client, "resources/subscribe", json_pack ("{s:s}", "uri", "alpha://own"));
+  g_autoptr(json_t) alpha_stats = call_tool (client, "alpha__stats", json_object ());
+  g_autoptr(json_t) beta_stats = call_tool (client, "beta__stats", json_object ());
+  g_autoptr(json_t) expected_alpha = json_pack ("[s]", "alpha://own");
+  g_autoptr(json_t) expected_beta = json_pack ("[s]", "shared://same");
+  g_autoptr(json_t) updated = NULL;
+  g_autoptr(json_t) prompts_changed = NULL;
+  g_autoptr(json_t) resources_changed = NULL;
+  g_autofree char *unknown = NULL;
+
+  g_assert_true (json_is_true (json_object_get (json_object_get (json_object_get (again, "capabilities"),
+                                                                 "resources"), "subscribe")));
+  g_assert_true (json_equal (json_object_get (json_object_get (alpha_stats, "structuredContent"), "subscribed"),
+                             expected_alpha));
+  g_assert_true (json_equal (json_object_get (json_object_get (beta_stats, "structuredContent"), "subscribed"),
+                             expected_beta));
+
+  updated = call_tool (client, "beta__notify", json_pack ("{s:s, s:{s:s}}", "method", "notifications/resources/updated",
+                                                          "params", "uri", "shared://same"));
+  assert_result (updated, FALSE, "sent", NULL);
+  g_assert_cmpstr (mcp_json_get_string (test_client_last_notification (client, "notifications/resources/updated"),
+                                        "uri"), ==, rewritten);
+  prompts_changed = call_tool (client, "alpha__notify", json_pack ("{s:s}", "method", "notifications/prompts/list_changed"));
+  resources_changed = call_tool (client, "alpha__notify",
+                                 json_pack ("{s:s}", "method", "notifications/resources/list_changed"));
+  g_assert_cmpuint (test_client_count_notifications (client, "notifications/prompts/list_changed"), ==, 1);
+  g_assert_cmpuint (test_client_count_notifications (client, "notifications/resources/list_changed"), ==, 1);
+
+  unknown = request_error (client, "resources/subscribe", json_pack ("{s:s}", "uri", "nowhere://x"));
+  g_assert_nonnull (strstr (unknown, "nowhere://x"));
+}
+
 /* Without the proxy there are no prompts, and asking says how to get them. */
 static void
 test_prompts_need_proxy (Fixture       *fixture,
@@ -1936,6 +1980,7 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/logging", logging_setup, test_proxy_logging);
   ADD ("/serve/proxy/client-requests", proxy_setup, test_proxy_client_requests);
   ADD ("/serve/proxy/resources", resources_setup, test_proxy_resources);
+  ADD ("/serve/proxy/resource-updates", resources_setup, test_proxy_resource_updates);
   ADD ("/serve/proxy/call-starts-its-server", lazy_setup, test_proxy_call_starts_its_server);
   ADD ("/serve/gateway/no-prompts", gateway_setup, test_prompts_need_proxy);
   ADD ("/serve/warm/no-thread-hop", proxy_setup, test_warm_no_thread_hop);

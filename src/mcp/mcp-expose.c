@@ -724,6 +724,38 @@ mcp_expose_get_prompt (McpExpose            *expose,
   return mcp_prompts_get (expose->prompts, name, arguments, options, error);
 }
 
+/* Subscriptions: to the server that has the resource. */
+
+json_t *
+mcp_expose_subscribe (McpExpose            *expose,
+                      const char           *method,
+                      const char           *uri,
+                      const McpCallOptions *options,
+                      GError              **error)
+{
+  if (expose->resources == NULL)
+    {
+      g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_NEEDS_PROXY,
+                   _("The servers' resources come through the proxy (--expose proxy)"));
+      return NULL;
+    }
+  if (uri == NULL)
+    {
+      g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_RESOURCE,
+                   _("%s needs the resource's “uri”, a string"), method);
+      return NULL;
+    }
+  return mcp_resources_subscribe (expose->resources, method, uri, options, error);
+}
+
+char *
+mcp_expose_client_uri (McpExpose  *expose,
+                       const char *server,
+                       const char *uri)
+{
+  return expose->resources != NULL ? mcp_resources_client_uri (expose->resources, server, uri) : g_strdup (uri);
+}
+
 /* Logging: the level every server is asked for. */
 
 gboolean

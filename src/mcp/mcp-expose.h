@@ -90,6 +90,17 @@ json_t    *mcp_expose_get_prompt     (McpExpose             *expose,
                                       json_t                *arguments,
                                       const McpCallOptions  *options,
                                       GError               **error);
+/* Blocking: resources/subscribe or resources/unsubscribe (@method) of a
+ * proxied resource; the server's result, or NULL and the error. */
+json_t    *mcp_expose_subscribe      (McpExpose             *expose,
+                                      const char            *method,
+                                      const char            *uri,
+                                      const McpCallOptions  *options,
+                                      GError               **error);
+/* The URI the client knows @server's @uri by (mcp_resources_client_uri()). */
+char      *mcp_expose_client_uri     (McpExpose             *expose,
+                                      const char            *server,
+                                      const char            *uri);
 /* Non-blocking: logging/setLevel through the proxy, for every server
  * (mcp_pool_set_log_level()). */
 gboolean   mcp_expose_set_log_level  (McpExpose             *expose,

@@ -333,3 +333,40 @@ mcp_resources_read (McpResources         *resources,
         json_object_set_new (content, "uri", json_string (uri));
   return result;
 }
+
+char *
+mcp_resources_client_uri (McpResources *resources,
+                          const char   *server,
+                          const char   *uri)
+{
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&resources->lock);
+  GHashTableIter iter;
+  gpointer exposed, value;
+
+  g_hash_table_iter_init (&iter, resources->owners);
+  while (g_hash_table_iter_next (&iter, &exposed, &value))
+    {
+      Owner *owner = value;
+
+      if (strcmp (owner->server, server) == 0 && strcmp (owner->uri, uri) == 0)
+        return g_strdup (exposed);
+    }
+  return g_strdup (uri);
+}
+
+json_t *
+mcp_resources_subscribe (McpResources         *resources,
+                         const char           *method,
+                         const char           *uri,
+                         const McpCallOptions *options,
+                         GError              **error)
+{
+  g_autofree char *server = NULL;
+  g_autofree char *own = NULL;
+  g_autoptr(json_t) params = NULL;
+
+  if (!mcp_resources_route (resources, uri, options, &server, &own, error))
+    return NULL;
+  params = json_pack ("{s:s}", "uri", own);
+  return mcp_pool_request (resources->pool, server, method, params, options, error);
+}

@@ -16,7 +16,8 @@
  *    from the one server offering resources, if there is just one.  A
  *    template's own uriTemplate (a completion's ref) goes to its server.
  * What a server sends is passed on as it is; only a rewritten URI is put
- * back in the contents of its read.
+ * back in the contents of its read and in its resources/updated.
+ * Subscriptions go to the server as reads do.
  *
  * Listing asks every server that offers resources (its initialize result
  * has "resources"), starting the ones not started yet; one that fails is
@@ -64,6 +65,19 @@ gboolean      mcp_resources_route          (McpResources         *resources,
                                             const McpCallOptions *options,
                                             char                **server,
                                             char                **own_uri,
+                                            GError              **error);
+
+/* The URI the client knows @server's @uri by: rewritten if the last
+ * listing rewrote it, else @uri itself. */
+char         *mcp_resources_client_uri     (McpResources         *resources,
+                                            const char           *server,
+                                            const char           *uri);
+/* resources/subscribe or resources/unsubscribe (@method) of @uri, asked of
+ * the server it goes to; the server's result, or NULL and the error. */
+json_t       *mcp_resources_subscribe      (McpResources         *resources,
+                                            const char           *method,
+                                            const char           *uri,
+                                            const McpCallOptions *options,
                                             GError              **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpResources, mcp_resources_free)

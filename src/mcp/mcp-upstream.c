@@ -46,7 +46,6 @@ handle_initialize (McpExpose *expose,
 {
   const char *asked = mcp_json_get_string (params, "protocolVersion");
   g_autofree char *instructions = mcp_expose_instructions (expose);
-
   json_t *result;
 
   /* The version asked for if we speak it, else our newest: the client
@@ -58,11 +57,16 @@ handle_initialize (McpExpose *expose,
                       "serverInfo", "name", PACKAGE_NAME, "version", PACKAGE_VERSION,
                       "title", "MCP Pool",
                       "instructions", instructions);
+  /* What the proxy passes on of the servers'. */
   if (mcp_expose_has_prompts (expose))
     {
-      json_object_set_new (json_object_get (result, "capabilities"), "prompts", json_object ());
-      json_object_set_new (json_object_get (result, "capabilities"), "completions", json_object ());
-      json_object_set_new (json_object_get (result, "capabilities"), "logging", json_object ());
+      json_t *capabilities = json_object_get (result, "capabilities");
+
+      json_object_set_new (capabilities, "prompts", json_pack ("{s:b}", "listChanged", TRUE));
+      json_object_set_new (capabilities, "resources", json_pack ("{s:b, s:b}", "subscribe", TRUE,
+                                                                 "listChanged", TRUE));
+      json_object_set_new (capabilities, "completions", json_object ());
+      json_object_set_new (capabilities, "logging", json_object ());
     }
   return result;
 }
@@ -176,6 +180,15 @@ mcp_upstream_handle_request (McpExpose       *expose,
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "prompts", mcp_expose_list_prompts (expose, &options)));
   if (g_str_equal (method, "prompts/get"))
     return handle_prompts_get (expose, id, params, timeout_ms, cancellable);
+  if (g_str_equal (method, "resources/subscribe") || g_str_equal (method, "resources/unsubscribe"))
+    {
+      json_t *subscribed = mcp_expose_subscribe (expose, method, mcp_json_get_string (params, "uri"), &options,
+                                                 &error);
+
+      if (subscribed == NULL)
+        return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS, "%s", error->message);
+      return mcp_jsonrpc_result_new (id, subscribed);
+    }
   if (g_str_equal (method, "logging/setLevel"))
     {
       if (!mcp_expose_set_log_level (expose, mcp_json_get_string (params, "level"), &error))

@@ -116,6 +116,10 @@ mcp_pool_on_session_notification (McpSession *session,
                                   json_t     *params,
                                   gpointer    user_data)
 {
+  static const char * const for_the_client[] = {
+    "notifications/message", "notifications/prompts/list_changed", "notifications/resources/list_changed",
+    "notifications/resources/updated", NULL,
+  };
   PoolEntry *entry = user_data;
 
   if (g_strcmp0 (method, "notifications/tools/list_changed") == 0)
@@ -129,13 +133,14 @@ mcp_pool_on_session_notification (McpSession *session,
         schedule_relist_locked (entry);
       g_mutex_unlock (&entry->lock);
     }
-  else if (g_strcmp0 (method, "notifications/message") == 0)
+  else if (g_strv_contains (for_the_client, method))
     {
       McpPool *pool = entry->pool;
 
-      log_server_message (entry, params);
-      if (pool->callbacks.on_server_message != NULL && json_is_object (params))
-        pool->callbacks.on_server_message (pool, entry->name, params, pool->callbacks.user_data);
+      if (g_str_equal (method, "notifications/message"))
+        log_server_message (entry, params);
+      if (pool->callbacks.on_server_notification != NULL)
+        pool->callbacks.on_server_notification (pool, entry->name, method, params, pool->callbacks.user_data);
     }
 }
 

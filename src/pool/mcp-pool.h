@@ -68,10 +68,11 @@ typedef struct {
                                  json_t *params, McpSessionResponder *responder,
                                  gpointer user_data);
   json_t    *client_capabilities;
-  /* May be NULL.  A server's notifications/message, on the pool's
-   * context; @params borrowed. */
-  void     (*on_server_message) (McpPool *pool, const char *server, json_t *params,
-                                 gpointer user_data);
+  /* May be NULL.  A server's notifications for the client: message,
+   * prompts/list_changed, resources/list_changed, resources/updated; on
+   * the pool's context, @params borrowed (may be NULL). */
+  void     (*on_server_notification) (McpPool *pool, const char *server, const char *method,
+                                      json_t *params, gpointer user_data);
 } McpPoolCallbacks;
 
 /* Zero fields take the defaults. */

@@ -632,29 +632,44 @@ on_server_request (McpPool             *pool,
   return mcp_client_requests_relay (serve->client_requests, server, method, params, responder);
 }
 
-/* A server's log message, to a client that set a level (logging/setLevel)
- * through the proxy, under the server's name; dropped, as progress is, if
- * the client falls behind. */
+/* A server's notification for the client, through the proxy: a log
+ * message once the client has set a level (logging/setLevel), under the
+ * server's name; a list change; an update of a resource, under the URI
+ * the client knows.  Dropped, as progress is, if the client falls
+ * behind. */
 static void
-on_server_message (McpPool    *pool,
-                   const char *server,
-                   json_t     *params,
-                   gpointer    user_data)
+on_server_notification (McpPool    *pool,
+                        const char *server,
+                        const char *method,
+                        json_t     *params,
+                        gpointer    user_data)
 {
   McpServe *serve = user_data;
-  const char *logger = mcp_json_get_string (params, "logger");
-  g_autoptr(json_t) forwarded = NULL;
-  gboolean wanted;
+  g_autoptr(json_t) forwarded = json_is_object (params) ? json_copy (params) : json_object ();
+  gboolean initialized, log_level_set;
 
   g_mutex_lock (&serve->lock);
-  wanted = serve->initialized && serve->log_level_set;
+  initialized = serve->initialized;
+  log_level_set = serve->log_level_set;
   g_mutex_unlock (&serve->lock);
-  if (!wanted || !(serve->options.expose & MCP_EXPOSE_PROXY))
+  if (!initialized || !(serve->options.expose & MCP_EXPOSE_PROXY))
     return;
-  forwarded = json_copy (params);
-  json_object_set_new (forwarded, "logger",
-                       logger != NULL ? json_sprintf ("%s/%s", server, logger) : json_string (server));
-  queue_message (serve, mcp_jsonrpc_notification_new ("notifications/message", forwarded), TRUE);
+  if (g_str_equal (method, "notifications/message"))
+    {
+      const char *logger = mcp_json_get_string (params, "logger");
+
+      if (!log_level_set)
+        return;
+      json_object_set_new (forwarded, "logger",
+                           logger != NULL ? json_sprintf ("%s/%s", server, logger) : json_string (server));
+    }
+  else if (g_str_equal (method, "notifications/resources/updated") && mcp_json_get_string (params, "uri") != NULL)
+    {
+      g_autofree char *uri = mcp_expose_client_uri (serve->expose, server, mcp_json_get_string (params, "uri"));
+
+      json_object_set_new (forwarded, "uri", json_string (uri));
+    }
+  queue_message (serve, mcp_jsonrpc_notification_new (method, forwarded), TRUE);
 }
 
 static void
@@ -705,7 +720,7 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
   static const McpOutputQueueFuncs output_funcs = { on_output_drained, on_output_broken };
   McpServe *serve;
   McpPoolCallbacks callbacks = {
-    .on_tools_changed = on_tools_changed, .on_server_message = on_server_message,
+    .on_tools_changed = on_tools_changed, .on_server_notification = on_server_notification,
     .on_server_request = on_server_request,
   };
   McpRemoteCallbacks remote_callbacks = { announce_tools_changed, NULL, NULL };
