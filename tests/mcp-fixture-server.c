@@ -38,6 +38,8 @@
  *                              and completions: greet's name among Ada, Alan,
  *                              Grace, and with --resources an item's id 1-3
  *   --logging                  offer logging (logging/setLevel)
+ *   --task-tool                list a tool "research" that requires task
+ *                              augmentation (execution.taskSupport "required")
  *   --resources TAG            offer resources TAG://own and shared://same (one
  *                              per page) and the template TAG://item/{id};
  *                              reading a URI of those answers "TAG says URI";
@@ -117,7 +119,7 @@ static struct
 {
   int noise, fail_start, hang_start, ignore_sigterm, ignore_eof, grandchild;
   int notify_before_init, list_changed_after_init, ping_client, notification_flood;
-  int list_changed_flood, prompts, logging;
+  int list_changed_flood, prompts, logging, task_tool;
   long long crash_after, crash_on_list, stderr_flood, slow_start_ms, page_size, extra_tools;
   const char *protocol_version;
   const char *fail_start_if_exists;
@@ -523,6 +525,11 @@ build_tool_list (void)
                                       "inputSchema",
                                       make_schema (tools[i].args)));
 
+  if (opts.task_tool)
+    json_array_append_new (tool_list,
+                           json_pack ("{s:s, s:s, s:{s:s}, s:{s:s}}", "name", "research",
+                                      "description", "Research, as a task only.", "inputSchema",
+                                      "type", "object", "execution", "taskSupport", "required"));
   for (i = 0; i < opts.extra_tools; i++)
     {
       char name[32], description[32];
@@ -1392,7 +1399,7 @@ static const char usage_text[] =
   "  --grandchild  --notify-before-init  --list-changed-after-init\n"
   "  --list-changed-flood\n"
   "  --ping-client  --protocol-version V  --page-size N  --extra-tools N  --prompts\n"
-  "  --resources TAG  --logging\n"
+  "  --resources TAG  --logging  --task-tool\n"
   "  --help\n\n"
   "Tools: echo, sleep, crash, hang, huge, progress, notify_list_changed, stop_reading,\n"
   "stats, fail, tool_error, stderr, ask_client, elicit, request_line, log, notify, dummy_<i>.\n"
@@ -1418,6 +1425,7 @@ static const struct option long_options[] = {
   { "list-changed-flood", no_argument, &opts.list_changed_flood, 1 },
   { "prompts", no_argument, &opts.prompts, 1 },
   { "logging", no_argument, &opts.logging, 1 },
+  { "task-tool", no_argument, &opts.task_tool, 1 },
   { "resources", required_argument, NULL, 'r' },
   { "ping-client", no_argument, &opts.ping_client, 1 },
   { "protocol-version", required_argument, NULL, 'v' },

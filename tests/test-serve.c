@@ -263,6 +263,7 @@ static const ServeSetup proxy_setup = { "proxy", { "fixture", "[]", NULL } };
 static const ServeSetup proxy_names_setup = {
   "proxy", { "one", "[]", "two", "[]", "my.server", "[]", LONG_NAME "-1", "[]", LONG_NAME "-2", "[]", NULL }
 };
+static const ServeSetup task_tool_setup = { "proxy", { "fixture", "[\"--task-tool\"]", NULL } };
 static const ServeSetup lazy_setup = { "proxy,gateway", { "one", "[]", "two", "[]", NULL } };
 static const ServeSetup resources_setup = {
   "proxy", { "alpha", "[\"--resources\", \"alpha\"]", "beta", "[\"--resources\", \"beta\"]", "plain", "[]", NULL }
@@ -498,6 +499,18 @@ test_proxy_call_starts_its_server (Fixture       *fixture,
   g_assert_cmpstr (mcp_json_get_string (two, "name"), ==, "two");
   g_assert_cmpstr (mcp_json_get_string (two, "state"), ==, "idle");
   g_assert_cmpstr (mcp_json_get_string (two, "tools"), ==, "not started");
+}
+
+/* A tool that runs only as a task is not listed: the proxy cannot call
+ * it; the others are. */
+static void
+test_proxy_hides_task_tools (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  g_autoptr(json_t) tools = list_tools (fixture->client);
+
+  g_assert_nonnull (test_find_tool (tools, "fixture__echo"));
+  g_assert_null (test_find_tool (tools, "fixture__research"));
 }
 
 /* The error message of a request that must fail with @code. */
@@ -1982,6 +1995,7 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/resources", resources_setup, test_proxy_resources);
   ADD ("/serve/proxy/resource-updates", resources_setup, test_proxy_resource_updates);
   ADD ("/serve/proxy/call-starts-its-server", lazy_setup, test_proxy_call_starts_its_server);
+  ADD ("/serve/proxy/task-tools-hidden", task_tool_setup, test_proxy_hides_task_tools);
   ADD ("/serve/gateway/no-prompts", gateway_setup, test_prompts_need_proxy);
   ADD ("/serve/warm/no-thread-hop", proxy_setup, test_warm_no_thread_hop);
   ADD ("/serve/warm/server-not-reading", proxy_setup, test_server_not_reading);

@@ -308,7 +308,13 @@ proxy_tools (McpExpose *expose)
       json_array_foreach (tools, index, tool)
         {
           const char *tool_name = mcp_json_get_string (tool, "name");
-          json_t *copy = json_copy (tool);
+          json_t *copy;
+
+          /* A tool that runs only as a task (2025-11-25) cannot be called
+           * through the proxy, which does not carry tasks yet. */
+          if (g_strcmp0 (mcp_json_get_string (json_object_get (tool, "execution"), "taskSupport"), "required") == 0)
+            continue;
+          copy = json_copy (tool);
 
           json_object_del (copy, "server");
           json_object_set_new (copy, "name",
