@@ -1354,6 +1354,7 @@ compare_names (gconstpointer a,
 }
 
 /* The names of @tools that start with @prefix (NULL: all), without it,
+ * but for those that run only as tasks (the proxy does not list them),
  * sorted and joined with commas. */
 static char *
 tool_names (json_t     *tools,
@@ -1367,6 +1368,9 @@ tool_names (json_t     *tools,
     {
       const char *name = mcp_json_get_string (tool, "name");
 
+      /* One that runs only as a task the proxy does not list. */
+      if (g_strcmp0 (mcp_json_get_string (json_object_get (tool, "execution"), "taskSupport"), "required") == 0)
+        continue;
       if (prefix == NULL)
         g_ptr_array_add (names, g_strdup (name));
       else if (g_str_has_prefix (name, prefix))

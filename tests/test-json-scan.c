@@ -488,6 +488,7 @@ test_raw_call (void)
   assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"task\":{}}}");
   assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{}}");
   assert_not_raw_call ("[{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}]");
+  assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{\"a\":\r1}}}");
   assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{\"\\u0000\":1}}}");
 }
 

@@ -38,7 +38,10 @@ mcp_raw_call_parse (const char *line,
   g_autoptr(json_t) name = NULL;
   const McpJsonMember *method, *params, *id_member, *name_member, *arguments;
 
-  if (scan == NULL || !scan->is_object)
+  /* A lone CR is JSON whitespace, but a server that reads lines with
+   * universal newlines would split the line there: such a line is
+   * parsed and written compactly, as it always was. */
+  if (scan == NULL || !scan->is_object || memchr (line, '\r', length) != NULL)
     return FALSE;
   method = mcp_json_scan_lookup (scan, "method");
   params = mcp_json_scan_lookup (scan, "params");

@@ -13,9 +13,12 @@
  * arguments as a span of the line.
  *
  * Only that shape is taken: params with anything more (a _meta with a
- * progress token, a task) or less (no name) are declined, and the caller
- * parses the line as usual, so that a line taken raw means exactly what it
- * would have meant parsed.
+ * progress token, a task) or less (no name), and a line with a carriage
+ * return in it, are declined, and the caller parses the line as usual.
+ * What is taken means what it would have meant parsed, but for how the
+ * arguments are spelt, which is the client's: spaces and numbers as
+ * written (1E2, not 100.0), and a member name given twice passed on
+ * twice (the parsed path keeps the last; RFC 8259 leaves it open).
  *
  * Pure functions with no state; any thread.
  */

@@ -230,6 +230,19 @@ typedef struct {
   gpointer         user_data;
 } WarmRequest;
 
+static WarmRequest *
+warm_request_new (json_t               *id,
+                  McpUpstreamReplyFunc  callback,
+                  gpointer              user_data)
+{
+  WarmRequest *warm = g_new0 (WarmRequest, 1);
+
+  warm->id = json_incref (id);
+  warm->callback = callback;
+  warm->user_data = user_data;
+  return warm;
+}
+
 static void
 warm_request_free (WarmRequest *warm)
 {
@@ -287,10 +300,7 @@ mcp_upstream_handle_request_warm (McpExpose       *expose,
       !json_is_object (params) || name == NULL || (arguments != NULL && !json_is_object (arguments)))
     return FALSE;
 
-  warm = g_new0 (WarmRequest, 1);
-  warm->id = json_incref (json_object_get (request, "id"));
-  warm->callback = callback;
-  warm->user_data = user_data;
+  warm = warm_request_new (json_object_get (request, "id"), callback, user_data);
   if (progress != NULL && mcp_jsonrpc_id_is_valid (token))
     {
       warm->forward = (ProgressForward) { progress, progress_data, json_incref (token) };
@@ -316,11 +326,8 @@ mcp_upstream_call_raw_warm (McpExpose            *expose,
     .arguments_text = call->arguments != NULL ? call->arguments : "{}",
     .arguments_length = call->arguments != NULL ? call->arguments_length : 2,
   };
-  WarmRequest *warm = g_new0 (WarmRequest, 1);
+  WarmRequest *warm = warm_request_new (call->id, callback, user_data);
 
-  warm->id = json_incref (call->id);
-  warm->callback = callback;
-  warm->user_data = user_data;
   if (mcp_expose_call_tool_warm (expose, call->name, NULL, &options, on_warm_result, warm))
     return TRUE;
   warm_request_free (warm);

@@ -67,9 +67,10 @@ tools_call_params_text (const char *tool,
   else
     {
       g_autoptr(json_t) name = json_string (tool);
-      g_autofree char *encoded = json_dumps (name, JSON_ENCODE_ANY);
+      g_autofree char *encoded = name != NULL ? json_dumps (name, JSON_ENCODE_ANY) : NULL;
 
-      g_string_append (text, encoded);
+      /* Names come from the server's own list, which Jansson read. */
+      g_string_append (text, encoded != NULL ? encoded : "\"\"");
     }
   g_string_append (text, ",\"arguments\":");
   g_string_append_len (text, arguments, arguments_length);

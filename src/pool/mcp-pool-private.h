@@ -79,7 +79,9 @@ typedef struct _BackgroundJob {
 } BackgroundJob;
 
 /* Logging: mcp-pool-logging.c.  entry->lock held: asks a ready server
- * that offers logging for the level set, if one is. */
+ * that offers logging for the level set, if one is.  The send does not
+ * block; the session's and transport's locks are taken under the entry's,
+ * as mcp_pool_call_tool_warm() takes the session's. */
 void        mcp_pool_send_log_level_locked (PoolEntry      *entry);
 
 /* Entries: mcp-pool.c.  Any thread unless marked. */

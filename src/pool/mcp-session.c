@@ -671,7 +671,6 @@ mcp_session_call_raw_async (McpSession            *session,
   g_autoptr(GBytes) line = NULL;
   json_int_t id;
 
-  g_return_if_fail (options == NULL || options->progress == NULL);
   if (!register_request (session, method, call_deadline (session, options), options, callback, user_data, &id))
     return;
   line = mcp_jsonrpc_splice_request (id, method, params, params_length);

@@ -85,7 +85,8 @@ void        mcp_session_call_async     (McpSession      *session,
                                         gpointer         user_data);
 /* Any thread: mcp_session_call_async() with @params (@params_length
  * bytes) as JSON text, an object, sent as it is: the caller vouches that
- * it is valid JSON.  Without progress (@options->progress NULL). */
+ * it is valid JSON.  No progress is asked for: @options->progress is
+ * never called. */
 void        mcp_session_call_raw_async (McpSession      *session,
                                         const char      *method,
                                         const char      *params,

@@ -365,15 +365,22 @@ on_input_request_line (const char *line,
   g_auto(McpRawCall) call = { 0 };
   GCancellable *cancellable;
 
-  /* The shared daemon is sent the request as it came. */
-  if (serve->remote != NULL || !mcp_raw_call_parse (line, length, &call))
+  /* Only the proxy's calls are worth a scan first; the shared daemon is
+   * sent the request as it came. */
+  if (serve->remote != NULL || !(serve->options.expose & MCP_EXPOSE_PROXY) ||
+      g_strstr_len (line, length, "\"tools/call\"") == NULL || !mcp_raw_call_parse (line, length, &call))
     return FALSE;
   cancellable = register_request (serve, call.id);
-  if (cancellable == NULL ||
-      mcp_upstream_call_raw_warm (serve->expose, &call, 0, cancellable, on_warm_reply, serve))
-    return TRUE;
-  unregister_request (serve, call.id);
-  return FALSE;
+  if (cancellable != NULL &&
+      !mcp_upstream_call_raw_warm (serve->expose, &call, 0, cancellable, on_warm_reply, serve))
+    {
+      unregister_request (serve, call.id);
+      return FALSE;
+    }
+  /* As after any other line: a client that does not read its answers
+   * stops being read. */
+  push_back_input (serve);
+  return TRUE;
 }
 
 static void
