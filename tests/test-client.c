@@ -186,7 +186,9 @@ client_keep (TestClient *client,
       g_assert_nonnull (client->on_request);
       result = client->on_request (json_string_value (json_object_get (message, "method")),
                                    json_object_get (message, "params"), client->on_request_data);
-      if (result != NULL)
+      if (json_is_null (result))
+        json_decref (result);
+      else if (result != NULL)
         test_client_send (client, json_pack ("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id",
                                              json_object_get (message, "id"), "result", result));
       else
@@ -286,6 +288,34 @@ test_client_last_notification (TestClient *client,
         return json_object_get (notification, "params");
     }
   return NULL;
+}
+
+static guint
+count_requests (TestClient *client,
+                const char *method)
+{
+  guint count = 0;
+
+  for (guint i = 0; i < client->requests->len; i++)
+    count += g_strcmp0 (json_string_value (json_object_get (g_ptr_array_index (client->requests, i),
+                                                            "method")), method) == 0;
+  return count;
+}
+
+void
+test_client_wait_request (TestClient *client,
+                          const char *method)
+{
+  guint seen = count_requests (client, method);
+
+  while (count_requests (client, method) == seen)
+    {
+      json_t *message = test_client_read_message (client);
+
+      if (message == NULL)
+        g_error ("The MCP server closed its stdout before sending %s", method);
+      client_keep (client, message);
+    }
 }
 
 /* Waits for one more notification @method than seen so far. */

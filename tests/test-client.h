@@ -29,7 +29,7 @@ char            *test_interop_file           (const char   *relative_path);
 #define TEST_CLIENT_NULL_ID    ((json_int_t) -1)
 
 /* Answers a request of the program (@params borrowed, may be NULL): the
- * result, or NULL to answer -32601. */
+ * result, NULL to answer -32601, or JSON null to leave it unanswered. */
 typedef json_t *(*TestRequestFunc) (const char *method,
                                     json_t     *params,
                                     gpointer    user_data);
@@ -78,6 +78,9 @@ void             test_client_notify          (TestClient   *client,
 guint            test_client_count_notifications (TestClient *client,
                                                   const char *method);
 void             test_client_wait_notification   (TestClient *client,
+                                                  const char *method);
+/* Waits for one more request @method of the program than seen so far. */
+void             test_client_wait_request        (TestClient *client,
                                                   const char *method);
 /* The params of the last notification @method seen (borrowed), or NULL. */
 json_t          *test_client_last_notification  (TestClient *client,

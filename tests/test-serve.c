@@ -839,6 +839,48 @@ test_proxy_resource_updates (Fixture       *fixture,
   g_assert_nonnull (strstr (unknown, "nowhere://x"));
 }
 
+static json_t *
+never_answer (const char *method,
+              json_t     *params,
+              gpointer    user_data)
+{
+  return json_null ();
+}
+
+/* A server that stops waiting for its request to the client (here it
+ * dies) has the client told: notifications/cancelled for serve's id. */
+static void
+test_proxy_client_request_cancelled (Fixture       *fixture,
+                                     gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) again = NULL;
+  g_autoptr(json_t) asking = NULL;
+  g_autoptr(json_t) crashed = NULL;
+  json_t *asked, *cancelled;
+  json_int_t ask;
+
+  client->on_request = never_answer;
+  again = serve_initialize_with (client, "2025-11-25", json_pack ("{s:{}}", "roots"));
+  ask = test_client_request (client, "tools/call",
+                             json_pack ("{s:s, s:{s:s}}", "name", "fixture__ask_client", "arguments",
+                                        "method", "roots/list"));
+  test_client_wait_request (client, "roots/list");
+  asked = g_ptr_array_index (client->requests, client->requests->len - 1);
+  crashed = test_client_read_reply (client, test_client_request (client, "tools/call",
+                                                                 json_pack ("{s:s, s:{}}", "name", "fixture__crash",
+                                                                            "arguments")));
+  /* It may have come with the reply to the crash already. */
+  if (test_client_count_notifications (client, "notifications/cancelled") == 0)
+    test_client_wait_notification (client, "notifications/cancelled");
+  cancelled = test_client_last_notification (client, "notifications/cancelled");
+  asking = test_client_read_reply (client, ask);
+
+  g_assert_true (json_equal (json_object_get (cancelled, "requestId"), json_object_get (asked, "id")));
+  g_assert_nonnull (json_object_get (crashed, "result"));
+  g_assert_nonnull (json_object_get (asking, "result"));
+}
+
 /* Without the proxy there are no prompts, and asking says how to get them. */
 static void
 test_prompts_need_proxy (Fixture       *fixture,
@@ -1992,6 +2034,7 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/completions", prompts_setup, test_proxy_completions);
   ADD ("/serve/proxy/logging", logging_setup, test_proxy_logging);
   ADD ("/serve/proxy/client-requests", proxy_setup, test_proxy_client_requests);
+  ADD ("/serve/proxy/client-request-cancelled", proxy_setup, test_proxy_client_request_cancelled);
   ADD ("/serve/proxy/resources", resources_setup, test_proxy_resources);
   ADD ("/serve/proxy/resource-updates", resources_setup, test_proxy_resource_updates);
   ADD ("/serve/proxy/call-starts-its-server", lazy_setup, test_proxy_call_starts_its_server);
