@@ -218,9 +218,12 @@ mcp_jsonrpc_error_new (json_t     *id,
 {
   json_t *message = message_new ();
   json_t *error = json_object ();
+  /* A message may quote what a client or server sent, which need not be
+   * UTF-8; JSON text must be. */
+  g_autofree char *valid = g_utf8_make_valid (message_text != NULL ? message_text : "", -1);
 
   json_object_set_new (error, "code", json_integer (code));
-  json_object_set_new (error, "message", json_string (message_text));
+  json_object_set_new (error, "message", json_string (valid));
   if (data != NULL)
     json_object_set (error, "data", data);
   json_object_set (message, "id", id != NULL ? id : json_null ());

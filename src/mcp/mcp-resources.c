@@ -122,7 +122,8 @@ parse_rewritten_uri (const char  *uri,
     return FALSE;
   *server = g_uri_unescape_segment (rest, slash, NULL);
   *own = g_uri_unescape_string (slash + 1, NULL);
-  if (*server != NULL && *own != NULL && **server != '\0' && **own != '\0')
+  if (*server != NULL && *own != NULL && **server != '\0' && **own != '\0' &&
+      g_utf8_validate (*server, -1, NULL) && g_utf8_validate (*own, -1, NULL))
     return TRUE;
   g_clear_pointer (server, g_free);
   g_clear_pointer (own, g_free);
