@@ -863,7 +863,10 @@ run_tool (Call *call, int tool)
       break;
     case TOOL_FAIL:
       call_done ();
-      send_error (call->id, INTERNAL_ERROR, "fixture failure as asked");
+      /* With data, which a front that passes errors on must keep. */
+      send_message (json_pack ("{s:O, s:{s:i, s:s, s:{s:s}}}", "id", call->id, "error",
+                               "code", INTERNAL_ERROR, "message", "fixture failure as asked",
+                               "data", "asked", "fail"));
       break;
     case TOOL_TOOL_ERROR:
       result = text_result ("tool failed as asked");

@@ -47,7 +47,7 @@ expect "serve servers" se
 expect "reload run" r
 expect "reload" rel
 expect "--version" --v
-expect "--config --expose --help --max-message-bytes --max-pending --shared --timeout --verbose" serve --
+expect "--config --expose --help --max-message-bytes --max-pending --server --shared --timeout --verbose" serve --
 expect "--calls --help" demo --
 expect "--config --help --run-timeout --servers --shared --timeout --verbose" run --
 expect "--config --help --shared --timeout --verbose" reload --
@@ -63,6 +63,8 @@ expect "" doctor --sh
 expect "" demo --sh
 expect "--json" servers --j
 expect "code gateway proxy" serve --expose ""
+expect "alpha beta-2 remote" serve --config servers.json --server ""
+expect "--server=beta-2" serve -c servers.json --server=b
 expect "code,gateway code,proxy" serve -e code,
 expect "code,proxy,gateway" serve --expose = code,proxy,
 expect "--expose=gateway" serve --expose=g

@@ -676,14 +676,17 @@ test_config_changes (Fixture       *fixture,
   g_assert_cmpuint (count_servers (fixture), ==, 3);
 }
 
-/* `serve` with @envp, as an MCP client starts it. */
+/* `serve @option @value` with @envp, as an MCP client starts it; it
+ * answers initialize as @server_name. */
 static TestClient *
-start_client_with (const char * const *envp,
-                   gboolean            shared,
-                   const char         *expose)
+launch_client (const char * const *envp,
+               gboolean            shared,
+               const char         *option,
+               const char         *value,
+               const char         *server_name)
 {
   g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  const char *argv[] = { test_mcp_pool_path (), "serve", "--expose", expose, shared ? "--shared" : NULL, NULL };
+  const char *argv[] = { test_mcp_pool_path (), "serve", option, value, shared ? "--shared" : NULL, NULL };
   g_auto(GStrv) wrapped = test_wrap_argv (argv);
   TestClient *client = NULL;
   g_autoptr(json_t) result = NULL;
@@ -695,9 +698,17 @@ start_client_with (const char * const *envp,
                         json_pack ("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", "2025-06-18",
                                    "capabilities", "clientInfo", "name", "test-daemon", "version", "1"));
 
-  g_assert_cmpstr (mcp_json_get_string (json_object_get (result, "serverInfo"), "name"), ==, "mcp-pool");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (result, "serverInfo"), "name"), ==, server_name);
   test_client_notify (client, "notifications/initialized", NULL);
   return client;
+}
+
+static TestClient *
+start_client_with (const char * const *envp,
+                   gboolean            shared,
+                   const char         *expose)
+{
+  return launch_client (envp, shared, "--expose", expose, "mcp-pool");
 }
 
 static TestClient *
@@ -809,38 +820,14 @@ test_warm_no_worker (Fixture       *fixture,
   end_client (client);
 }
 
-/* serve --shared answers as serve does: the same tools, results and
- * errors, request by request. */
+/* @local and @shared answer each of @requests alike. */
 static void
-test_same_answers (Fixture       *fixture,
-                   gconstpointer  data)
+assert_same_answers (TestClient         *local,
+                     TestClient         *shared,
+                     const char * const *requests,
+                     gsize               n_requests)
 {
-  static const char * const requests[] = {
-    "{\"method\": \"tools/list\"}",
-    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__echo\", \"arguments\": {\"message\": \"a\"}}}",
-    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__echo\", \"arguments\": {\"message\": \"a\\u0000b\"}}}",
-    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__tool_error\", \"arguments\": {}}}",
-    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__fail\", \"arguments\": {}}}",
-    "{\"method\": \"tools/call\", \"params\": {\"name\": \"no_such_tool\", \"arguments\": {}}}",
-    "{\"method\": \"tools/call\", \"params\": {\"name\": \"call_tool\", \"arguments\": {\"server\": \"nope\", \"tool\": \"x\"}}}",
-    "{\"method\": \"tools/call\", \"params\": {\"name\": \"search_tools\", \"arguments\": {\"query\": \"echo message\"}}}",
-    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__echo\", \"arguments\": [1]}}",
-    "{\"method\": \"tools/call\", \"params\": {}}",
-    "{\"method\": \"resources/list\"}",
-    "{\"method\": \"resources/read\", \"params\": {\"uri\": \"mcp-pool://nothing\"}}",
-    "{\"method\": \"resources/templates/list\"}",
-    "{\"method\": \"resources/read\", \"params\": {\"uri\": \"fix://item/3\"}}",
-    "{\"method\": \"prompts/list\"}",
-    "{\"method\": \"prompts/get\", \"params\": {\"name\": \"fix__greet\", \"arguments\": {\"name\": \"Ada\"}}}",
-    "{\"method\": \"prompts/get\", \"params\": {\"name\": \"fix__nope\"}}",
-    "{\"method\": \"completion/complete\", \"params\": {\"ref\": {\"type\": \"ref/prompt\", \"name\": \"fix__greet\"}, "
-    "\"argument\": {\"name\": \"name\", \"value\": \"G\"}}}",
-    "{\"method\": \"no/such/method\"}",
-  };
-  TestClient *local = start_client (fixture, FALSE, "code,gateway,proxy");
-  TestClient *shared = start_client (fixture, TRUE, "code,gateway,proxy");
-
-  for (guint i = 0; i < G_N_ELEMENTS (requests); i++)
+  for (guint i = 0; i < n_requests; i++)
     {
       json_t *answers[2] = { NULL, NULL };
       TestClient *clients[] = { local, shared };
@@ -895,6 +882,78 @@ test_same_answers (Fixture       *fixture,
       json_decref (answers[0]);
       json_decref (answers[1]);
     }
+}
+
+/* serve --shared answers as serve does: the same tools, results and
+ * errors, request by request. */
+static void
+test_same_answers (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  static const char * const requests[] = {
+    "{\"method\": \"tools/list\"}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__echo\", \"arguments\": {\"message\": \"a\"}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__echo\", \"arguments\": {\"message\": \"a\\u0000b\"}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__tool_error\", \"arguments\": {}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__fail\", \"arguments\": {}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"no_such_tool\", \"arguments\": {}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"call_tool\", \"arguments\": {\"server\": \"nope\", \"tool\": \"x\"}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"search_tools\", \"arguments\": {\"query\": \"echo message\"}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fix__echo\", \"arguments\": [1]}}",
+    "{\"method\": \"tools/call\", \"params\": {}}",
+    "{\"method\": \"resources/list\"}",
+    "{\"method\": \"resources/read\", \"params\": {\"uri\": \"mcp-pool://nothing\"}}",
+    "{\"method\": \"resources/templates/list\"}",
+    "{\"method\": \"resources/read\", \"params\": {\"uri\": \"fix://item/3\"}}",
+    "{\"method\": \"prompts/list\"}",
+    "{\"method\": \"prompts/get\", \"params\": {\"name\": \"fix__greet\", \"arguments\": {\"name\": \"Ada\"}}}",
+    "{\"method\": \"prompts/get\", \"params\": {\"name\": \"fix__nope\"}}",
+    "{\"method\": \"completion/complete\", \"params\": {\"ref\": {\"type\": \"ref/prompt\", \"name\": \"fix__greet\"}, "
+    "\"argument\": {\"name\": \"name\", \"value\": \"G\"}}}",
+    "{\"method\": \"no/such/method\"}",
+  };
+  TestClient *local = start_client (fixture, FALSE, "code,gateway,proxy");
+  TestClient *shared = start_client (fixture, TRUE, "code,gateway,proxy");
+
+  assert_same_answers (local, shared, requests, G_N_ELEMENTS (requests));
+  end_client (local);
+  end_client (shared);
+}
+
+/* serve --server --shared answers as serve --server does: the server's
+ * own answers, its errors too, through the daemon. */
+static void
+test_same_answers_one_server (Fixture       *fixture,
+                              gconstpointer  data)
+{
+  static const char * const requests[] = {
+    "{\"method\": \"tools/list\"}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"echo\", \"arguments\": {\"message\": \"a\\u0000b\"}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"tool_error\", \"arguments\": {}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"fail\", \"arguments\": {}}}",
+    "{\"method\": \"tools/call\", \"params\": {\"name\": \"no_such_tool\", \"arguments\": {}}}",
+    "{\"method\": \"tools/call\", \"params\": {}}",
+    "{\"method\": \"resources/list\"}",
+    "{\"method\": \"resources/templates/list\"}",
+    "{\"method\": \"resources/read\", \"params\": {\"uri\": \"fix://item/3\"}}",
+    "{\"method\": \"resources/read\", \"params\": {\"uri\": \"mcp-pool://capabilities\"}}",
+    "{\"method\": \"prompts/list\"}",
+    "{\"method\": \"prompts/get\", \"params\": {\"name\": \"greet\", \"arguments\": {\"name\": \"Ada\"}}}",
+    "{\"method\": \"completion/complete\", \"params\": {\"ref\": {\"type\": \"ref/prompt\", \"name\": \"greet\"}, "
+    "\"argument\": {\"name\": \"name\", \"value\": \"G\"}}}",
+    "{\"method\": \"no/such/method\"}",
+  };
+  TestClient *local = launch_client ((const char * const *) fixture->envp, FALSE, "--server", "fix",
+                                     "mcp-pool-fixture");
+  TestClient *shared = launch_client ((const char * const *) fixture->envp, TRUE, "--server", "fix",
+                                      "mcp-pool-fixture");
+  g_autoptr(json_t) failed = test_client_read_reply (shared, test_client_request (shared, "tools/call",
+                                                                                  json_pack ("{s:s}", "name", "fail")));
+
+  /* The server's own error, with its data, crossed the bus. */
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (json_object_get (failed, "error"), "data"), "asked"), ==,
+                   "fail");
+  assert_same_answers (local, shared, requests, G_N_ELEMENTS (requests));
   end_client (local);
   end_client (shared);
 }
@@ -1468,6 +1527,8 @@ main (int    argc,
               test_two_clients_one_server, fixture_tear_down);
   g_test_add ("/daemon/config-changes", Fixture, &plain, fixture_set_up, test_config_changes, fixture_tear_down);
   g_test_add ("/daemon/same-answers", Fixture, &with_prompts, fixture_set_up, test_same_answers, fixture_tear_down);
+  g_test_add ("/daemon/same-answers-one-server", Fixture, &with_prompts, fixture_set_up,
+              test_same_answers_one_server, fixture_tear_down);
   g_test_add ("/daemon/signals", Fixture, &plain, fixture_set_up, test_signals, fixture_tear_down);
   g_test_add ("/daemon/warm-no-worker", Fixture, &plain, fixture_set_up, test_warm_no_worker,
               fixture_tear_down);

@@ -41,19 +41,19 @@ write_config (const char * const *servers)
   return g_steal_pointer (&path);
 }
 
-/* @variable=@value (may be NULL) in mcp-pool's environment. */
+/* serve with @option @option_value (@option may be NULL), and
+ * @variable=@value (may be NULL) in mcp-pool's environment. */
 static TestClient *
-serve_new_with (const char *config,
-                const char *expose,
-                const char *variable,
-                const char *value)
+serve_launch (const char *config,
+              const char *option,
+              const char *option_value,
+              const char *variable,
+              const char *value)
 {
   g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  const char *argv[] = { test_mcp_pool_path (), "serve", "--config", config, "--expose", expose, NULL };
+  const char *argv[] = { test_mcp_pool_path (), "serve", "--config", config, option, option_value, NULL };
   g_auto(GStrv) wrapped = NULL;
 
-  if (expose == NULL)
-    argv[4] = NULL;
   /* A home and a working folder of its own, so no real config leaks in. */
   g_subprocess_launcher_setenv (launcher, "HOME", scratch_home, TRUE);
   g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_CONFIG");
@@ -64,6 +64,16 @@ serve_new_with (const char *config,
     g_subprocess_launcher_setenv (launcher, variable, value, TRUE);
   wrapped = test_wrap_argv (argv);
   return test_client_new (launcher, (const char * const *) wrapped);
+}
+
+/* @expose may be NULL: serve's default. */
+static TestClient *
+serve_new_with (const char *config,
+                const char *expose,
+                const char *variable,
+                const char *value)
+{
+  return serve_launch (config, expose != NULL ? "--expose" : NULL, expose, variable, value);
 }
 
 static TestClient *
@@ -226,6 +236,7 @@ list_tools (TestClient *client)
 typedef struct {
   const char *expose;
   const char *servers[12];   /* name, flags as a JSON array, …, NULL */
+  const char *server;        /* --server this one instead of --expose */
 } ServeSetup;
 
 typedef struct {
@@ -240,7 +251,8 @@ fixture_set_up (Fixture       *fixture,
   const ServeSetup *setup = data;
 
   fixture->config = write_config (setup->servers);
-  fixture->client = serve_new (fixture->config, setup->expose);
+  fixture->client = setup->server != NULL ? serve_launch (fixture->config, "--server", setup->server, NULL, NULL)
+                                          : serve_new (fixture->config, setup->expose);
   json_decref (serve_initialize (fixture->client, "2025-11-25"));
   test_client_notify (fixture->client, "notifications/initialized", NULL);
 }
@@ -273,6 +285,10 @@ static const ServeSetup logging_setup = {
 };
 static const ServeSetup prompts_setup = {
   "proxy", { "speaker", "[\"--prompts\", \"--resources\", \"speaker\"]", "mute", "[]", NULL }
+};
+static const ServeSetup one_server_setup = {
+  NULL, { "speaker", "[\"--prompts\", \"--resources\", \"speaker\", \"--logging\"]", "other", "[]", NULL },
+  "speaker",
 };
 static const ServeSetup code_setup = { NULL, { "alpha", "[]", "beta", "[]", NULL } };
 static const ServeSetup slow_start_setup = { "gateway", { "slow", "[\"--slow-start\", \"60000\"]", NULL } };
@@ -879,6 +895,114 @@ test_proxy_client_request_cancelled (Fixture       *fixture,
   g_assert_true (json_equal (json_object_get (cancelled, "requestId"), json_object_get (asked, "id")));
   g_assert_nonnull (json_object_get (crashed, "result"));
   g_assert_nonnull (json_object_get (asking, "result"));
+}
+
+/* --server: one server as it is.  Its own handshake and names, pages
+ * and notifications as it sends them, its JSON-RPC errors with their
+ * data. */
+static void
+test_one_server_as_is (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) again = serve_initialize (client, "2025-06-18");
+  json_t *capabilities = json_object_get (again, "capabilities");
+  g_autoptr(json_t) tools = test_client_result (client, "tools/list", NULL);
+  g_autoptr(json_t) first = test_client_result (client, "prompts/list", NULL);
+  g_autoptr(json_t) second = NULL;
+  g_autoptr(json_t) echo = call_tool (client, "echo", json_pack ("{s:s}", "message", "as is"));
+  g_autoptr(json_t) failed = NULL;
+  g_autoptr(json_t) logged = NULL;
+  g_autoptr(json_t) greeting = NULL;
+  g_autofree char *refused = NULL;
+  json_t *error, *tool, *message;
+  size_t index;
+
+  g_assert_cmpstr (mcp_json_get_string (again, "protocolVersion"), ==, "2025-06-18");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (again, "serverInfo"), "name"), ==, "mcp-pool-fixture");
+  g_assert_null (json_object_get (again, "instructions"));
+  g_assert_true (json_is_true (json_object_get (json_object_get (capabilities, "resources"), "subscribe")));
+  g_assert_nonnull (json_object_get (capabilities, "logging"));
+  g_assert_nonnull (json_object_get (capabilities, "completions"));
+
+  /* Own names, and nothing of the pool's in a tool. */
+  g_assert_cmpuint (json_array_size (json_object_get (tools, "tools")), >, 0);
+  json_array_foreach (json_object_get (tools, "tools"), index, tool)
+    {
+      g_assert_null (strstr (mcp_json_get_string (tool, "name"), "__"));
+      g_assert_null (json_object_get (tool, "server"));
+    }
+  assert_result (echo, FALSE, "Echo: as is", NULL);
+
+  /* The server's pages, followed by the client. */
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (first, "prompts"), 0), "name"), ==, "greet");
+  g_assert_nonnull (mcp_json_get_string (first, "nextCursor"));
+  second = test_client_result (client, "prompts/list",
+                               json_pack ("{s:s}", "cursor", mcp_json_get_string (first, "nextCursor")));
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (second, "prompts"), 0), "name"), ==, "plain");
+  greeting = test_client_result (client, "prompts/get",
+                                 json_pack ("{s:s, s:{s:s}}", "name", "greet", "arguments", "name", "Ada"));
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (json_array_get (json_object_get (greeting, "messages"), 0),
+                                                         "content"), "text"), ==, "Hello, Ada");
+  refused = request_error_coded (client, -32602, "prompts/get", json_pack ("{s:s}", "name", "greet"));
+  g_assert_cmpstr (refused, ==, "no prompt greet with those arguments");
+
+  /* A JSON-RPC error of a tool call comes as the server sent it. */
+  failed = test_client_read_reply (client, test_client_request (client, "tools/call",
+                                                                json_pack ("{s:s, s:{}}", "name", "fail", "arguments")));
+  error = json_object_get (failed, "error");
+  g_assert_cmpint (json_integer_value (json_object_get (error, "code")), ==, -32603);
+  g_assert_cmpstr (mcp_json_get_string (error, "message"), ==, "fixture failure as asked");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (error, "data"), "asked"), ==, "fail");
+
+  /* Log messages as they came: the client sees one server. */
+  logged = call_tool (client, "log", json_pack ("{s:s}", "text", "plain"));
+  assert_result (logged, FALSE, "logged", NULL);
+  message = test_client_last_notification (client, "notifications/message");
+  g_assert_nonnull (message);
+  g_assert_cmpstr (mcp_json_get_string (message, "logger"), ==, "fixture");
+  g_assert_cmpstr (mcp_json_get_string (message, "data"), ==, "plain");
+}
+
+/* Runs @argv to its end with stdin closed; its exit status, and its
+ * stderr in @err. */
+static int
+run_serve_refused (const char **argv,
+                   char       **err)
+{
+  g_autoptr(GSubprocessLauncher) launcher =
+    g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
+                               G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_autoptr(GSubprocess) process = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_subprocess_launcher_setenv (launcher, "HOME", scratch_home, TRUE);
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_EXPOSE");
+  process = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  g_subprocess_communicate_utf8 (process, NULL, NULL, NULL, err, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_get_if_exited (process));
+  return g_subprocess_get_exit_status (process);
+}
+
+/* --server names a configured server, and goes without --expose. */
+static void
+test_one_server_refusals (void)
+{
+  g_autofree char *config = write_config ((const char *[]) { "speaker", "[]", "other", "[]", NULL });
+  const char *unknown[] = { test_mcp_pool_path (), "serve", "--config", config, "--server", "nobody", NULL };
+  const char *both[] = { test_mcp_pool_path (), "serve", "--config", config, "--server", "speaker",
+                         "--expose", "proxy", NULL };
+  g_autofree char *unknown_err = NULL;
+  g_autofree char *both_err = NULL;
+
+  g_assert_cmpint (run_serve_refused (unknown, &unknown_err), ==, 2);
+  g_assert_nonnull (strstr (unknown_err, "no server is named “nobody”"));
+  g_assert_nonnull (strstr (unknown_err, "speaker, other"));
+  g_assert_cmpint (run_serve_refused (both, &both_err), ==, 2);
+  g_assert_nonnull (strstr (both_err, "does not go with --expose"));
+  test_assert_no_children ();
 }
 
 /* Without the proxy there are no prompts, and asking says how to get them. */
@@ -2031,6 +2155,8 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
   ADD ("/serve/proxy/arguments-as-sent", proxy_names_setup, test_proxy_arguments_as_sent);
   ADD ("/serve/proxy/prompts", prompts_setup, test_proxy_prompts);
+  ADD ("/serve/one-server/as-is", one_server_setup, test_one_server_as_is);
+  g_test_add_func ("/serve/one-server/refusals", test_one_server_refusals);
   ADD ("/serve/proxy/completions", prompts_setup, test_proxy_completions);
   ADD ("/serve/proxy/logging", logging_setup, test_proxy_logging);
   ADD ("/serve/proxy/client-requests", proxy_setup, test_proxy_client_requests);

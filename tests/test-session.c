@@ -780,9 +780,20 @@ test_remote_error (Fixture *fixture, gconstpointer data)
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) failed = call_tool (session, "fail", NULL, 0, &error);
   g_autoptr(json_t) tool_error = NULL;
+  g_autoptr(GError) copy = NULL;
+  json_t *remote;
 
   g_assert_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_REMOTE);
   g_assert_nonnull (strstr (error->message, "-32603"));
+  /* The server's error object comes with the error, and its copies. */
+  copy = g_error_copy (error);
+  g_clear_error (&error);
+  remote = mcp_session_error_get_remote (copy);
+  g_assert_cmpint (json_integer_value (json_object_get (remote, "code")), ==, -32603);
+  g_assert_cmpstr (mcp_json_get_string (remote, "message"), ==, "fixture failure as asked");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (remote, "data"), "asked"), ==, "fail");
+  g_set_error_literal (&error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_CLOSED, "closed");
+  g_assert_null (mcp_session_error_get_remote (error));
   g_clear_error (&error);
 
   tool_error = call_tool (session, "tool_error", NULL, 0, &error);

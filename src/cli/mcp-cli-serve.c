@@ -49,6 +49,29 @@ read_expose (const char     *expose,
   return FALSE;
 }
 
+/* --server: a server the config names (the shared daemon checks its
+ * own); FALSE after saying which servers there are. */
+static gboolean
+check_server (const char                *server,
+              const McpDiscoveryOptions *discovery_options)
+{
+  g_autoptr(McpDiscovery) discovery = mcp_config_discover (discovery_options);
+  g_autoptr(GString) known = g_string_new (NULL);
+
+  for (guint i = 0; i < discovery->servers->len; i++)
+    {
+      McpServerConfig *config = g_ptr_array_index (discovery->servers, i);
+
+      if (g_str_equal (config->name, server))
+        return TRUE;
+      g_string_append_printf (known, "%s%s", known->len > 0 ? ", " : "", config->name);
+    }
+  g_printerr (_("mcp-pool serve: --server: no server is named “%s”; the configured servers are: %s "
+                "(`mcp-pool servers` shows where they come from)\n"),
+              server, known->len > 0 ? known->str : _("none"));
+  return FALSE;
+}
+
 /* --max-message-bytes and --max-pending, or their variables, into
  * @options; FALSE after saying which is out of range. */
 static gboolean
@@ -123,6 +146,7 @@ mcp_cli_serve (int    argc,
 {
   g_auto(McpCliCommon) common = { 0 };
   g_autofree char *expose = NULL;
+  g_autofree char *server = NULL;
   g_auto(GStrv) storage = NULL;
   gint64 max_message = 0;
   gint64 max_pending = 0;
@@ -130,6 +154,10 @@ mcp_cli_serve (int    argc,
     { "expose", 'e', 0, G_OPTION_ARG_STRING, &expose,
       N_("What the client sees: code, gateway, proxy, comma-separated (default code; $MCP_POOL_EXPOSE)"),
       N_("LIST") },
+    { "server", 0, 0, G_OPTION_ARG_STRING, &server,
+      N_("Serve this one server as it is: its own tools, prompts, resources and instructions "
+         "(instead of --expose)"),
+      N_("NAME") },
     { "max-message-bytes", 0, 0, G_OPTION_ARG_INT64, &max_message,
       N_("Refuse client messages longer than this (default 32 MiB; $MCP_POOL_MAX_MESSAGE_BYTES)"),
       N_("BYTES") },
@@ -154,8 +182,16 @@ mcp_cli_serve (int    argc,
       g_printerr (_("mcp-pool serve: unexpected argument “%s”\n"), argv[1]);
       return 2;
     }
-  if (!read_expose (expose, &options.expose) || !read_bounds (max_message, max_pending, &options))
+  if (server != NULL && expose != NULL)
+    {
+      g_printerr ("%s\n", _("mcp-pool serve: --server serves one server as it is and does not go with "
+                            "--expose; use one of them"));
+      return 2;
+    }
+  if ((server == NULL && !read_expose (expose, &options.expose)) ||
+      !read_bounds (max_message, max_pending, &options))
     return 2;
+  options.server = server;
 
   g_log_set_writer_func (log_to_stderr, NULL, NULL);
   if (!resolve_shared (&common))
@@ -166,6 +202,8 @@ mcp_cli_serve (int    argc,
   if (!common.shared)
     mcp_spawner_keep_groups ();
   mcp_cli_discovery_options (&common, &discovery, &storage);
+  if (server != NULL && !common.shared && !check_server (server, &discovery))
+    return 2;
   options.call_timeout_ms = mcp_cli_timeout_ms (&common);
   options.shared = common.shared;
   return run_serve (&discovery, &options);

@@ -71,6 +71,9 @@ struct _McpDaemon {
 
   GMutex                     lock;
   GHashTable                *exposures;   /* protected by lock: flags → McpExpose */
+  /* protected by lock: server name → its McpExpose (`serve --server`);
+   * only names the config had, so bounded by the configs' servers */
+  GHashTable                *server_exposures;
   GHashTable                *uids;        /* protected by lock: unique name → uid + 1 */
 };
 
@@ -913,6 +916,29 @@ lookup_exposure (McpDaemon      *daemon,
   return expose;
 }
 
+/* The exposure of `serve --server @server`, for a configured server; NULL
+ * with the error that names the servers there are. */
+static McpExpose *
+lookup_server_exposure (McpDaemon   *daemon,
+                        const char  *server,
+                        GError     **error)
+{
+  g_autoptr(McpServerConfig) config = mcp_pool_dup_config (daemon->pool, server, error);
+  g_autoptr(GMutexLocker) locker = NULL;
+  McpExpose *expose;
+
+  if (config == NULL)
+    return NULL;
+  locker = g_mutex_locker_new (&daemon->lock);
+  expose = g_hash_table_lookup (daemon->server_exposures, server);
+  if (expose == NULL)
+    {
+      expose = mcp_expose_new_server (daemon->pool, server, 0);
+      g_hash_table_insert (daemon->server_exposures, g_strdup (server), expose);
+    }
+  return expose;
+}
+
 static gboolean
 handle_handle_request (McpDBusPool1          *skeleton,
                        GDBusMethodInvocation *invocation,
@@ -922,7 +948,9 @@ handle_handle_request (McpDBusPool1          *skeleton,
 {
   g_autoptr(GError) error = NULL;
   const char *expose_text = NULL;
-  McpExposeFlags flags;
+  const char *server = NULL;
+  McpExposeFlags flags = 0;
+  McpExpose *server_expose = NULL;
   guint64 timeout_ms = 0;
   DaemonCall *call;
   json_t *request;
@@ -931,8 +959,10 @@ handle_handle_request (McpDBusPool1          *skeleton,
     return TRUE;
 
   g_variant_lookup (options, "expose", "&s", &expose_text);
+  g_variant_lookup (options, "server", "&s", &server);
   g_variant_lookup (options, "timeout-ms", "t", &timeout_ms);
-  if (!mcp_expose_parse (expose_text, &flags, &error))
+  if ((server != NULL && (server_expose = lookup_server_exposure (daemon, server, &error)) == NULL) ||
+      (server == NULL && !mcp_expose_parse (expose_text, &flags, &error)))
     {
       g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
                                                      error->message);
@@ -951,7 +981,7 @@ handle_handle_request (McpDBusPool1          *skeleton,
   call = register_call (daemon, invocation, work_handle_request, request);
   if (call != NULL)
     {
-      call->expose = lookup_exposure (daemon, flags);
+      call->expose = server_expose != NULL ? server_expose : lookup_exposure (daemon, flags);
       call->timeout_ms = (gint64) MIN (timeout_ms, MCP_CALL_TIMEOUT_MAX_MS);
     }
   return run_call_warm (daemon, call, warm_handle_request);
@@ -1123,6 +1153,8 @@ mcp_daemon_new (const McpDiscoveryOptions *discovery,
   daemon->in_flight = g_hash_table_new (g_str_hash, g_str_equal);
   daemon->clients = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   daemon->exposures = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) mcp_expose_free);
+  daemon->server_exposures = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                                    (GDestroyNotify) mcp_expose_free);
   daemon->uids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   return daemon;
 }
@@ -1224,6 +1256,7 @@ mcp_daemon_free (McpDaemon *daemon)
       }
   g_clear_pointer (&daemon->watcher, mcp_config_watcher_free);
   g_hash_table_unref (daemon->exposures);
+  g_hash_table_unref (daemon->server_exposures);
   g_clear_pointer (&daemon->pool, mcp_pool_free);
   g_clear_pointer (&daemon->discovered, mcp_discovery_free);
   g_clear_object (&daemon->skeleton);

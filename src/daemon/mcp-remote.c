@@ -619,6 +619,7 @@ request_is_replay_safe (json_t *request)
 
 static GVariant *
 handle_request_parameters (McpExposeFlags  expose,
+                           const char     *server,
                            gint64          timeout_ms,
                            json_t         *request)
 {
@@ -626,23 +627,12 @@ handle_request_parameters (McpExposeFlags  expose,
   g_autofree char *expose_text = mcp_expose_flags_to_string (expose);
   g_autofree char *text = dump (request);
 
-  g_variant_builder_add (options, "{sv}", "expose", g_variant_new_string (expose_text));
+  if (server != NULL)
+    g_variant_builder_add (options, "{sv}", "server", g_variant_new_string (server));
+  else
+    g_variant_builder_add (options, "{sv}", "expose", g_variant_new_string (expose_text));
   g_variant_builder_add (options, "{sv}", "timeout-ms", g_variant_new_uint64 (MAX (timeout_ms, 0)));
   return g_variant_new ("(a{sv}s)", options, text);
-}
-
-json_t *
-mcp_remote_handle_request (McpRemote       *remote,
-                           McpExposeFlags   expose,
-                           gint64           timeout_ms,
-                           json_t          *request,
-                           GCancellable    *cancellable,
-                           McpProgressFunc  progress,
-                           gpointer         progress_data,
-                           GError         **error)
-{
-  return call_for_json (remote, "HandleRequest", handle_request_parameters (expose, timeout_ms, request),
-                        request_is_replay_safe (request), cancellable, progress, progress_data, error);
 }
 
 typedef struct {
@@ -667,6 +657,7 @@ on_json_reply (GVariant     *body,
 void
 mcp_remote_handle_request_async (McpRemote       *remote,
                                  McpExposeFlags   expose,
+                                 const char      *server,
                                  gint64           timeout_ms,
                                  json_t          *request,
                                  GCancellable    *cancellable,
@@ -678,7 +669,7 @@ mcp_remote_handle_request_async (McpRemote       *remote,
   JsonReply *reply = g_new (JsonReply, 1);
 
   *reply = (JsonReply) { callback, user_data };
-  call_daemon_async (remote, "HandleRequest", handle_request_parameters (expose, timeout_ms, request),
+  call_daemon_async (remote, "HandleRequest", handle_request_parameters (expose, server, timeout_ms, request),
                      G_VARIANT_TYPE ("(s)"), request_is_replay_safe (request), cancellable, progress,
                      progress_data, on_json_reply, reply);
 }

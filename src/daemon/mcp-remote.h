@@ -79,21 +79,14 @@ gboolean   mcp_remote_reload           (McpRemote                  *remote,
                                         GError                    **error);
 GVariant  *mcp_remote_get_stats        (McpRemote                  *remote,
                                         GError                    **error);
-/* One upstream MCP request answered by the daemon as `serve` would. */
-json_t    *mcp_remote_handle_request   (McpRemote                  *remote,
-                                        McpExposeFlags              expose,
-                                        gint64                      timeout_ms,
-                                        json_t                     *request,
-                                        GCancellable               *cancellable,
-                                        McpProgressFunc             progress,
-                                        gpointer                    progress_data,
-                                        GError                    **error);
-
-/* Any thread, never blocking: mcp_remote_handle_request(), whose reply (or
- * error) reaches @callback on the calling thread's thread-default context,
- * which must be iterated; progress as for the blocking call. */
+/* Any thread, never blocking: one upstream MCP request answered by the
+ * daemon as `serve` would, through @expose, or as `serve --server` if
+ * @server is not NULL; the reply (or error) reaches @callback on the
+ * calling thread's thread-default context, which must be iterated, after
+ * the request's progress. */
 void       mcp_remote_handle_request_async (McpRemote             *remote,
                                             McpExposeFlags         expose,
+                                            const char            *server,
                                             gint64                 timeout_ms,
                                             json_t                *request,
                                             GCancellable          *cancellable,

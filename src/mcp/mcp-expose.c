@@ -36,6 +36,7 @@ struct _McpExpose {
   McpPrompts     *prompts;             /* immutable; NULL without the proxy */
   McpResources   *resources;           /* immutable; NULL without the proxy */
   McpProxyNames  *tool_names;          /* immutable; the proxied tools' (it has its lock) */
+  char           *server;              /* immutable; one-server exposure: this server; else NULL */
 };
 
 gboolean
@@ -104,11 +105,35 @@ mcp_expose_new (McpPool        *pool,
   return expose;
 }
 
+McpExpose *
+mcp_expose_new_server (McpPool    *pool,
+                       const char *server,
+                       gint64      default_timeout_ms)
+{
+  McpExpose *expose = mcp_expose_new (pool, 0, default_timeout_ms, NULL);
+
+  expose->server = g_strdup (server);
+  return expose;
+}
+
+const char *
+mcp_expose_get_server (McpExpose *expose)
+{
+  return expose->server;
+}
+
+McpPool *
+mcp_expose_get_pool (McpExpose *expose)
+{
+  return expose->pool;
+}
+
 void
 mcp_expose_free (McpExpose *expose)
 {
   if (expose == NULL)
     return;
+  g_free (expose->server);
   mcp_proxy_names_free (expose->tool_names);
   mcp_prompts_free (expose->prompts);
   mcp_resources_free (expose->resources);
@@ -566,6 +591,20 @@ mcp_expose_call_tool (McpExpose             *expose,
   if (call_options.timeout_ms <= 0)
     call_options.timeout_ms = expose->default_timeout_ms;
 
+  /* The server's own failures, its JSON-RPC errors too, as it gave them. */
+  if (expose->server != NULL)
+    {
+      g_autoptr(GError) local_error = NULL;
+      json_t *result = mcp_pool_call_tool (expose->pool, expose->server, name, arguments, &call_options,
+                                           &local_error);
+
+      if (result == NULL && mcp_session_error_get_remote (local_error) != NULL)
+        g_propagate_error (error, g_steal_pointer (&local_error));
+      else if (result == NULL)
+        result = failure_result (expose->server, local_error);
+      return result;
+    }
+
   if (expose->code != NULL && g_str_equal (name, "run_python"))
     return mcp_code_run_python (expose->code, arguments, options->cancellable);
 
@@ -613,6 +652,7 @@ mcp_expose_call_tool (McpExpose             *expose,
 
 typedef struct {
   char            *server;
+  gboolean         as_is;      /* one-server exposure: JSON-RPC errors pass on */
   McpReplyFunc     callback;
   McpRawReplyFunc  raw_reply;
   gpointer         user_data;
@@ -632,8 +672,11 @@ on_warm_result (json_t       *result,
 {
   WarmCall *call = data;
 
-  call->callback (result != NULL ? result : failure_result (call->server, error), NULL,
-                  call->user_data);
+  if (result == NULL && call->as_is && mcp_session_error_get_remote (error) != NULL)
+    call->callback (NULL, error, call->user_data);
+  else
+    call->callback (result != NULL ? result : failure_result (call->server, error), NULL,
+                    call->user_data);
   warm_call_free (call);
 }
 
@@ -665,7 +708,12 @@ mcp_expose_call_tool_warm (McpExpose             *expose,
   if (call_options.timeout_ms <= 0)
     call_options.timeout_ms = expose->default_timeout_ms;
 
-  if ((expose->flags & MCP_EXPOSE_GATEWAY) && g_str_equal (name, "call_tool"))
+  if (expose->server != NULL)
+    {
+      server = g_strdup (expose->server);
+      tool = g_strdup (name);
+    }
+  else if ((expose->flags & MCP_EXPOSE_GATEWAY) && g_str_equal (name, "call_tool"))
     {
       const char *asked_server, *asked_tool;
       g_autoptr(json_t) failure = NULL;
@@ -688,6 +736,7 @@ mcp_expose_call_tool_warm (McpExpose             *expose,
 
   call = g_new0 (WarmCall, 1);
   call->server = g_strdup (server);
+  call->as_is = expose->server != NULL;
   call->callback = callback;
   call->raw_reply = options->raw_reply;
   call->user_data = user_data;
@@ -711,7 +760,11 @@ json_t *
 mcp_expose_list_prompts (McpExpose            *expose,
                          const McpCallOptions *options)
 {
-  return expose->prompts != NULL ? mcp_prompts_list (expose->prompts, options) : json_array ();
+  if (expose->prompts == NULL)
+    return json_array ();
+  /* Starts the servers in parallel; the lists then ask running ones. */
+  list_every_server (expose);
+  return mcp_prompts_list (expose->prompts, options);
 }
 
 json_t *
@@ -830,7 +883,10 @@ mcp_expose_list_resources (McpExpose            *expose,
 
   if (expose->resources != NULL)
     {
-      g_autoptr(json_t) proxied = mcp_resources_list (expose->resources, options);
+      g_autoptr(json_t) proxied = NULL;
+
+      list_every_server (expose);
+      proxied = mcp_resources_list (expose->resources, options);
 
       json_array_extend (listed, proxied);
     }
@@ -841,13 +897,16 @@ json_t *
 mcp_expose_list_resource_templates (McpExpose            *expose,
                                     const McpCallOptions *options)
 {
-  return expose->resources != NULL ? mcp_resources_list_templates (expose->resources, options) : json_array ();
+  if (expose->resources == NULL)
+    return json_array ();
+  list_every_server (expose);
+  return mcp_resources_list_templates (expose->resources, options);
 }
 
 gboolean
 mcp_expose_reads_quickly (McpExpose *expose)
 {
-  return expose->resources == NULL;
+  return expose->resources == NULL && expose->server == NULL;
 }
 
 static char *

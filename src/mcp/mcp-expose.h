@@ -5,6 +5,9 @@
  *  - gateway: list_servers, search_tools, describe_tool, call_tool — lazy
  *             discovery without a sandbox;
  *  - proxy:   every downstream tool as `server__tool`.
+ * or, made with mcp_expose_new_server() (`serve --server NAME`), one
+ * server as it is: its own names, capabilities and instructions, every
+ * request but the handshake passed on (mcp-upstream-server.c).
  *
  * Threads: every function may be called from any worker thread and may
  * block on the pool (starting servers, calling tools); none holds a lock
@@ -52,14 +55,23 @@ McpExpose *mcp_expose_new            (McpPool               *pool,
                                       McpExposeFlags         flags,
                                       gint64                 default_timeout_ms,
                                       McpCode               *code);
+McpExpose *mcp_expose_new_server     (McpPool               *pool,
+                                      const char            *server,
+                                      gint64                 default_timeout_ms);
 void       mcp_expose_free           (McpExpose             *expose);
+/* The one server of an exposure made with mcp_expose_new_server(); NULL
+ * for the others. */
+const char *mcp_expose_get_server    (McpExpose             *expose);
+McpPool   *mcp_expose_get_pool       (McpExpose             *expose);
 
 char      *mcp_expose_instructions   (McpExpose             *expose);
 /* Blocking: proxy mode lists every server, waiting a bounded time for the
  * ones still starting. */
 json_t    *mcp_expose_list_tools     (McpExpose             *expose);
 /* Blocking.  A result (isError for failures the model should see), or NULL
- * with MCP_EXPOSE_ERROR_UNKNOWN_TOOL for a name that is not exposed. */
+ * with MCP_EXPOSE_ERROR_UNKNOWN_TOOL for a name that is not exposed; of
+ * one server's exposure, NULL with the server's own JSON-RPC error
+ * (mcp_session_error_get_remote()). */
 json_t    *mcp_expose_call_tool      (McpExpose             *expose,
                                       const char            *name,
                                       json_t                *arguments,
@@ -69,8 +81,8 @@ json_t    *mcp_expose_call_tool      (McpExpose             *expose,
  * When @name is a call of one server's tool (a proxied tool, or the
  * gateway's call_tool) that the pool can make warm, starts it and returns
  * TRUE; @callback then gets the result on the pool's context, failures
- * given as isError results as mcp_expose_call_tool() gives them (its
- * error is always NULL), or, if @options->raw_reply is set, a result as
+ * given as mcp_expose_call_tool() gives them (an isError result, or the
+ * error of one server's exposure), or, if @options->raw_reply is set, a result as
  * the server sent it (no exposure rewrites a server's result).  With
  * @options->arguments_text, only a proxied tool is taken.  FALSE: call
  * mcp_expose_call_tool() on a worker. */

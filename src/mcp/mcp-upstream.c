@@ -27,6 +27,21 @@ mcp_upstream_error_reply (json_t     *id,
   return mcp_jsonrpc_error_new (id, code, text, NULL);
 }
 
+json_t *
+mcp_upstream_failure_reply (json_t       *id,
+                            int           code,
+                            const GError *error)
+{
+  json_t *remote = mcp_session_error_get_remote (error);
+  json_t *remote_code = json_object_get (remote, "code");
+  const char *message = mcp_json_get_string (remote, "message");
+
+  if (json_is_integer (remote_code) && message != NULL)
+    return mcp_jsonrpc_error_new (id, (int) json_integer_value (remote_code), message,
+                                  json_object_get (remote, "data"));
+  return mcp_jsonrpc_error_new (id, code, error->message, NULL);
+}
+
 gboolean
 mcp_upstream_is_quick (McpExpose  *expose,
                        const char *method)
@@ -36,6 +51,9 @@ mcp_upstream_is_quick (McpExpose  *expose,
     "resources/list", "resources/templates/list", "resources/read", NULL,
   };
 
+  /* One server's handshake is that server's, which may have to start. */
+  if (mcp_expose_get_server (expose) != NULL)
+    return g_str_equal (method, "ping") || g_str_equal (method, "logging/setLevel");
   return g_strv_contains (quick, method) ||
          (g_strv_contains (resources, method) && mcp_expose_reads_quickly (expose));
 }
@@ -92,7 +110,7 @@ handle_prompts_get (McpExpose    *expose,
                                      _("“arguments” of prompts/get must be an object of strings"));
   result = mcp_expose_get_prompt (expose, name, arguments, &options, &error);
   if (result == NULL)
-    return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS, "%s", error->message);
+    return mcp_upstream_failure_reply (id, MCP_JSONRPC_INVALID_PARAMS, error);
   return mcp_jsonrpc_result_new (id, result);
 }
 
@@ -146,7 +164,7 @@ handle_tools_call (McpExpose       *expose,
   result = mcp_expose_call_tool (expose, name, json_is_object (arguments) ? arguments : NULL,
                                  &options, &error);
   if (result == NULL)
-    return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS, "%s", error->message);
+    return mcp_upstream_failure_reply (id, MCP_JSONRPC_INVALID_PARAMS, error);
   return mcp_jsonrpc_result_new (id, result);
 }
 
@@ -167,6 +185,9 @@ mcp_upstream_handle_request (McpExpose       *expose,
   if (params != NULL && !json_is_object (params))
     return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS,
                                      _("“params” of %s must be an object"), method);
+  if (mcp_expose_get_server (expose) != NULL &&
+      (!g_str_equal (method, "tools/call") || json_object_get (params, "task") != NULL))
+    return mcp_upstream_handle_server_request (expose, request, timeout_ms, cancellable);
 
   if (g_str_equal (method, "initialize"))
     return mcp_jsonrpc_result_new (id, handle_initialize (expose, params));
@@ -186,7 +207,7 @@ mcp_upstream_handle_request (McpExpose       *expose,
                                                  &error);
 
       if (subscribed == NULL)
-        return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS, "%s", error->message);
+        return mcp_upstream_failure_reply (id, MCP_JSONRPC_INVALID_PARAMS, error);
       return mcp_jsonrpc_result_new (id, subscribed);
     }
   if (g_str_equal (method, "logging/setLevel"))
@@ -200,7 +221,7 @@ mcp_upstream_handle_request (McpExpose       *expose,
       json_t *completion = mcp_expose_complete (expose, params, &options, &error);
 
       if (completion == NULL)
-        return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS, "%s", error->message);
+        return mcp_upstream_failure_reply (id, MCP_JSONRPC_INVALID_PARAMS, error);
       return mcp_jsonrpc_result_new (id, completion);
     }
   if (g_str_equal (method, "resources/list"))
@@ -215,7 +236,7 @@ mcp_upstream_handle_request (McpExpose       *expose,
                                                    &error);
 
       if (contents == NULL)
-        return mcp_upstream_error_reply (id, MCP_JSONRPC_RESOURCE_NOT_FOUND, "%s", error->message);
+        return mcp_upstream_failure_reply (id, MCP_JSONRPC_RESOURCE_NOT_FOUND, error);
       return mcp_jsonrpc_result_new (id, contents);
     }
   return mcp_upstream_error_reply (id, MCP_JSONRPC_METHOD_NOT_FOUND, _("Method not found: %s"), method);
@@ -258,7 +279,9 @@ on_warm_result (json_t       *result,
 {
   WarmRequest *warm = data;
 
-  warm->callback (warm->id, mcp_jsonrpc_result_new (warm->id, result), NULL, warm->user_data);
+  warm->callback (warm->id, result != NULL ? mcp_jsonrpc_result_new (warm->id, result)
+                                           : mcp_upstream_failure_reply (warm->id, MCP_JSONRPC_INTERNAL_ERROR, error),
+                  NULL, warm->user_data);
   warm_request_free (warm);
 }
 
@@ -295,9 +318,11 @@ mcp_upstream_handle_request_warm (McpExpose       *expose,
   };
   WarmRequest *warm;
 
-  /* Malformed calls get their errors from mcp_upstream_handle_request(). */
+  /* Malformed calls get their errors from mcp_upstream_handle_request(),
+   * as does a task (passed on whole to one server, else refused there). */
   if (g_strcmp0 (mcp_json_get_string (request, "method"), "tools/call") != 0 ||
-      !json_is_object (params) || name == NULL || (arguments != NULL && !json_is_object (arguments)))
+      !json_is_object (params) || name == NULL || (arguments != NULL && !json_is_object (arguments)) ||
+      json_object_get (params, "task") != NULL)
     return FALSE;
 
   warm = warm_request_new (json_object_get (request, "id"), callback, user_data);

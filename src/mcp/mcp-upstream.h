@@ -61,6 +61,22 @@ json_t  *mcp_upstream_error_reply     (json_t          *id,
                                        const char      *format,
                                        ...) G_GNUC_PRINTF (3, 4);
 
+/* The error reply to a request that failed with @error: the server's own
+ * JSON-RPC error, unchanged, if it was one (mcp_session_error_get_remote()),
+ * else @code with @error's message. */
+json_t  *mcp_upstream_failure_reply   (json_t          *id,
+                                       int              code,
+                                       const GError    *error);
+
+/* mcp-upstream-server.c: mcp_upstream_handle_request() of one server's
+ * exposure (mcp_expose_new_server()), for every request but a tools/call
+ * without a task: the handshake is the server's own, and the rest is
+ * passed on and answered as the server answered. */
+json_t  *mcp_upstream_handle_server_request (McpExpose    *expose,
+                                             json_t       *request,
+                                             gint64        timeout_ms,
+                                             GCancellable *cancellable);
+
 /* mcp_upstream_handle_request_warm() of a tools/call read raw
  * (mcp-raw-call.h), whose arguments go to the server unparsed.  FALSE:
  * parse the line and go the usual way. */

@@ -27,6 +27,11 @@ typedef enum {
   MCP_SESSION_ERROR_LOGIN,     /* a remote server refused us: run `mcp-pool auth NAME` */
 } McpSessionError;
 
+/* Of an MCP_SESSION_ERROR_REMOTE error (copies too): the server's
+ * JSON-RPC error object, borrowed, as it came (`code`, `message`, maybe
+ * `data`); NULL for any other error. */
+json_t *mcp_session_error_get_remote (const GError *error);
+
 /* Called on the pool's (the session's) context for each progress
  * notification that the server sends for a call; @params is borrowed. */
 typedef void (*McpProgressFunc) (json_t       *params,

@@ -266,6 +266,30 @@ mcp_pool_dup_capabilities (McpPool     *pool,
   return capabilities;
 }
 
+json_t *
+mcp_pool_dup_initialize_result (McpPool     *pool,
+                                const char  *server,
+                                GError     **error)
+{
+  g_autoptr(PoolEntry) entry = mcp_pool_lookup_entry (pool, server, error);
+  McpSession *session;
+  g_autoptr(json_t) server_info = NULL;
+  json_t *result;
+  const char *instructions;
+
+  if (entry == NULL || (session = mcp_pool_acquire_session (entry, FALSE, error)) == NULL)
+    return NULL;
+  result = json_pack ("{s:s, s:o}", "protocolVersion", mcp_session_get_protocol_version (session),
+                      "capabilities", json_deep_copy (mcp_session_get_server_capabilities (session)));
+  server_info = mcp_session_dup_server_info (session);
+  if (json_is_object (server_info))
+    json_object_set_new (result, "serverInfo", json_deep_copy (server_info));
+  if ((instructions = mcp_session_get_instructions (session)) != NULL)
+    json_object_set_new (result, "instructions", json_string (instructions));
+  mcp_pool_release_session (entry, session, FALSE, NULL);
+  return result;
+}
+
 typedef struct {
   PoolEntry       *entry;
   McpSession      *session;     /* the slot's reference */

@@ -217,6 +217,12 @@ json_t     *mcp_pool_list_offered   (McpPool                 *pool,
 json_t     *mcp_pool_dup_capabilities (McpPool               *pool,
                                        const char            *server,
                                        GError               **error);
+/* Blocking, any thread, like mcp_pool_dup_capabilities(): @server's whole
+ * initialize result as the pool's session got it (protocolVersion,
+ * capabilities, serverInfo and instructions if it gave them). */
+json_t     *mcp_pool_dup_initialize_result (McpPool          *pool,
+                                            const char       *server,
+                                            GError          **error);
 /* Non-blocking, any thread: the warm path.  When @server is READY with a
  * free slot (and @tool not missing from a fresh list), sends the call and
  * returns TRUE; @callback then runs on the pool's context with the result

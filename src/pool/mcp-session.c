@@ -28,7 +28,40 @@
 #include "common/mcp-protocol.h"
 #include "transport/mcp-stdio-transport.h"
 
-G_DEFINE_QUARK (mcp-session-error-quark, mcp_session_error)
+/* A remote error carries the server's error object, for a front that
+ * passes it on unchanged (mcp_session_error_get_remote()). */
+typedef struct {
+  json_t *remote;  /* NULL but for MCP_SESSION_ERROR_REMOTE */
+} McpSessionErrorPrivate;
+
+static void
+mcp_session_error_private_init (McpSessionErrorPrivate *private)
+{
+  private->remote = NULL;
+}
+
+static void
+mcp_session_error_private_copy (const McpSessionErrorPrivate *source,
+                                McpSessionErrorPrivate       *copy)
+{
+  copy->remote = json_deep_copy (source->remote);
+}
+
+static void
+mcp_session_error_private_clear (McpSessionErrorPrivate *private)
+{
+  g_clear_pointer (&private->remote, json_decref);
+}
+
+G_DEFINE_EXTENDED_ERROR (McpSessionError, mcp_session_error)
+
+json_t *
+mcp_session_error_get_remote (const GError *error)
+{
+  if (!g_error_matches (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_REMOTE))
+    return NULL;
+  return mcp_session_error_get_private (error)->remote;
+}
 
 /* A server that paginates forever is broken; stop following it. */
 #define MAX_TOOL_PAGES 1000
@@ -94,6 +127,7 @@ struct _McpSession {
   char                *protocol_version;/* set once before the session is shared */
   json_t              *server_info;     /* idem */
   json_t              *server_capabilities; /* idem */
+  char                *instructions;    /* idem; NULL if the server gave none */
   json_t              *tools;           /* idem */
 };
 
@@ -124,6 +158,7 @@ mcp_session_unref (McpSession *session)
   g_free (session->protocol_version);
   json_decref (session->server_info);
   json_decref (session->server_capabilities);
+  g_free (session->instructions);
   json_decref (session->tools);
   g_main_context_unref (session->context);
   mcp_server_config_unref (session->config);
@@ -146,6 +181,12 @@ json_t *
 mcp_session_get_server_capabilities (McpSession *session)
 {
   return session->server_capabilities;
+}
+
+const char *
+mcp_session_get_instructions (McpSession *session)
+{
+  return session->instructions;
 }
 
 json_t *
@@ -238,11 +279,15 @@ unpack_reply (McpSession  *session,
 
   if (remote_error != NULL)
     {
-      g_set_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_REMOTE,
-                   _("Server “%s” answered %s with error %lld: %s"),
-                   session->config->name, method,
-                   (long long) json_integer_value (json_object_get (remote_error, "code")),
-                   mcp_json_get_string (remote_error, "message") ?: _("(no message)"));
+      GError *remote = g_error_new (MCP_SESSION_ERROR, MCP_SESSION_ERROR_REMOTE,
+                                    _("Server “%s” answered %s with error %lld: %s"),
+                                    session->config->name, method,
+                                    (long long) json_integer_value (json_object_get (remote_error, "code")),
+                                    mcp_json_get_string (remote_error, "message") ?: _("(no message)"));
+
+      if (json_is_object (remote_error))
+        mcp_session_error_get_private (remote)->remote = json_deep_copy (remote_error);
+      g_propagate_error (error, remote);
       return NULL;
     }
   return json_incref (json_object_get (reply, "result"));
@@ -1029,12 +1074,15 @@ on_transport_closed (GError   *reason,
                      gpointer  user_data)
 {
   McpSession *session = user_data;
+  /* A new error: the session's domain carries private data (see above). */
+  GError *closed = g_error_new_literal (MCP_SESSION_ERROR,
+                                        reason->code == MCP_TRANSPORT_ERROR_PROTOCOL ? MCP_SESSION_ERROR_PROTOCOL
+                                        : reason->code == MCP_TRANSPORT_ERROR_AUTH ? MCP_SESSION_ERROR_LOGIN
+                                        : MCP_SESSION_ERROR_CLOSED,
+                                        reason->message);
 
-  reason->domain = MCP_SESSION_ERROR;
-  reason->code = reason->code == MCP_TRANSPORT_ERROR_PROTOCOL ? MCP_SESSION_ERROR_PROTOCOL
-               : reason->code == MCP_TRANSPORT_ERROR_AUTH ? MCP_SESSION_ERROR_LOGIN
-               : MCP_SESSION_ERROR_CLOSED;
-  close_session (session, reason);
+  g_error_free (reason);
+  close_session (session, closed);
 }
 
 static const McpTransportFuncs transport_funcs = {
@@ -1139,6 +1187,7 @@ handshake (McpSession    *session,
   session->server_info = json_incref (json_object_get (result, "serverInfo"));
   session->server_capabilities = json_is_object (json_object_get (result, "capabilities"))
                                  ? json_incref (json_object_get (result, "capabilities")) : json_object ();
+  session->instructions = g_strdup (mcp_json_get_string (result, "instructions"));
 
   if (!mcp_session_notify (session, "notifications/initialized", NULL, error))
     return FALSE;

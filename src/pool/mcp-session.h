@@ -123,6 +123,9 @@ json_t     *mcp_session_dup_server_info      (McpSession *session);
 /* Borrowed, never NULL (`{}` if the server named none), unchanged for
  * the session's life: what the server's initialize result offered. */
 json_t     *mcp_session_get_server_capabilities (McpSession *session);
+/* Borrowed, unchanged for the session's life: the initialize result's
+ * instructions; NULL if the server gave none. */
+const char *mcp_session_get_instructions     (McpSession *session);
 json_t     *mcp_session_dup_tools            (McpSession *session);
 gboolean    mcp_session_is_alive             (McpSession *session);
 guint       mcp_session_get_in_flight        (McpSession *session);

@@ -345,12 +345,24 @@ start_request (McpServe *serve,
       SharedRequest *shared = g_new (SharedRequest, 1);
 
       *shared = (SharedRequest) { serve, json_incref (id) };
-      mcp_remote_handle_request_async (serve->remote, serve->options.expose, serve->options.call_timeout_ms,
+      mcp_remote_handle_request_async (serve->remote, serve->options.expose, serve->options.server,
+                                       serve->options.call_timeout_ms,
                                        request, cancellable, queue_progress, serve, on_shared_reply, shared);
     }
   else if (!mcp_upstream_handle_request_warm (serve->expose, request, 0, cancellable, queue_progress, serve,
                                               on_warm_reply, serve))
     g_thread_pool_push (serve->workers, json_incref (request), NULL);
+}
+
+/* Whether the client sees what @server (NULL: any) offers and says: the
+ * proxy shows every server, --server one. */
+static gboolean
+shows_server (McpServe   *serve,
+              const char *server)
+{
+  if (serve->options.server != NULL)
+    return server == NULL || g_strcmp0 (server, serve->options.server) == 0;
+  return (serve->options.expose & MCP_EXPOSE_PROXY) != 0;
 }
 
 /* A line offered before it is parsed: a tools/call of the common shape
@@ -365,9 +377,9 @@ on_input_request_line (const char *line,
   g_auto(McpRawCall) call = { 0 };
   GCancellable *cancellable;
 
-  /* Only the proxy's calls are worth a scan first; the shared daemon is
-   * sent the request as it came. */
-  if (serve->remote != NULL || !(serve->options.expose & MCP_EXPOSE_PROXY) ||
+  /* Only calls of a server's tool are worth a scan first; the shared
+   * daemon is sent the request as it came. */
+  if (serve->remote != NULL || !shows_server (serve, NULL) ||
       g_strstr_len (line, length, "\"tools/call\"") == NULL || !mcp_raw_call_parse (line, length, &call))
     return FALSE;
   cancellable = register_request (serve, call.id);
@@ -607,7 +619,7 @@ announce_tools_changed (const char *server,
   g_mutex_lock (&serve->lock);
   initialized = serve->initialized;
   g_mutex_unlock (&serve->lock);
-  if (initialized && (serve->options.expose & MCP_EXPOSE_PROXY))
+  if (initialized && shows_server (serve, server))
     queue_message (serve, mcp_jsonrpc_notification_new ("notifications/tools/list_changed", NULL), TRUE);
 }
 
@@ -642,8 +654,8 @@ on_server_request (McpPool             *pool,
 /* A server's notification for the client, through the proxy: a log
  * message once the client has set a level (logging/setLevel), under the
  * server's name; a list change; an update of a resource, under the URI
- * the client knows.  Dropped, as progress is, if the client falls
- * behind. */
+ * the client knows.  Of the one server of --server: as it came.  Dropped,
+ * as progress is, if the client falls behind. */
 static void
 on_server_notification (McpPool    *pool,
                         const char *server,
@@ -659,9 +671,11 @@ on_server_notification (McpPool    *pool,
   initialized = serve->initialized;
   log_level_set = serve->log_level_set;
   g_mutex_unlock (&serve->lock);
-  if (!initialized || !(serve->options.expose & MCP_EXPOSE_PROXY))
+  if (!initialized || !shows_server (serve, server))
     return;
-  if (g_str_equal (method, "notifications/message"))
+  if (serve->options.server != NULL)
+    ;
+  else if (g_str_equal (method, "notifications/message"))
     {
       const char *logger = mcp_json_get_string (params, "logger");
 
@@ -704,8 +718,11 @@ start_pool (McpServe                  *serve,
 
       serve->code = mcp_code_new (serve->pool, serve->context, &code_options);
     }
-  serve->expose = mcp_expose_new (serve->pool, serve->options.expose, serve->options.call_timeout_ms,
-                                  serve->code);
+  if (serve->options.server != NULL)
+    serve->expose = mcp_expose_new_server (serve->pool, serve->options.server, serve->options.call_timeout_ms);
+  else
+    serve->expose = mcp_expose_new (serve->pool, serve->options.expose, serve->options.call_timeout_ms,
+                                    serve->code);
   /* Watch first, so that no change between discovery and watching is lost. */
   serve->watcher = mcp_config_watcher_new (discovery_options, serve->context, on_config_changed, serve);
   discovery = mcp_config_discover (discovery_options);

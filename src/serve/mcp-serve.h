@@ -47,7 +47,8 @@ typedef struct _McpServe McpServe;
 #define MCP_SERVE_MAX_PENDING_LIMIT   (1024 * 1024)
 
 typedef struct {
-  McpExposeFlags expose;
+  McpExposeFlags expose;            /* unless @server is set */
+  const char    *server;            /* --server: this server as it is (mcp_expose_new_server()) */
   gint64         call_timeout_ms;   /* 0: the servers' own */
   gint64         code_timeout_s;    /* run_python's default; 0: see mcp-code.h */
   gsize          max_line;          /* 0: MCP_LINE_MAX_DEFAULT */

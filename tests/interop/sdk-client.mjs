@@ -172,8 +172,10 @@ function shorten (text, max) {
   return text.length > max ? `${text.slice (0, max)}… (${text.length} chars)` : text;
 }
 
-/* @capabilities: what the client declares (it must then answer it). */
-async function connect (label, expose, capabilities = {}, handlers = []) {
+/* @exposure: serve's arguments that say what the client sees, e.g.
+ * ['--expose', 'proxy']; @capabilities: what the client declares (it must
+ * then answer it). */
+async function connect (label, exposure, capabilities = {}, handlers = []) {
   const env = { HOME: scratch, PATH: process.env.PATH };
   const session = { label, traffic: [], seq: 0, errors: [], stderr: '', pid: null, startTime: null };
   const record = (direction, message) => {
@@ -186,7 +188,7 @@ async function connect (label, expose, capabilities = {}, handlers = []) {
     env.MCP_POOL_VERBOSE = process.env.MCP_POOL_VERBOSE;
   session.transport = new StdioClientTransport ({
     command: mcpPool,
-    args: ['serve', '--expose', expose, '--config', configPath],
+    args: ['serve', ...exposure, '--config', configPath],
     env,
     cwd: scratch,
     stderr: 'pipe',
@@ -285,7 +287,7 @@ const gateway = await (async () => {
   let session;
 
   await check ('gateway: connect with --expose gateway', async () => {
-    session = await connect ('gateway', 'gateway');
+    session = await connect ('gateway', ['--expose', 'gateway']);
     assert.ok (session.client.getServerCapabilities ()?.tools, 'no tools capability');
     assert.equal (session.client.getServerVersion ()?.name, 'mcp-pool');
   });
@@ -361,7 +363,7 @@ const proxy = await (async () => {
   let session;
 
   await check ('proxy: connect with --expose proxy', async () => {
-    session = await connect ('proxy', 'proxy');
+    session = await connect ('proxy', ['--expose', 'proxy']);
   });
   return session;
 }) ();
@@ -575,20 +577,27 @@ await closeAndCheck (proxy, servers);
 /* A client that answers roots, sampling and elicitation: server-everything
  * offers it the tools it keeps for such clients, and their requests reach
  * the client through mcp-pool and back. */
+const CAPABLE = { roots: { listChanged: true }, sampling: {}, elicitation: {} };
+
+/* Handlers of what CAPABLE declares; each request's kind goes to @asked. */
+function answering (asked) {
+  return [
+    [ListRootsRequestSchema, () => { asked.push ('roots'); return { roots: [{ uri: `file://${scratch}`, name: 'scratch' }] }; }],
+    [CreateMessageRequestSchema, (request) => {
+      asked.push ('sampling');
+      return { role: 'assistant', model: 'sdk-client.mjs',
+               content: { type: 'text', text: `sampled: ${request.params.messages.length} message(s)` } };
+    }],
+    [ElicitRequestSchema, () => { asked.push ('elicitation'); return { action: 'decline' }; }],
+  ];
+}
+
 const asked = [];
 const capable = await (async () => {
   let session;
 
   await check ('capable: connect with roots, sampling and elicitation', async () => {
-    session = await connect ('capable', 'proxy', { roots: { listChanged: true }, sampling: {}, elicitation: {} }, [
-      [ListRootsRequestSchema, () => { asked.push ('roots'); return { roots: [{ uri: `file://${scratch}`, name: 'scratch' }] }; }],
-      [CreateMessageRequestSchema, (request) => {
-        asked.push ('sampling');
-        return { role: 'assistant', model: 'sdk-client.mjs',
-                 content: { type: 'text', text: `sampled: ${request.params.messages.length} message(s)` } };
-      }],
-      [ElicitRequestSchema, () => { asked.push ('elicitation'); return { action: 'decline' }; }],
-    ]);
+    session = await connect ('capable', ['--expose', 'proxy'], CAPABLE, answering (asked));
   });
   return session;
 }) ();
@@ -603,19 +612,131 @@ await check ('capable: the tools for capable clients are listed', async () => {
   assert.ok (!names.includes ('everything__simulate-research-query'), 'a task-only tool is listed');
 });
 
-await check ('capable: sampling, elicitation and roots reach the client and come back', async () => {
-  const sampled = await call (capable, 'everything__trigger-sampling-request', { prompt: 'hello', maxTokens: 5 });
-  const elicited = await call (capable, 'everything__trigger-elicitation-request', {});
-  const roots = await call (capable, 'everything__get-roots-list', {});
+/* Server-everything's tools that ask the client, called as @prefix + name:
+ * each request reaches the client (recorded in @asked) and its answer the
+ * server. */
+async function checkServerRequests (session, prefix, asked) {
+  const sampled = await call (session, `${prefix}trigger-sampling-request`, { prompt: 'hello', maxTokens: 5 });
+  const elicited = await call (session, `${prefix}trigger-elicitation-request`, {});
+  const roots = await call (session, `${prefix}get-roots-list`, {});
 
   assert.match (JSON.stringify (sampled), /sampled: 1 message/);
   assert.match (JSON.stringify (elicited), /decline/i);
   assert.ok (JSON.stringify (roots).includes (scratch), `roots not the client's: ${JSON.stringify (roots)}`);
   for (const kind of ['sampling', 'elicitation', 'roots'])
     assert.ok (asked.includes (kind), `the client was never asked for ${kind}: ${JSON.stringify (asked)}`);
+}
+
+await check ('capable: sampling, elicitation and roots reach the client and come back', async () => {
+  await checkServerRequests (capable, 'everything__', asked);
 });
 
 await closeAndCheck (capable, servers);
+
+/* d. One server as it is: `serve --server everything`, compared request by
+ * request with a direct client that declares and answers the same. */
+
+const oneAsked = [];
+const one = await (async () => {
+  let session;
+
+  await check ('one server: connect with --server everything', async () => {
+    session = await connect ('one server', ['--server', 'everything'], CAPABLE, answering (oneAsked));
+  });
+  return session;
+}) ();
+const everything = config.mcpServers.everything;
+const direct = new Client ({ name: 'mcp-pool-sdk-interop-direct', version: '1.0.0' }, { capabilities: CAPABLE });
+
+for (const [schema, handler] of answering ([]))
+  direct.setRequestHandler (schema, handler);
+await direct.connect (new StdioClientTransport ({ command: everything.command, args: everything.args, stderr: 'pipe',
+                                                  env: { HOME: scratch, PATH: process.env.PATH } }));
+
+/* A request's answer or its error (code and message), to compare. */
+async function outcome (request) {
+  try {
+    return { result: await request () };
+  } catch (error) {
+    return { code: error.code, message: String (error.message) };
+  }
+}
+
+await check ('one server: initialize gives the server\'s own capabilities, serverInfo and instructions', async () => {
+  assert.deepEqual (one.client.getServerCapabilities (), direct.getServerCapabilities ());
+  assert.deepEqual (one.client.getServerVersion (), direct.getServerVersion ());
+  assert.ok (direct.getInstructions (), 'server-everything gives no instructions');
+  assert.equal (one.client.getInstructions (), direct.getInstructions ());
+});
+
+await check ('one server: tools, prompts, resources, templates and completions are the server\'s own', async () => {
+  assert.deepEqual ((await one.client.listTools ()).tools, (await direct.listTools ()).tools);
+  const prompts = (await direct.listPrompts ()).prompts;
+
+  assert.deepEqual ((await one.client.listPrompts ()).prompts, prompts);
+  for (const prompt of [...prompts, { name: 'no-such-prompt' }]) {
+    const args = Object.fromEntries ((prompt.arguments ?? []).filter ((arg) => arg.required)
+                                                             .map ((arg) => [arg.name, '1']));
+
+    assert.deepEqual (await outcome (() => one.client.getPrompt ({ name: prompt.name, arguments: args })),
+                      await outcome (() => direct.getPrompt ({ name: prompt.name, arguments: args })),
+                      `prompts/get ${prompt.name}`);
+  }
+  const resources = await allPages ((params) => direct.listResources (params), 'resources');
+
+  assert.deepEqual (await allPages ((params) => one.client.listResources (params), 'resources'), resources);
+  assert.deepEqual (await allPages ((params) => one.client.listResourceTemplates (params), 'resourceTemplates'),
+                    await allPages ((params) => direct.listResourceTemplates (params), 'resourceTemplates'));
+  for (const uri of [...resources.slice (0, 5).map ((resource) => resource.uri), 'demo://resource/no-such'])
+    assert.deepEqual (await outcome (() => one.client.readResource ({ uri })),
+                      await outcome (() => direct.readResource ({ uri })), `resources/read ${uri}`);
+  const argument = { name: 'department', value: '' };
+  const ref = { type: 'ref/prompt', name: 'completable-prompt' };
+
+  assert.deepEqual (await outcome (() => one.client.complete ({ ref, argument })),
+                    await outcome (() => direct.complete ({ ref, argument })));
+});
+
+await check ('one server: tool results and errors are the server\'s own', async () => {
+  const calls = [
+    ['echo', { message: 'as is' }], ['get-sum', { a: 2, b: 3 }], ['get-tiny-image', {}],
+    ['get-structured-content', { location: 'New York' }],
+    ['get-annotated-message', { messageType: 'error', includeImage: true }],
+    ['get-sum', { a: 'not a number' }],
+  ];
+
+  for (const [name, args] of calls)
+    assert.deepEqual (await outcome (() => one.client.callTool ({ name, arguments: args })),
+                      await outcome (() => direct.callTool ({ name, arguments: args })), `tools/call ${name}`);
+  /* The one difference: the pool knows the tools, and names them. */
+  const unknown = await one.client.callTool ({ name: 'no-such-tool', arguments: {} });
+
+  assert.ok (unknown.isError && /no tool “no-such-tool”; its tools: echo/.test (textOf (unknown)),
+             JSON.stringify (unknown));
+});
+
+await check ('one server: sampling, elicitation and roots reach the client and come back', async () => {
+  await checkServerRequests (one, '', oneAsked);
+});
+
+await check ('one server: a task-required tool runs as a task', async () => {
+  const messages = [];
+
+  for await (const message of one.client.experimental.tasks.callToolStream (
+    { name: 'simulate-research-query', arguments: { topic: 'warm pools' } }))
+    messages.push (message);
+  const types = messages.map ((message) => message.type);
+  const result = messages.at (-1);
+
+  assert.equal (types[0], 'taskCreated', `no task: ${JSON.stringify (messages)}`);
+  assert.equal (result.type, 'result', `no result: ${JSON.stringify (messages)}`);
+  assert.match (textOf (result.result), /warm pools/);
+  console.log (`# task ${messages[0].task.taskId}: ${types.join (' ')}`);
+});
+
+await direct.close ();
+noteClientErrors (one);
+await closeAndCheck (one, [everything.args[0]]);
 
 clearTimeout (overall);
 console.log (`# ${passed} checks passed`);
