@@ -39,7 +39,9 @@
  *                              Grace, and with --resources an item's id 1-3
  *   --logging                  offer logging (logging/setLevel)
  *   --task-tool                list a tool "research" that requires task
- *                              augmentation (execution.taskSupport "required")
+ *                              augmentation (execution.taskSupport "required"),
+ *                              and offer tasks: each is completed when made,
+ *                              its result "researched: TOPIC"
  *   --resources TAG            offer resources TAG://own and shared://same (one
  *                              per page) and the template TAG://item/{id};
  *                              reading a URI of those answers "TAG says URI";
@@ -991,9 +993,11 @@ handle_initialize (json_t *id, json_t *params)
   if (opts.notify_before_init)
     send_list_changed ();
 
-  send_result (id, json_pack ("{s:s, s:{s:{s:b}, s:o*, s:o*, s:o*, s:o*}, s:{s:s, s:s}}",
+  send_result (id, json_pack ("{s:s, s:{s:{s:b}, s:o*, s:o*, s:o*, s:o*, s:o*}, s:{s:s, s:s}}",
                               "protocolVersion", version,
                               "capabilities", "tools", "listChanged", 1,
+                              "tasks", opts.task_tool ? json_pack ("{s:{}, s:{}, s:{s:{s:{}}}}", "list", "cancel",
+                                                                   "requests", "tools", "call") : NULL,
                               "prompts", opts.prompts ? json_object () : NULL,
                               "completions", opts.prompts ? json_object () : NULL,
                               "logging", opts.logging ? json_object () : NULL,
@@ -1207,6 +1211,74 @@ handle_tools_list (json_t *id, json_t *params)
   send_result (id, result);
 }
 
+/* --task-tool: tasks, each done when it is made; on the reading thread. */
+#define TASKS_MAX 16
+
+static struct {
+  char        id[48];
+  char        topic[64];
+  const char *status;
+} tasks[TASKS_MAX];
+static int n_tasks;
+
+static json_t *
+task_json (int i)
+{
+  return json_pack ("{s:s, s:s, s:s, s:s, s:i}", "taskId", tasks[i].id, "status", tasks[i].status,
+                    "createdAt", "2026-12-01T00:00:00Z", "lastUpdatedAt", "2026-12-01T00:00:00Z",
+                    "ttl", 60000);
+}
+
+/* A task-augmented call of research: its task, and its status. */
+static void
+handle_task_call (json_t *id, json_t *params)
+{
+  const char *topic = json_string_value (json_object_get (json_object_get (params, "arguments"), "topic"));
+  int i = n_tasks;
+
+  if (i == TASKS_MAX)
+    {
+      send_error (id, INTERNAL_ERROR, "too many tasks");
+      return;
+    }
+  n_tasks++;
+  snprintf (tasks[i].id, sizeof tasks[i].id, "task-%d-%d", (int) getpid (), i);
+  snprintf (tasks[i].topic, sizeof tasks[i].topic, "%s", topic ? topic : "nothing");
+  tasks[i].status = "completed";
+  send_result (id, json_pack ("{s:o}", "task", task_json (i)));
+  send_message (json_pack ("{s:s, s:o}", "method", "notifications/tasks/status", "params", task_json (i)));
+}
+
+static void
+handle_tasks (json_t *id, const char *method, json_t *params)
+{
+  const char *task_id = json_string_value (json_object_get (params, "taskId"));
+  int i;
+
+  if (strcmp (method, "tasks/list") == 0)
+    {
+      json_t *listed = json_array ();
+
+      for (i = 0; i < n_tasks; i++)
+        json_array_append_new (listed, task_json (i));
+      send_result (id, json_pack ("{s:o}", "tasks", listed));
+      return;
+    }
+  for (i = 0; i < n_tasks; i++)
+    if (task_id != NULL && strcmp (tasks[i].id, task_id) == 0)
+      break;
+  if (i == n_tasks)
+    send_error (id, INVALID_PARAMS, "no task %s", task_id ? task_id : "(none)");
+  else if (strcmp (method, "tasks/result") == 0)
+    send_result (id, text_result ("researched: %s", tasks[i].topic));
+  else
+    {
+      if (strcmp (method, "tasks/cancel") == 0)
+        tasks[i].status = "cancelled";
+      send_result (id, task_json (i));
+    }
+}
+
 static void
 handle_tools_call (json_t *msg)
 {
@@ -1284,8 +1356,12 @@ handle_message (json_t *msg)
         _exit (3);
       handle_tools_list (id, params);
     }
+  else if (opts.task_tool && strcmp (name, "tools/call") == 0 && json_object_get (params, "task") != NULL)
+    handle_task_call (id, params);
   else if (strcmp (name, "tools/call") == 0)
     handle_tools_call (msg);
+  else if (opts.task_tool && strncmp (name, "tasks/", 6) == 0)
+    handle_tasks (id, name, params);
   else if (opts.prompts && strcmp (name, "prompts/list") == 0)
     handle_prompts_list (id, params);
   else if (opts.prompts && strcmp (name, "prompts/get") == 0)

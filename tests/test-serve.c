@@ -275,7 +275,9 @@ static const ServeSetup proxy_setup = { "proxy", { "fixture", "[]", NULL } };
 static const ServeSetup proxy_names_setup = {
   "proxy", { "one", "[]", "two", "[]", "my.server", "[]", LONG_NAME "-1", "[]", LONG_NAME "-2", "[]", NULL }
 };
-static const ServeSetup task_tool_setup = { "proxy", { "fixture", "[\"--task-tool\"]", NULL } };
+static const ServeSetup task_tool_setup = {
+  "proxy", { "alpha", "[\"--task-tool\"]", "beta", "[\"--task-tool\"]", NULL }
+};
 static const ServeSetup lazy_setup = { "proxy,gateway", { "one", "[]", "two", "[]", NULL } };
 static const ServeSetup resources_setup = {
   "proxy", { "alpha", "[\"--resources\", \"alpha\"]", "beta", "[\"--resources\", \"beta\"]", "plain", "[]", NULL }
@@ -517,17 +519,6 @@ test_proxy_call_starts_its_server (Fixture       *fixture,
   g_assert_cmpstr (mcp_json_get_string (two, "tools"), ==, "not started");
 }
 
-/* A tool that runs only as a task is not listed: the proxy cannot call
- * it; the others are. */
-static void
-test_proxy_hides_task_tools (Fixture       *fixture,
-                             gconstpointer  data)
-{
-  g_autoptr(json_t) tools = list_tools (fixture->client);
-
-  g_assert_nonnull (test_find_tool (tools, "fixture__echo"));
-  g_assert_null (test_find_tool (tools, "fixture__research"));
-}
 
 /* The error message of a request that must fail with @code. */
 static char *
@@ -550,6 +541,57 @@ request_error (TestClient *client,
                json_t     *params)
 {
   return request_error_coded (client, -32602, method, params);
+}
+
+/* A task-augmented call of a proxied tool makes a task of its server;
+ * the task's id routes tasks/get, tasks/result and tasks/cancel back to
+ * it, tasks/list joins every server's, and the servers' status
+ * notifications reach the client. */
+static void
+test_proxy_tasks (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) again = serve_initialize (client, "2025-11-25");
+  g_autoptr(json_t) tools = list_tools (client);
+  g_autoptr(json_t) first = test_client_result (client, "tools/call",
+                                                json_pack ("{s:s, s:{s:s}, s:{s:i}}", "name", "alpha__research",
+                                                           "arguments", "topic", "pools", "task", "ttl", 60000));
+  g_autoptr(json_t) second = test_client_result (client, "tools/call",
+                                                 json_pack ("{s:s, s:{s:s}, s:{}}", "name", "beta__research",
+                                                            "arguments", "topic", "queues", "task"));
+  const char *first_id = mcp_json_get_string (json_object_get (first, "task"), "taskId");
+  const char *second_id = mcp_json_get_string (json_object_get (second, "task"), "taskId");
+  g_autoptr(json_t) status = NULL;
+  g_autoptr(json_t) result = NULL;
+  g_autoptr(json_t) listed = NULL;
+  g_autoptr(json_t) cancelled = NULL;
+  g_autofree char *unknown = NULL;
+  json_t *task;
+  size_t index;
+  guint found = 0;
+
+  g_assert_nonnull (json_object_get (json_object_get (json_object_get (again, "capabilities"), "tasks"), "list"));
+  g_assert_nonnull (test_find_tool (tools, "alpha__research"));
+  g_assert_true (first_id != NULL && second_id != NULL && strcmp (first_id, second_id) != 0);
+  while (test_client_count_notifications (client, "notifications/tasks/status") < 2)
+    test_client_wait_notification (client, "notifications/tasks/status");
+
+  /* Each id is asked of its own server, which knows no other. */
+  status = test_client_result (client, "tasks/get", json_pack ("{s:s}", "taskId", second_id));
+  g_assert_cmpstr (mcp_json_get_string (status, "status"), ==, "completed");
+  result = test_client_result (client, "tasks/result", json_pack ("{s:s}", "taskId", first_id));
+  assert_result (result, FALSE, "researched: pools", NULL);
+  listed = test_client_result (client, "tasks/list", NULL);
+  json_array_foreach (json_object_get (listed, "tasks"), index, task)
+    found += g_strcmp0 (mcp_json_get_string (task, "taskId"), first_id) == 0 ||
+             g_strcmp0 (mcp_json_get_string (task, "taskId"), second_id) == 0;
+  g_assert_cmpuint (found, ==, 2);
+  cancelled = test_client_result (client, "tasks/cancel", json_pack ("{s:s}", "taskId", second_id));
+  g_assert_cmpstr (mcp_json_get_string (cancelled, "status"), ==, "cancelled");
+
+  unknown = request_error_coded (client, -32602, "tasks/get", json_pack ("{s:s}", "taskId", "made-up"));
+  g_assert_nonnull (strstr (unknown, "No task has the id “made-up”"));
 }
 
 /* The proxy passes on the prompts of the servers that offer them, every
@@ -2164,7 +2206,7 @@ main (int argc, char **argv)
   ADD ("/serve/proxy/resources", resources_setup, test_proxy_resources);
   ADD ("/serve/proxy/resource-updates", resources_setup, test_proxy_resource_updates);
   ADD ("/serve/proxy/call-starts-its-server", lazy_setup, test_proxy_call_starts_its_server);
-  ADD ("/serve/proxy/task-tools-hidden", task_tool_setup, test_proxy_hides_task_tools);
+  ADD ("/serve/proxy/tasks", task_tool_setup, test_proxy_tasks);
   ADD ("/serve/gateway/no-prompts", gateway_setup, test_prompts_need_proxy);
   ADD ("/serve/warm/no-thread-hop", proxy_setup, test_warm_no_thread_hop);
   ADD ("/serve/warm/server-not-reading", proxy_setup, test_server_not_reading);

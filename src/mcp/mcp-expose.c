@@ -11,6 +11,7 @@
 #include "mcp/mcp-prompts.h"
 #include "mcp/mcp-proxy-names.h"
 #include "mcp/mcp-resources.h"
+#include "mcp/mcp-tasks.h"
 
 #include <string.h>
 
@@ -35,6 +36,7 @@ struct _McpExpose {
 
   McpPrompts     *prompts;             /* immutable; NULL without the proxy */
   McpResources   *resources;           /* immutable; NULL without the proxy */
+  McpTasks       *tasks;               /* immutable; NULL without the proxy */
   McpProxyNames  *tool_names;          /* immutable; the proxied tools' (it has its lock) */
   char           *server;              /* immutable; one-server exposure: this server; else NULL */
 };
@@ -101,6 +103,7 @@ mcp_expose_new (McpPool        *pool,
     {
       expose->prompts = mcp_prompts_new (pool);
       expose->resources = mcp_resources_new (pool);
+      expose->tasks = mcp_tasks_new (pool);
     }
   return expose;
 }
@@ -137,6 +140,7 @@ mcp_expose_free (McpExpose *expose)
   mcp_proxy_names_free (expose->tool_names);
   mcp_prompts_free (expose->prompts);
   mcp_resources_free (expose->resources);
+  mcp_tasks_free (expose->tasks);
   g_free (expose);
 }
 
@@ -335,10 +339,6 @@ proxy_tools (McpExpose *expose)
           const char *tool_name = mcp_json_get_string (tool, "name");
           json_t *copy;
 
-          /* A tool that runs only as a task (2025-11-25) cannot be called
-           * through the proxy, which does not carry tasks yet. */
-          if (g_strcmp0 (mcp_json_get_string (json_object_get (tool, "execution"), "taskSupport"), "required") == 0)
-            continue;
           copy = json_copy (tool);
 
           json_object_del (copy, "server");
@@ -557,6 +557,40 @@ exposed_names (McpExpose *expose)
   return g_string_free (g_steal_pointer (&names), FALSE);
 }
 
+/* The server and own name of the proxied tool @name.  A client may call
+ * a name it remembers from an earlier run, before any tools/list of this
+ * one: the servers the name may be of are listed first, and every server
+ * only if none of them has it. */
+static gboolean
+find_proxied_tool (McpExpose   *expose,
+                   const char  *name,
+                   char       **server,
+                   char       **tool)
+{
+  if (!(expose->flags & MCP_EXPOSE_PROXY))
+    return FALSE;
+  if (mcp_proxy_names_find (expose->tool_names, name, server, tool))
+    return TRUE;
+  list_servers_named (expose, name);
+  json_decref (proxy_tools (expose));
+  if (mcp_proxy_names_find (expose->tool_names, name, server, tool))
+    return TRUE;
+  list_every_server (expose);
+  json_decref (proxy_tools (expose));
+  return mcp_proxy_names_find (expose->tool_names, name, server, tool);
+}
+
+static void
+set_unknown_tool_error (McpExpose   *expose,
+                        const char  *name,
+                        GError     **error)
+{
+  g_autofree char *known = exposed_names (expose);
+
+  g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_TOOL,
+               _("Unknown tool “%s”; the tools are: %s"), name, known);
+}
+
 /* The MCP-facing API */
 
 json_t *
@@ -619,33 +653,50 @@ mcp_expose_call_tool (McpExpose             *expose,
       return gateway_call_tool (expose, arguments, &call_options);
     }
 
-  if (expose->flags & MCP_EXPOSE_PROXY)
-    {
-      /* A client may call a name it remembers from an earlier run, before
-       * any tools/list of this one: the servers the name may be of are
-       * listed first, and every server only if none of them has it. */
-      if (!mcp_proxy_names_find (expose->tool_names, name, &server, &tool))
-        {
-          list_servers_named (expose, name);
-          json_decref (proxy_tools (expose));
-        }
-      if (server == NULL && !mcp_proxy_names_find (expose->tool_names, name, &server, &tool))
-        {
-          list_every_server (expose);
-          json_decref (proxy_tools (expose));
-          mcp_proxy_names_find (expose->tool_names, name, &server, &tool);
-        }
-      if (server != NULL)
-        return call_server_tool (expose, server, tool, arguments, &call_options);
-    }
-
-  {
-    g_autofree char *known = exposed_names (expose);
-
-    g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_TOOL,
-                 _("Unknown tool “%s”; the tools are: %s"), name, known);
-  }
+  if (find_proxied_tool (expose, name, &server, &tool))
+    return call_server_tool (expose, server, tool, arguments, &call_options);
+  set_unknown_tool_error (expose, name, error);
   return NULL;
+}
+
+json_t *
+mcp_expose_call_tool_task (McpExpose             *expose,
+                           const char            *name,
+                           json_t                *params,
+                           const McpCallOptions  *options,
+                           GError               **error)
+{
+  g_autofree char *server = NULL;
+  g_autofree char *tool = NULL;
+
+  if (expose->tasks == NULL)
+    {
+      g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_NEEDS_PROXY,
+                   _("Tasks come through the proxy (--expose proxy): call %s without “task”"), name);
+      return NULL;
+    }
+  if (!find_proxied_tool (expose, name, &server, &tool))
+    {
+      set_unknown_tool_error (expose, name, error);
+      return NULL;
+    }
+  return mcp_tasks_call_tool (expose->tasks, server, tool, params, options, error);
+}
+
+json_t *
+mcp_expose_task_request (McpExpose             *expose,
+                         const char            *method,
+                         json_t                *params,
+                         const McpCallOptions  *options,
+                         GError               **error)
+{
+  if (expose->tasks == NULL)
+    {
+      g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_NEEDS_PROXY,
+                   _("Tasks come through the proxy (--expose proxy)"));
+      return NULL;
+    }
+  return mcp_tasks_request (expose->tasks, method, params, options, error);
 }
 
 /* The warm path: a server's result, or its failure as the model sees it. */

@@ -39,6 +39,7 @@ typedef enum {
   MCP_EXPOSE_ERROR_UNKNOWN_RESOURCE,
   MCP_EXPOSE_ERROR_UNKNOWN_PROMPT,  /* prompts/get of a name that is not exposed: -32602 */
   MCP_EXPOSE_ERROR_NEEDS_PROXY,     /* a request only the proxy answers, of another exposure */
+  MCP_EXPOSE_ERROR_UNKNOWN_TASK,    /* tasks/get, result or cancel of an id not routed: -32602 */
 } McpExposeError;
 
 #define MCP_EXPOSE_CAPABILITIES_URI "mcp-pool://capabilities"
@@ -100,6 +101,20 @@ json_t    *mcp_expose_list_prompts   (McpExpose             *expose,
 json_t    *mcp_expose_get_prompt     (McpExpose             *expose,
                                       const char            *name,
                                       json_t                *arguments,
+                                      const McpCallOptions  *options,
+                                      GError               **error);
+/* Blocking: a task-augmented tools/call (@params holds the task) of the
+ * proxied tool @name, and tasks/get, tasks/result, tasks/cancel and
+ * tasks/list (@method) through the proxy (mcp-tasks.h).  The server's
+ * result, or NULL and the error. */
+json_t    *mcp_expose_call_tool_task (McpExpose             *expose,
+                                      const char            *name,
+                                      json_t                *params,
+                                      const McpCallOptions  *options,
+                                      GError               **error);
+json_t    *mcp_expose_task_request   (McpExpose             *expose,
+                                      const char            *method,
+                                      json_t                *params,
                                       const McpCallOptions  *options,
                                       GError               **error);
 /* Blocking: resources/subscribe or resources/unsubscribe (@method) of a

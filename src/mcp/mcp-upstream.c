@@ -85,6 +85,8 @@ handle_initialize (McpExpose *expose,
                                                                  "listChanged", TRUE));
       json_object_set_new (capabilities, "completions", json_object ());
       json_object_set_new (capabilities, "logging", json_object ());
+      json_object_set_new (capabilities, "tasks", json_pack ("{s:{}, s:{}, s:{s:{s:{}}}}", "list", "cancel",
+                                                             "requests", "tools", "call"));
     }
   return result;
 }
@@ -161,8 +163,16 @@ handle_tools_call (McpExpose       *expose,
       options.progress_data = &forward;
     }
 
-  result = mcp_expose_call_tool (expose, name, json_is_object (arguments) ? arguments : NULL,
-                                 &options, &error);
+  /* A task's status comes later, through the task, and the pool does
+   * not follow its progress past the call. */
+  if (json_object_get (params, "task") != NULL)
+    {
+      options.progress = NULL;
+      result = mcp_expose_call_tool_task (expose, name, params, &options, &error);
+    }
+  else
+    result = mcp_expose_call_tool (expose, name, json_is_object (arguments) ? arguments : NULL,
+                                   &options, &error);
   if (result == NULL)
     return mcp_upstream_failure_reply (id, MCP_JSONRPC_INVALID_PARAMS, error);
   return mcp_jsonrpc_result_new (id, result);
@@ -223,6 +233,15 @@ mcp_upstream_handle_request (McpExpose       *expose,
       if (completion == NULL)
         return mcp_upstream_failure_reply (id, MCP_JSONRPC_INVALID_PARAMS, error);
       return mcp_jsonrpc_result_new (id, completion);
+    }
+  if (g_str_equal (method, "tasks/get") || g_str_equal (method, "tasks/result") ||
+      g_str_equal (method, "tasks/cancel") || g_str_equal (method, "tasks/list"))
+    {
+      json_t *answer = mcp_expose_task_request (expose, method, params, &options, &error);
+
+      if (answer == NULL)
+        return mcp_upstream_failure_reply (id, MCP_JSONRPC_INVALID_PARAMS, error);
+      return mcp_jsonrpc_result_new (id, answer);
     }
   if (g_str_equal (method, "resources/list"))
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "resources",

@@ -118,7 +118,7 @@ mcp_pool_on_session_notification (McpSession *session,
 {
   static const char * const for_the_client[] = {
     "notifications/message", "notifications/prompts/list_changed", "notifications/resources/list_changed",
-    "notifications/resources/updated", NULL,
+    "notifications/resources/updated", "notifications/tasks/status", NULL,
   };
   PoolEntry *entry = user_data;
 
