@@ -1187,6 +1187,42 @@ test_code_run_python (Fixture       *fixture,
   g_assert_false (json_is_true (json_object_get (result, "isError")));
 }
 
+/* Progress of the tools a run_python calls reaches the client as progress
+ * of the run_python call, under its token, counting up, naming the tool. */
+static void
+test_code_progress (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) result = NULL;
+  guint seen = 0;
+
+  if (sandbox_skipped (NULL))
+    return;
+  result = test_client_result (client, "tools/call",
+                               json_pack ("{s:s, s:{s:s, s:[s]}, s:{s:s}}", "name", "run_python", "arguments",
+                                          "code", "print(await mcp_alpha.progress(steps=3))\n", "servers", "alpha",
+                                          "_meta", "progressToken", "run-1"));
+  if (sandbox_skipped (result))
+    return;
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (result, "structuredContent"), "stdout"), ==,
+                   "done 3 steps\n");
+  /* A server's progress goes out before its reply, so all came before ours. */
+  for (guint i = 0; i < client->notifications->len; i++)
+    {
+      json_t *notification = g_ptr_array_index (client->notifications, i);
+      json_t *params = json_object_get (notification, "params");
+      g_autofree char *message = g_strdup_printf ("alpha.progress: step %u", seen + 1);
+
+      if (g_strcmp0 (mcp_json_get_string (notification, "method"), "notifications/progress") != 0)
+        continue;
+      g_assert_cmpstr (mcp_json_get_string (params, "progressToken"), ==, "run-1");
+      g_assert_cmpint (json_integer_value (json_object_get (params, "progress")), ==, ++seen);
+      g_assert_cmpstr (mcp_json_get_string (params, "message"), ==, message);
+    }
+  g_assert_cmpuint (seen, ==, 3);
+}
+
 /* run_python requests sent back to back run at once, each in a sandbox
  * of its own, while the warm sandbox is refilled; every one is answered,
  * round after round, and serve still ends on EOF. */
@@ -2211,6 +2247,7 @@ main (int argc, char **argv)
   ADD ("/serve/warm/no-thread-hop", proxy_setup, test_warm_no_thread_hop);
   ADD ("/serve/warm/server-not-reading", proxy_setup, test_server_not_reading);
   ADD ("/serve/code/resources", code_setup, test_code_resources);
+  ADD ("/serve/code/progress", code_setup, test_code_progress);
   ADD ("/serve/code/run-python", code_setup, test_code_run_python);
   ADD ("/serve/code/concurrent-runs", code_setup, test_code_concurrent_runs);
   ADD ("/serve/code/rpc-flood", code_setup, test_code_rpc_flood);

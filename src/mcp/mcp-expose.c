@@ -640,7 +640,7 @@ mcp_expose_call_tool (McpExpose             *expose,
     }
 
   if (expose->code != NULL && g_str_equal (name, "run_python"))
-    return mcp_code_run_python (expose->code, arguments, options->cancellable);
+    return mcp_code_run_python (expose->code, arguments, options);
 
   if ((expose->flags & MCP_EXPOSE_GATEWAY) && is_gateway_tool (name))
     {

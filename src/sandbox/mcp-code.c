@@ -31,10 +31,20 @@ struct _McpCode {
 };
 
 typedef struct {
-  McpCode      *code;
-  GStrv         servers;          /* what the code may call */
-  GCancellable *calls;            /* cancelled when the run ends */
+  McpCode         *code;
+  GStrv            servers;       /* what the code may call */
+  GCancellable    *calls;         /* cancelled when the run ends */
+  McpProgressFunc  progress;      /* NULL: nobody follows the run's progress */
+  gpointer         progress_data;
+  gint             progress_seen; /* atomic: the inner calls' progress notifications so far */
 } RunContext;
+
+/* One tool call of a run whose progress is followed. */
+typedef struct {
+  RunContext *run;
+  const char *server;
+  const char *tool;
+} InnerCall;
 
 static gint64
 env_seconds (const char *name,
@@ -281,6 +291,33 @@ rpc_search_tool_docs (RunContext  *run,
                     mcp_pool_search_tools (run->code->pool, request.query, request.limit, request.detail));
 }
 
+/* On the pool's context: progress of a tool the code called, as progress
+ * of the run.  The inner calls' counts start anew and run side by side,
+ * so the run counts their notifications (which only grows, as progress
+ * must) and says in the message whose it is. */
+static void
+forward_inner_progress (json_t   *params,
+                        gpointer  user_data)
+{
+  InnerCall *inner = user_data;
+  const char *message = mcp_json_get_string (params, "message");
+  json_t *total = json_object_get (params, "total");
+  g_autoptr(json_t) progress = NULL;
+  g_autofree char *text = NULL;
+
+  if (message != NULL)
+    text = g_strdup_printf ("%s.%s: %s", inner->server, inner->tool, message);
+  else if (json_is_number (total))
+    text = g_strdup_printf ("%s.%s: %g of %g", inner->server, inner->tool,
+                            json_number_value (json_object_get (params, "progress")), json_number_value (total));
+  else
+    text = g_strdup_printf ("%s.%s: %g", inner->server, inner->tool,
+                            json_number_value (json_object_get (params, "progress")));
+  progress = json_pack ("{s:i, s:s}", "progress", (json_int_t) g_atomic_int_add (&inner->run->progress_seen, 1) + 1,
+                        "message", text);
+  inner->run->progress (progress, inner->run->progress_data);
+}
+
 static json_t *
 rpc_call_tool (RunContext  *run,
                json_t      *params,
@@ -305,7 +342,13 @@ rpc_call_tool (RunContext  *run,
     }
   {
     McpCallOptions options = { .cancellable = run->calls };
+    InnerCall inner = { run, server, tool };
 
+    if (run->progress != NULL)
+      {
+        options.progress = forward_inner_progress;
+        options.progress_data = &inner;
+      }
     return mcp_pool_call_tool (run->code->pool, server, tool, arguments, &options, error);
   }
 }
@@ -338,7 +381,7 @@ mcp_code_reply_rpc (McpCode            *code,
                     const char * const *servers,
                     json_t             *request)
 {
-  RunContext run = { code, (GStrv) servers, g_cancellable_new () };
+  RunContext run = { code, (GStrv) servers, g_cancellable_new (), NULL, NULL, 0 };
   json_t *reply = mcp_sandbox_rpc_reply (request, handle_rpc, &run);
 
   g_object_unref (run.calls);
@@ -427,10 +470,11 @@ read_servers (McpCode  *code,
 }
 
 json_t *
-mcp_code_run_python (McpCode      *code,
-                     json_t       *arguments,
-                     GCancellable *cancellable)
+mcp_code_run_python (McpCode              *code,
+                     json_t               *arguments,
+                     const McpCallOptions *options)
 {
+  GCancellable *cancellable = options != NULL ? options->cancellable : NULL;
   const char *source = mcp_json_get_string (arguments, "code");
   json_t *timeout_value = json_object_get (arguments, "timeout");
   g_autofree char *problem = NULL;
@@ -458,7 +502,10 @@ mcp_code_run_python (McpCode      *code,
   if (sandbox == NULL)
     return error_result (error->message);
 
-  run = (RunContext) { code, servers, g_cancellable_new () };
+  run = (RunContext) {
+    code, servers, g_cancellable_new (),
+    options != NULL ? options->progress : NULL, options != NULL ? options->progress_data : NULL, 0,
+  };
   if (!mcp_sandbox_run (sandbox, source, (const char * const *) servers, (gint64) (timeout_s * 1000),
                         handle_rpc, &run, cancellable, &result, &error))
     reply = error_result (error->message);

@@ -37,10 +37,13 @@ McpCode *mcp_code_new         (McpPool               *pool,
                                const McpCodeOptions  *options);
 /* The tool entry for tools/list. */
 json_t  *mcp_code_tool        (McpCode               *code);
-/* A tools/call result: isError unless the code succeeded. */
+/* A tools/call result: isError unless the code succeeded.  @options
+ * (may be NULL): its cancellable ends the run; with its progress set, the
+ * progress of the tools the code calls reaches it, on the pool's context,
+ * as progress of the run (a count, and a message naming the tool). */
 json_t  *mcp_code_run_python  (McpCode               *code,
                                json_t                *arguments,
-                               GCancellable          *cancellable);
+                               const McpCallOptions  *options);
 /* Exposed for tests and fuzzing: the reply to one RPC request of a run
  * that may call @servers, as mcp_code_run_python()'s sandbox would send
  * it.  Blocking, like the tool calls it may make. */
