@@ -72,6 +72,7 @@ static const Setup plain = { "--idle-timeout=600", "" };
 static const Setup quick_idle = { "--idle-timeout=1", "" };
 static const Setup with_grandchild = { "--idle-timeout=600", "\"--grandchild\"" };
 static const Setup with_prompts = { "--idle-timeout=600", "\"--prompts\", \"--resources\", \"fix\"" };
+static const Setup with_logging = { "--idle-timeout=600", "\"--logging\", \"--resources\", \"fix\"" };
 
 static const char *
 poold_path (void)
@@ -884,6 +885,53 @@ assert_same_answers (TestClient         *local,
     }
 }
 
+/* Until @client has had a notification @method, seen already or not. */
+static void
+wait_for_notification (TestClient *client,
+                       const char *method)
+{
+  while (test_client_count_notifications (client, method) == 0)
+    test_client_wait_notification (client, method);
+}
+
+/* A server's notifications reach each `serve --shared` as its exposure
+ * shows them: through the proxy, a log message (once its client set a
+ * level) under the server's name and an update under the URI the client
+ * knows; to one server's exposure, unchanged. */
+static void
+test_shared_notifications (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  TestClient *proxy = start_client (fixture, TRUE, "proxy");
+  TestClient *one = launch_client ((const char * const *) fixture->envp, TRUE, "--server", "fix", "mcp-pool-fixture");
+  g_autoptr(json_t) set = test_client_result (proxy, "logging/setLevel", json_pack ("{s:s}", "level", "info"));
+  g_autoptr(json_t) logged = test_client_result (proxy, "tools/call",
+                                                 json_pack ("{s:s, s:{s:s}}", "name", "fix__log",
+                                                            "arguments", "text", "shared"));
+  g_autoptr(json_t) updated = NULL;
+  json_t *message;
+
+  g_assert_cmpstr (test_result_text (logged), ==, "logged");
+  wait_for_notification (proxy, "notifications/message");
+  message = test_client_last_notification (proxy, "notifications/message");
+  g_assert_cmpstr (mcp_json_get_string (message, "logger"), ==, "fix/fixture");
+  g_assert_cmpstr (mcp_json_get_string (message, "data"), ==, "shared");
+  wait_for_notification (one, "notifications/message");
+  message = test_client_last_notification (one, "notifications/message");
+  g_assert_cmpstr (mcp_json_get_string (message, "logger"), ==, "fixture");
+
+  updated = test_client_result (one, "tools/call",
+                                json_pack ("{s:s, s:{s:s, s:{s:s}}}", "name", "notify", "arguments",
+                                           "method", "notifications/resources/updated", "params", "uri", "fix://own"));
+  g_assert_cmpstr (test_result_text (updated), ==, "sent");
+  wait_for_notification (proxy, "notifications/resources/updated");
+  g_assert_cmpstr (mcp_json_get_string (test_client_last_notification (proxy, "notifications/resources/updated"),
+                                        "uri"), ==, "fix://own");
+  wait_for_notification (one, "notifications/resources/updated");
+  end_client (proxy);
+  end_client (one);
+}
+
 /* serve --shared answers as serve does: the same tools, results and
  * errors, request by request. */
 static void
@@ -1529,6 +1577,8 @@ main (int    argc,
   g_test_add ("/daemon/same-answers", Fixture, &with_prompts, fixture_set_up, test_same_answers, fixture_tear_down);
   g_test_add ("/daemon/same-answers-one-server", Fixture, &with_prompts, fixture_set_up,
               test_same_answers_one_server, fixture_tear_down);
+  g_test_add ("/daemon/shared-notifications", Fixture, &with_logging, fixture_set_up,
+              test_shared_notifications, fixture_tear_down);
   g_test_add ("/daemon/signals", Fixture, &plain, fixture_set_up, test_signals, fixture_tear_down);
   g_test_add ("/daemon/warm-no-worker", Fixture, &plain, fixture_set_up, test_warm_no_worker,
               fixture_tear_down);

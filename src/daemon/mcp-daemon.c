@@ -1028,6 +1028,48 @@ on_tools_changed (McpPool    *pool,
   mcp_dbus_pool1_emit_tools_changed (daemon->skeleton, server);
 }
 
+/* As ServerNotification, once per exposure that a client asked for and
+ * that shows @server: each `serve --shared` takes its own. */
+static void
+on_server_notification (McpPool    *pool,
+                        const char *server,
+                        const char *method,
+                        json_t     *params,
+                        gpointer    user_data)
+{
+  McpDaemon *daemon = user_data;
+  g_autoptr(GPtrArray) signals = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_unref);
+  GHashTableIter iter;
+  gpointer key, value;
+
+  /* Built under the lock, emitted without it. */
+  g_mutex_lock (&daemon->lock);
+  g_hash_table_iter_init (&iter, daemon->exposures);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      g_autoptr(json_t) shown = mcp_expose_client_notification (value, server, method, params);
+      g_autofree char *expose = mcp_expose_flags_to_string (GPOINTER_TO_UINT (key));
+      g_autofree char *text = shown != NULL ? json_dumps (shown, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+
+      if (text != NULL)
+        g_ptr_array_add (signals, g_variant_ref_sink (g_variant_new ("(ssss)", expose, "", method, text)));
+    }
+  g_hash_table_iter_init (&iter, daemon->server_exposures);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      g_autoptr(json_t) shown = mcp_expose_client_notification (value, server, method, params);
+      g_autofree char *text = shown != NULL ? json_dumps (shown, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+
+      if (text != NULL)
+        g_ptr_array_add (signals, g_variant_ref_sink (g_variant_new ("(ssss)", "", server, method, text)));
+    }
+  g_mutex_unlock (&daemon->lock);
+
+  for (guint i = 0; i < signals->len; i++)
+    g_dbus_connection_emit_signal (daemon->connection, NULL, MCP_DAEMON_OBJECT_PATH, MCP_DAEMON_INTERFACE,
+                                   "ServerNotification", g_ptr_array_index (signals, i), NULL);
+}
+
 static void
 on_config_changed (McpDiscovery *discovery,
                    gpointer      user_data)
@@ -1178,7 +1220,10 @@ static const struct {
 int
 mcp_daemon_run (McpDaemon *daemon)
 {
-  McpPoolCallbacks callbacks = { on_state_changed, on_tools_changed, daemon };
+  McpPoolCallbacks callbacks = {
+    .on_state_changed = on_state_changed, .on_tools_changed = on_tools_changed,
+    .on_server_notification = on_server_notification, .user_data = daemon,
+  };
   /* Many clients never run code: Python is paid for once one has. */
   McpCodeOptions code_options = { .keep_warm = TRUE, .warm_after_first_run = TRUE };
   g_autofree char *address = NULL;

@@ -24,6 +24,7 @@
 
 #include "daemon/mcp-remote.h"
 
+#include <string.h>
 #include <unistd.h>
 
 #include <glib/gi18n-lib.h>
@@ -36,7 +37,7 @@ struct _McpRemote {
   GDBusConnection    *connection;     /* immutable */
   guint               filter_id;      /* immutable */
   McpRemoteCallbacks  callbacks;      /* set once by mcp_remote_watch() */
-  guint               subscriptions[2];
+  guint               subscriptions[3];   /* ToolsChanged, ServerStateChanged, ServerNotification */
 
   GMutex              lock;
   GHashTable         *calls;          /* protected by lock; serial → PendingCall */
@@ -168,7 +169,7 @@ on_signal (GDBusConnection *connection,
            gpointer         user_data)
 {
   McpRemote *remote = user_data;
-  const char *server, *state;
+  const char *server, *state, *expose, *method, *params_text;
 
   if (g_str_equal (member, "ToolsChanged") && g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(s)")))
     {
@@ -183,13 +184,23 @@ on_signal (GDBusConnection *connection,
       if (remote->callbacks.on_state_changed != NULL)
         remote->callbacks.on_state_changed (server, state, remote->callbacks.user_data);
     }
+  else if (g_str_equal (member, "ServerNotification") &&
+           g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(ssss)")) && remote->callbacks.on_notification != NULL)
+    {
+      g_autoptr(json_t) params = NULL;
+
+      g_variant_get (parameters, "(&s&s&s&s)", &expose, &server, &method, &params_text);
+      params = mcp_jsonrpc_parse (params_text, strlen (params_text), NULL);
+      if (json_is_object (params))
+        remote->callbacks.on_notification (expose, server, method, params, remote->callbacks.user_data);
+    }
 }
 
 void
 mcp_remote_watch (McpRemote                *remote,
                   const McpRemoteCallbacks *callbacks)
 {
-  static const char * const members[] = { "ToolsChanged", "ServerStateChanged" };
+  static const char * const members[] = { "ToolsChanged", "ServerStateChanged", "ServerNotification" };
 
   g_return_if_fail (remote->subscriptions[0] == 0);
   remote->callbacks = *callbacks;

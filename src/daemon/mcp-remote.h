@@ -34,6 +34,11 @@ typedef struct {
   void     (*on_tools_changed) (const char *server, gpointer user_data);
   void     (*on_state_changed) (const char *server, const char *state, gpointer user_data);
   gpointer   user_data;
+  /* A server's notification as the exposure @expose ("" for one server's)
+   * or one server's, @server ("" for the others), shows it; @params is
+   * borrowed.  The daemon's ServerNotification. */
+  void     (*on_notification)  (const char *expose, const char *server, const char *method,
+                                json_t *params, gpointer user_data);
 } McpRemoteCallbacks;
 
 /* Blocking.  Fails with a message that says how to do without the daemon

@@ -858,6 +858,36 @@ mcp_expose_subscribe (McpExpose            *expose,
   return mcp_resources_subscribe (expose->resources, method, uri, options, error);
 }
 
+json_t *
+mcp_expose_client_notification (McpExpose  *expose,
+                                const char *server,
+                                const char *method,
+                                json_t     *params)
+{
+  json_t *forwarded;
+
+  if (expose->server != NULL)
+    return g_strcmp0 (server, expose->server) == 0
+           ? (json_is_object (params) ? json_incref (params) : json_object ()) : NULL;
+  if (!(expose->flags & MCP_EXPOSE_PROXY))
+    return NULL;
+  forwarded = json_is_object (params) ? json_copy (params) : json_object ();
+  if (g_str_equal (method, "notifications/message"))
+    {
+      const char *logger = mcp_json_get_string (params, "logger");
+
+      json_object_set_new (forwarded, "logger",
+                           logger != NULL ? json_sprintf ("%s/%s", server, logger) : json_string (server));
+    }
+  else if (g_str_equal (method, "notifications/resources/updated") && mcp_json_get_string (params, "uri") != NULL)
+    {
+      g_autofree char *uri = mcp_expose_client_uri (expose, server, mcp_json_get_string (params, "uri"));
+
+      json_object_set_new (forwarded, "uri", json_string (uri));
+    }
+  return forwarded;
+}
+
 char *
 mcp_expose_client_uri (McpExpose  *expose,
                        const char *server,

@@ -124,6 +124,15 @@ json_t    *mcp_expose_subscribe      (McpExpose             *expose,
                                       const char            *uri,
                                       const McpCallOptions  *options,
                                       GError               **error);
+/* Any thread, non-blocking: the params of @server's notification @method
+ * as this exposure's client gets them, or NULL if it shows nothing of
+ * @server.  Through the proxy, a log message's logger is prefixed with
+ * the server's name and an updated resource's URI is the one the client
+ * knows; one server's exposure passes its own on unchanged. */
+json_t    *mcp_expose_client_notification (McpExpose        *expose,
+                                           const char       *server,
+                                           const char       *method,
+                                           json_t           *params);
 /* The URI the client knows @server's @uri by (mcp_resources_client_uri()). */
 char      *mcp_expose_client_uri     (McpExpose             *expose,
                                       const char            *server,

@@ -69,7 +69,8 @@ typedef struct {
                                  gpointer user_data);
   json_t    *client_capabilities;
   /* May be NULL.  A server's notifications for the client: message,
-   * prompts/list_changed, resources/list_changed, resources/updated; on
+   * prompts/list_changed, resources/list_changed, resources/updated,
+   * tasks/status; on
    * the pool's context, @params borrowed (may be NULL). */
   void     (*on_server_notification) (McpPool *pool, const char *server, const char *method,
                                       json_t *params, gpointer user_data);

@@ -209,7 +209,17 @@ on_warm_reply (json_t   *id,
 typedef struct {
   McpServe *serve;
   json_t   *id;
+  gboolean  sets_log_level;  /* a logging/setLevel */
 } SharedRequest;
+
+/* The servers' log messages are passed on once the client asks. */
+static void
+note_log_level_set (McpServe *serve)
+{
+  g_mutex_lock (&serve->lock);
+  serve->log_level_set = TRUE;
+  g_mutex_unlock (&serve->lock);
+}
 
 static void
 on_shared_reply (json_t       *reply,
@@ -220,6 +230,8 @@ on_shared_reply (json_t       *reply,
 
   if (reply == NULL)
     reply = mcp_upstream_error_reply (shared->id, MCP_JSONRPC_INTERNAL_ERROR, "%s", error->message);
+  else if (shared->sets_log_level && json_object_get (reply, "result") != NULL)
+    note_log_level_set (shared->serve);
   finish_request (shared->serve, shared->id, reply, NULL);
   json_decref (shared->id);
   g_free (shared);
@@ -344,7 +356,9 @@ start_request (McpServe *serve,
     {
       SharedRequest *shared = g_new (SharedRequest, 1);
 
-      *shared = (SharedRequest) { serve, json_incref (id) };
+      *shared = (SharedRequest) {
+        serve, json_incref (id), g_strcmp0 (mcp_json_get_string (request, "method"), "logging/setLevel") == 0,
+      };
       mcp_remote_handle_request_async (serve->remote, serve->options.expose, serve->options.server,
                                        serve->options.call_timeout_ms,
                                        request, cancellable, queue_progress, serve, on_shared_reply, shared);
@@ -423,14 +437,9 @@ on_input_message (json_t   *message,
         {
           json_t *reply = mcp_upstream_handle_request (serve->expose, message, 0, NULL, NULL, NULL);
 
-          /* The servers' log messages are passed on once the client asks. */
           if (g_str_equal (mcp_json_get_string (message, "method"), "logging/setLevel") &&
               json_object_get (reply, "result") != NULL)
-            {
-              g_mutex_lock (&serve->lock);
-              serve->log_level_set = TRUE;
-              g_mutex_unlock (&serve->lock);
-            }
+            note_log_level_set (serve);
           queue_message (serve, reply, FALSE);
         }
       else
@@ -651,11 +660,28 @@ on_server_request (McpPool             *pool,
   return mcp_client_requests_relay (serve->client_requests, server, method, params, responder);
 }
 
-/* A server's notification for the client, through the proxy: a log
- * message once the client has set a level (logging/setLevel), under the
- * server's name; a list change; an update of a resource, under the URI
- * the client knows.  Of the one server of --server: as it came.  Dropped,
- * as progress is, if the client falls behind. */
+/* A server's notification for the client, as the exposure shows it
+ * (mcp_expose_client_notification()); through the proxy, log messages
+ * only once the client has set a level (logging/setLevel).  Dropped, as
+ * progress is, if the client falls behind.  In-process, or from the
+ * shared daemon for this exposure. */
+static void
+pass_notification_on (McpServe   *serve,
+                      const char *method,
+                      json_t     *forwarded)
+{
+  gboolean initialized, log_level_set;
+
+  g_mutex_lock (&serve->lock);
+  initialized = serve->initialized;
+  log_level_set = serve->log_level_set;
+  g_mutex_unlock (&serve->lock);
+  if (!initialized || (serve->options.server == NULL && g_str_equal (method, "notifications/message") &&
+                       !log_level_set))
+    return;
+  queue_message (serve, mcp_jsonrpc_notification_new (method, forwarded), TRUE);
+}
+
 static void
 on_server_notification (McpPool    *pool,
                         const char *server,
@@ -664,33 +690,26 @@ on_server_notification (McpPool    *pool,
                         gpointer    user_data)
 {
   McpServe *serve = user_data;
-  g_autoptr(json_t) forwarded = json_is_object (params) ? json_copy (params) : json_object ();
-  gboolean initialized, log_level_set;
+  g_autoptr(json_t) forwarded = mcp_expose_client_notification (serve->expose, server, method, params);
 
-  g_mutex_lock (&serve->lock);
-  initialized = serve->initialized;
-  log_level_set = serve->log_level_set;
-  g_mutex_unlock (&serve->lock);
-  if (!initialized || !shows_server (serve, server))
-    return;
-  if (serve->options.server != NULL)
-    ;
-  else if (g_str_equal (method, "notifications/message"))
-    {
-      const char *logger = mcp_json_get_string (params, "logger");
+  if (forwarded != NULL)
+    pass_notification_on (serve, method, forwarded);
+}
 
-      if (!log_level_set)
-        return;
-      json_object_set_new (forwarded, "logger",
-                           logger != NULL ? json_sprintf ("%s/%s", server, logger) : json_string (server));
-    }
-  else if (g_str_equal (method, "notifications/resources/updated") && mcp_json_get_string (params, "uri") != NULL)
-    {
-      g_autofree char *uri = mcp_expose_client_uri (serve->expose, server, mcp_json_get_string (params, "uri"));
+static void
+on_shared_notification (const char *expose,
+                        const char *server,
+                        const char *method,
+                        json_t     *params,
+                        gpointer    user_data)
+{
+  McpServe *serve = user_data;
+  g_autofree char *own = mcp_expose_flags_to_string (serve->options.expose);
+  gboolean ours = serve->options.server != NULL ? g_strcmp0 (server, serve->options.server) == 0 && *expose == '\0'
+                                                : *server == '\0' && g_str_equal (expose, own);
 
-      json_object_set_new (forwarded, "uri", json_string (uri));
-    }
-  queue_message (serve, mcp_jsonrpc_notification_new (method, forwarded), TRUE);
+  if (ours)
+    pass_notification_on (serve, method, params);
 }
 
 static void
@@ -747,7 +766,9 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
     .on_tools_changed = on_tools_changed, .on_server_notification = on_server_notification,
     .on_server_request = on_server_request,
   };
-  McpRemoteCallbacks remote_callbacks = { announce_tools_changed, NULL, NULL };
+  McpRemoteCallbacks remote_callbacks = {
+    .on_tools_changed = announce_tools_changed, .on_notification = on_shared_notification,
+  };
   g_autoptr(McpRemote) remote = NULL;
   int signals[] = { SIGTERM, SIGINT };
 
