@@ -677,14 +677,16 @@ test_config_changes (Fixture       *fixture,
   g_assert_cmpuint (count_servers (fixture), ==, 3);
 }
 
-/* `serve @option @value` with @envp, as an MCP client starts it; it
- * answers initialize as @server_name. */
+/* `serve @option @value` with @envp, as an MCP client starts it, which
+ * declares @capabilities (stolen; NULL: none); it answers initialize as
+ * @server_name. */
 static TestClient *
 launch_client (const char * const *envp,
                gboolean            shared,
                const char         *option,
                const char         *value,
-               const char         *server_name)
+               const char         *server_name,
+               json_t             *capabilities)
 {
   g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
   const char *argv[] = { test_mcp_pool_path (), "serve", option, value, shared ? "--shared" : NULL, NULL };
@@ -696,8 +698,9 @@ launch_client (const char * const *envp,
   client = test_client_new (launcher, (const char * const *) wrapped);
   result =
     test_client_result (client, "initialize",
-                        json_pack ("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", "2025-06-18",
-                                   "capabilities", "clientInfo", "name", "test-daemon", "version", "1"));
+                        json_pack ("{s:s, s:o, s:{s:s, s:s}}", "protocolVersion", "2025-06-18",
+                                   "capabilities", capabilities != NULL ? capabilities : json_object (),
+                                   "clientInfo", "name", "test-daemon", "version", "1"));
 
   g_assert_cmpstr (mcp_json_get_string (json_object_get (result, "serverInfo"), "name"), ==, server_name);
   test_client_notify (client, "notifications/initialized", NULL);
@@ -709,7 +712,7 @@ start_client_with (const char * const *envp,
                    gboolean            shared,
                    const char         *expose)
 {
-  return launch_client (envp, shared, "--expose", expose, "mcp-pool");
+  return launch_client (envp, shared, "--expose", expose, "mcp-pool", NULL);
 }
 
 static TestClient *
@@ -903,7 +906,8 @@ test_shared_notifications (Fixture       *fixture,
                            gconstpointer  data)
 {
   TestClient *proxy = start_client (fixture, TRUE, "proxy");
-  TestClient *one = launch_client ((const char * const *) fixture->envp, TRUE, "--server", "fix", "mcp-pool-fixture");
+  TestClient *one = launch_client ((const char * const *) fixture->envp, TRUE, "--server", "fix",
+                                   "mcp-pool-fixture", NULL);
   g_autoptr(json_t) set = test_client_result (proxy, "logging/setLevel", json_pack ("{s:s}", "level", "info"));
   g_autoptr(json_t) logged = test_client_result (proxy, "tools/call",
                                                  json_pack ("{s:s, s:{s:s}}", "name", "fix__log",
@@ -992,9 +996,9 @@ test_same_answers_one_server (Fixture       *fixture,
     "{\"method\": \"no/such/method\"}",
   };
   TestClient *local = launch_client ((const char * const *) fixture->envp, FALSE, "--server", "fix",
-                                     "mcp-pool-fixture");
+                                     "mcp-pool-fixture", NULL);
   TestClient *shared = launch_client ((const char * const *) fixture->envp, TRUE, "--server", "fix",
-                                      "mcp-pool-fixture");
+                                      "mcp-pool-fixture", NULL);
   g_autoptr(json_t) failed = test_client_read_reply (shared, test_client_request (shared, "tools/call",
                                                                                   json_pack ("{s:s}", "name", "fail")));
 
@@ -1433,6 +1437,55 @@ fixture_runs_two_calls (gpointer fixture)
   return json_integer_value (json_object_get (json_object_get (result, "structuredContent"), "inflight")) >= 2;
 }
 
+/* The test's shared client's roots; nothing else is answered. */
+static json_t *
+answer_roots (const char *method,
+              json_t     *params,
+              gpointer    user_data)
+{
+  if (g_str_equal (method, "roots/list"))
+    return json_pack ("{s:[{s:s}]}", "roots", "uri", "file:///shared-client");
+  return NULL;
+}
+
+/* A server's request during a call of one `serve --shared` reaches that
+ * serve's client, through the daemon, and its answer the server; with two
+ * clients' calls in flight on the server, the daemon cannot tell whose
+ * it is, and says so. */
+static void
+test_shared_client_requests (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  TestClient *asking = launch_client ((const char * const *) fixture->envp, TRUE, "--expose", "proxy", "mcp-pool",
+                                      json_pack ("{s:{}}", "roots"));
+  TestClient *other = start_client (fixture, TRUE, "proxy");
+  g_autoptr(json_t) roots = NULL;
+  g_autoptr(json_t) refused = NULL;
+  g_autoptr(json_t) stats = NULL;
+  json_int_t hang;
+
+  asking->on_request = answer_roots;
+  roots = test_client_result (asking, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", "fix__ask_client",
+                                                               "arguments", "method", "roots/list"));
+  g_assert_nonnull (strstr (test_result_text (roots), "file:///shared-client"));
+  g_assert_cmpuint (asking->requests->len, ==, 1);
+  stats = call_tool (fixture, "stats", "{}");
+  g_assert_nonnull (json_object_get (json_object_get (json_object_get (stats, "structuredContent"),
+                                                      "client_capabilities"), "roots"));
+
+  hang = test_client_request (other, "tools/call", json_pack ("{s:s, s:{}}", "name", "fix__hang", "arguments"));
+  g_assert_true (test_wait_for (fixture_runs_two_calls, fixture, 10000));
+  refused = test_client_result (asking, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", "fix__ask_client",
+                                                                 "arguments", "method", "roots/list"));
+  g_assert_nonnull (strstr (test_result_text (refused), "cannot tell which of the 2 clients"));
+  g_assert_cmpuint (asking->requests->len, ==, 1);
+
+  /* A cancelled request is not answered. */
+  test_client_notify (other, "notifications/cancelled", json_pack ("{s:I}", "requestId", (json_int_t) hang));
+  end_client (asking);
+  end_client (other);
+}
+
 /* A call that the daemon had started when it died is not sent again: it
  * fails, saying so, and no daemon is activated for it. */
 static void
@@ -1579,6 +1632,8 @@ main (int    argc,
               test_same_answers_one_server, fixture_tear_down);
   g_test_add ("/daemon/shared-notifications", Fixture, &with_logging, fixture_set_up,
               test_shared_notifications, fixture_tear_down);
+  g_test_add ("/daemon/shared-client-requests", Fixture, &plain, fixture_set_up,
+              test_shared_client_requests, fixture_tear_down);
   g_test_add ("/daemon/signals", Fixture, &plain, fixture_set_up, test_signals, fixture_tear_down);
   g_test_add ("/daemon/warm-no-worker", Fixture, &plain, fixture_set_up, test_warm_no_worker,
               fixture_tear_down);

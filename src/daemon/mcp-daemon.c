@@ -68,6 +68,9 @@ struct _McpDaemon {
 
   GHashTable                *in_flight;   /* main context: "SENDER SERIAL" → DaemonCall */
   GHashTable                *clients;     /* main context: unique name → subscription id */
+  /* main context: unique name → what its MCP client declared that the
+   * servers may ask of it (roots, sampling, elicitation) */
+  GHashTable                *client_capabilities;
 
   GMutex                     lock;
   GHashTable                *exposures;   /* protected by lock: flags → McpExpose */
@@ -128,6 +131,39 @@ daemon_call_free (DaemonCall *call)
 
 /* Clients */
 
+/* Main context: what the servers started from now on are told their
+ * client can answer: what any client declared, since each request of a
+ * server goes to the client whose call it serves. */
+static void
+declare_client_capabilities (McpDaemon *daemon)
+{
+  g_autoptr(json_t) declared = json_object ();
+  GHashTableIter iter;
+  gpointer capabilities;
+
+  g_hash_table_iter_init (&iter, daemon->client_capabilities);
+  while (g_hash_table_iter_next (&iter, NULL, &capabilities))
+    json_object_update (declared, capabilities);
+  mcp_pool_set_client_capabilities (daemon->pool, declared);
+}
+
+/* Main context: the capabilities in a client's initialize @request. */
+static void
+note_client_capabilities (McpDaemon  *daemon,
+                          const char *sender,
+                          json_t     *request)
+{
+  static const char * const relayed[] = { "roots", "sampling", "elicitation", NULL };
+  json_t *capabilities = json_object_get (json_object_get (request, "params"), "capabilities");
+  json_t *kept = json_object ();
+
+  for (guint i = 0; relayed[i] != NULL; i++)
+    if (json_is_object (json_object_get (capabilities, relayed[i])))
+      json_object_set (kept, relayed[i], json_object_get (capabilities, relayed[i]));
+  g_hash_table_insert (daemon->client_capabilities, g_strdup (sender), kept);
+  declare_client_capabilities (daemon);
+}
+
 static void
 forget_client (McpDaemon  *daemon,
                const char *name)
@@ -148,6 +184,9 @@ forget_client (McpDaemon  *daemon,
   while (g_hash_table_iter_next (&iter, &key, &call))
     if (g_str_has_prefix (key, prefix))
       g_cancellable_cancel (((DaemonCall *) call)->cancellable);
+
+  if (g_hash_table_remove (daemon->client_capabilities, name))
+    declare_client_capabilities (daemon);
 
   g_mutex_lock (&daemon->lock);
   g_hash_table_remove (daemon->uids, name);
@@ -978,6 +1017,8 @@ handle_handle_request (McpDBusPool1          *skeleton,
       return TRUE;
     }
 
+  if (g_strcmp0 (mcp_json_get_string (request, "method"), "initialize") == 0)
+    note_client_capabilities (daemon, g_dbus_method_invocation_get_sender (invocation), request);
   call = register_call (daemon, invocation, work_handle_request, request);
   if (call != NULL)
     {
@@ -1026,6 +1067,100 @@ on_tools_changed (McpPool    *pool,
   McpDaemon *daemon = user_data;
 
   mcp_dbus_pool1_emit_tools_changed (daemon->skeleton, server);
+}
+
+/* A server's request, passed to the client whose call the server serves */
+
+/* The one client with calls in flight among @in_flight (cancellables of
+ * DaemonCalls), or NULL with how many there are in @n_clients. */
+static char *
+client_of_calls (McpDaemon *daemon,
+                 GPtrArray *in_flight,
+                 guint     *n_clients)
+{
+  g_autoptr(GHashTable) clients = g_hash_table_new (g_str_hash, g_str_equal);
+  GHashTableIter iter;
+  DaemonCall *call;
+  const char *client = NULL;
+
+  g_hash_table_iter_init (&iter, daemon->in_flight);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &call))
+    if (g_ptr_array_find (in_flight, call->cancellable, NULL))
+      {
+        client = g_dbus_method_invocation_get_sender (call->invocation);
+        g_hash_table_add (clients, (gpointer) client);
+      }
+  *n_clients = g_hash_table_size (clients);
+  return *n_clients == 1 ? g_strdup (client) : NULL;
+}
+
+static void
+on_client_answer (GObject      *source,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  McpSessionResponder *responder = user_data;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
+  g_autoptr(json_t) response = NULL;
+  const char *text = NULL;
+  json_t *failure;
+
+  if (reply == NULL)
+    {
+      g_autofree char *message = NULL;
+
+      g_dbus_error_strip_remote_error (error);
+      message = g_strdup_printf (_("mcp-pool's client did not answer: %s"), error->message);
+      mcp_session_responder_return_error (responder, MCP_JSONRPC_INTERNAL_ERROR, message);
+      return;
+    }
+  g_variant_get (reply, "(&s)", &text);
+  response = mcp_jsonrpc_parse (text, strlen (text), NULL);
+  failure = json_object_get (response, "error");
+  if (failure != NULL)
+    mcp_session_responder_return_error (responder,
+                                        json_is_integer (json_object_get (failure, "code"))
+                                        ? (int) json_integer_value (json_object_get (failure, "code"))
+                                        : MCP_JSONRPC_INTERNAL_ERROR,
+                                        mcp_json_get_string (failure, "message") ?: _("(no message)"));
+  else
+    mcp_session_responder_return_result (responder, json_incref (json_object_get (response, "result")));
+}
+
+/* On the main context (the pool's).  Answered with an error that says
+ * why when no single client's call is in flight on that server. */
+static gboolean
+on_server_request (McpPool             *pool,
+                   const char          *server,
+                   const char          *method,
+                   json_t              *params,
+                   McpSessionResponder *responder,
+                   gpointer             user_data)
+{
+  McpDaemon *daemon = user_data;
+  guint n_clients = 0;
+  g_autofree char *client = client_of_calls (daemon, mcp_session_responder_get_in_flight (responder), &n_clients);
+  g_autofree char *text = NULL;
+
+  if (client == NULL)
+    {
+      g_autofree char *message =
+        n_clients == 0 ? g_strdup_printf (_("mcp-poold cannot ask a client for %s: no client's call of server "
+                                            "“%s” is in flight"), method, server)
+                       : g_strdup_printf (_("mcp-poold cannot tell which of the %u clients with calls of server "
+                                            "“%s” in flight to ask for %s; ask during a call that runs alone"),
+                                          n_clients, server, method);
+
+      mcp_session_responder_return_error (responder, MCP_JSONRPC_INTERNAL_ERROR, message);
+      return TRUE;
+    }
+  text = json_dumps (params, JSON_COMPACT);
+  g_dbus_connection_call (daemon->connection, client, MCP_CLIENT_OBJECT_PATH, MCP_CLIENT_INTERFACE,
+                          "ServerRequest", g_variant_new ("(sss)", server, method, text ? text : "{}"),
+                          G_VARIANT_TYPE ("(s)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, G_MAXINT,
+                          mcp_session_responder_get_cancellable (responder), on_client_answer, responder);
+  return TRUE;
 }
 
 /* As ServerNotification, once per exposure that a client asked for and
@@ -1194,6 +1329,8 @@ mcp_daemon_new (const McpDiscoveryOptions *discovery,
   g_mutex_init (&daemon->lock);
   daemon->in_flight = g_hash_table_new (g_str_hash, g_str_equal);
   daemon->clients = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  daemon->client_capabilities = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                                       (GDestroyNotify) json_decref);
   daemon->exposures = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) mcp_expose_free);
   daemon->server_exposures = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                     (GDestroyNotify) mcp_expose_free);
@@ -1222,7 +1359,8 @@ mcp_daemon_run (McpDaemon *daemon)
 {
   McpPoolCallbacks callbacks = {
     .on_state_changed = on_state_changed, .on_tools_changed = on_tools_changed,
-    .on_server_notification = on_server_notification, .user_data = daemon,
+    .on_server_notification = on_server_notification, .on_server_request = on_server_request,
+    .user_data = daemon,
   };
   /* Many clients never run code: Python is paid for once one has. */
   McpCodeOptions code_options = { .keep_warm = TRUE, .warm_after_first_run = TRUE };
@@ -1308,6 +1446,7 @@ mcp_daemon_free (McpDaemon *daemon)
   g_clear_object (&daemon->connection);
   g_hash_table_unref (daemon->in_flight);
   g_hash_table_unref (daemon->clients);
+  g_hash_table_unref (daemon->client_capabilities);
   g_hash_table_unref (daemon->uids);
   g_mutex_clear (&daemon->lock);
   g_main_loop_unref (daemon->loop);

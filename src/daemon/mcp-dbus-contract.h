@@ -13,6 +13,9 @@ G_BEGIN_DECLS
 #define MCP_DAEMON_BUS_NAME    "io.github.mcppool.Pool"
 #define MCP_DAEMON_OBJECT_PATH "/io/github/mcppool/Pool"
 #define MCP_DAEMON_INTERFACE   "io.github.mcppool.Pool1"
+/* What each `serve --shared` offers the daemon on its own connection. */
+#define MCP_CLIENT_OBJECT_PATH "/io/github/mcppool/Client"
+#define MCP_CLIENT_INTERFACE   "io.github.mcppool.Client1"
 
 /* Blocking: the address of the session bus, found as the systemd user bus
  * lives when DBUS_SESSION_BUS_ADDRESS is unset; an error that names the

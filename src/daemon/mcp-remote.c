@@ -31,6 +31,7 @@
 
 #include "common/mcp-jsonrpc.h"
 #include "daemon/mcp-dbus-contract.h"
+#include "daemon/mcp-dbus-generated.h"
 #include "pool/mcp-pool.h"
 
 struct _McpRemote {
@@ -38,6 +39,8 @@ struct _McpRemote {
   guint               filter_id;      /* immutable */
   McpRemoteCallbacks  callbacks;      /* set once by mcp_remote_watch() */
   guint               subscriptions[3];   /* ToolsChanged, ServerStateChanged, ServerNotification */
+  McpDBusClient1     *client;         /* set once by mcp_remote_watch(); NULL: not exported */
+  GCancellable       *ending;         /* cancelled by mcp_remote_free(): the daemon's requests end */
 
   GMutex              lock;
   GHashTable         *calls;          /* protected by lock; serial → PendingCall */
@@ -139,6 +142,7 @@ mcp_remote_new (GError **error)
   g_dbus_connection_set_exit_on_close (connection, FALSE);
   g_mutex_init (&remote->lock);
   remote->calls = g_hash_table_new (NULL, NULL);
+  remote->ending = g_cancellable_new ();
   remote->filter_id = g_dbus_connection_add_filter (connection, filter_progress, remote, NULL);
   return remote;
 }
@@ -151,6 +155,13 @@ mcp_remote_free (McpRemote *remote)
   for (guint i = 0; i < G_N_ELEMENTS (remote->subscriptions); i++)
     if (remote->subscriptions[i] != 0)
       g_dbus_connection_signal_unsubscribe (remote->connection, remote->subscriptions[i]);
+  if (remote->client != NULL)
+    {
+      g_dbus_interface_skeleton_unexport (G_DBUS_INTERFACE_SKELETON (remote->client));
+      g_object_unref (remote->client);
+    }
+  g_cancellable_cancel (remote->ending);
+  g_object_unref (remote->ending);
   g_dbus_connection_remove_filter (remote->connection, remote->filter_id);
   g_dbus_connection_close_sync (remote->connection, NULL, NULL);
   g_object_unref (remote->connection);
@@ -196,6 +207,74 @@ on_signal (GDBusConnection *connection,
     }
 }
 
+/* The daemon's servers' requests */
+
+/* Whether @invocation comes from the daemon, the owner of its name. */
+static gboolean
+from_daemon (McpRemote             *remote,
+             GDBusMethodInvocation *invocation)
+{
+  g_autoptr(GVariant) owner =
+    g_dbus_connection_call_sync (remote->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                 "org.freedesktop.DBus", "GetNameOwner", g_variant_new ("(s)", MCP_DAEMON_BUS_NAME),
+                                 G_VARIANT_TYPE ("(s)"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
+  const char *name = NULL;
+
+  if (owner != NULL)
+    g_variant_get (owner, "(&s)", &name);
+  return g_strcmp0 (name, g_dbus_method_invocation_get_sender (invocation)) == 0;
+}
+
+/* McpRemoteAnswerFunc: the client's answer, as the method's reply. */
+static void
+answer_invocation (json_t     *result,
+                   int         code,
+                   const char *message,
+                   gpointer    answer_data)
+{
+  GDBusMethodInvocation *invocation = answer_data;
+  g_autoptr(json_t) response = message != NULL
+                               ? json_pack ("{s:{s:i, s:s}}", "error", "code", code, "message", message)
+                               : json_pack ("{s:o}", "result", result != NULL ? result : json_object ());
+  g_autofree char *text = json_dumps (response, JSON_COMPACT);
+
+  /* Takes the invocation. */
+  g_dbus_method_invocation_return_value (invocation, g_variant_new ("(s)", text ? text : "{}"));
+}
+
+static gboolean
+handle_server_request (McpDBusClient1        *skeleton,
+                       GDBusMethodInvocation *invocation,
+                       const char            *server,
+                       const char            *method,
+                       const char            *params_text,
+                       McpRemote             *remote)
+{
+  g_autoptr(json_t) params = mcp_jsonrpc_parse (params_text, strlen (params_text), NULL);
+
+  if (!from_daemon (remote, invocation))
+    {
+      g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_ACCESS_DENIED,
+                                                     _("Only mcp-poold may ask this client"));
+      return TRUE;
+    }
+  if (!json_is_object (params))
+    {
+      g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                                     _("“params” must be a JSON object"));
+      return TRUE;
+    }
+  g_object_ref (invocation);
+  if (!remote->callbacks.on_server_request (server, method, params, remote->ending, answer_invocation, invocation,
+                                            remote->callbacks.user_data))
+    {
+      g_autofree char *text = g_strdup_printf (_("mcp-pool's client does not answer %s"), method);
+
+      answer_invocation (NULL, MCP_JSONRPC_METHOD_NOT_FOUND, text, invocation);
+    }
+  return TRUE;
+}
+
 void
 mcp_remote_watch (McpRemote                *remote,
                   const McpRemoteCallbacks *callbacks)
@@ -209,6 +288,16 @@ mcp_remote_watch (McpRemote                *remote,
       g_dbus_connection_signal_subscribe (remote->connection, MCP_DAEMON_BUS_NAME, MCP_DAEMON_INTERFACE,
                                           members[i], MCP_DAEMON_OBJECT_PATH, NULL,
                                           G_DBUS_SIGNAL_FLAGS_NONE, on_signal, remote, NULL);
+  if (callbacks->on_server_request != NULL)
+    {
+      g_autoptr(GError) error = NULL;
+
+      remote->client = mcp_dbus_client1_skeleton_new ();
+      g_signal_connect (remote->client, "handle-server-request", G_CALLBACK (handle_server_request), remote);
+      if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (remote->client), remote->connection,
+                                             MCP_CLIENT_OBJECT_PATH, &error))
+        g_warning ("The servers' requests cannot reach this client: %s", error->message);
+    }
 }
 
 gboolean

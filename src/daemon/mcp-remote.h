@@ -29,6 +29,14 @@ G_BEGIN_DECLS
 
 typedef struct _McpRemote McpRemote;
 
+/* How a server's request that the client took ends, once, on any thread:
+ * the client's @result (stolen) when @message is NULL, else the error
+ * @code and @message. */
+typedef void (*McpRemoteAnswerFunc) (json_t     *result,
+                                     int         code,
+                                     const char *message,
+                                     gpointer    answer_data);
+
 /* Called on the context given to mcp_remote_watch(). */
 typedef struct {
   void     (*on_tools_changed) (const char *server, gpointer user_data);
@@ -39,14 +47,21 @@ typedef struct {
    * borrowed.  The daemon's ServerNotification. */
   void     (*on_notification)  (const char *expose, const char *server, const char *method,
                                 json_t *params, gpointer user_data);
+  /* A server's request to the client during one of its calls, from the
+   * daemon (Client1.ServerRequest); @params borrowed.  TRUE if taken, and
+   * then @answer is called once; FALSE: refused, as not declared. */
+  gboolean (*on_server_request) (const char *server, const char *method, json_t *params,
+                                 GCancellable *cancellable, McpRemoteAnswerFunc answer,
+                                 gpointer answer_data, gpointer user_data);
 } McpRemoteCallbacks;
 
 /* Blocking.  Fails with a message that says how to do without the daemon
  * when there is no session bus. */
 McpRemote *mcp_remote_new              (GError                    **error);
 void       mcp_remote_free             (McpRemote                  *remote);
-/* The daemon's signals, on the calling thread's default main context,
- * until mcp_remote_free(). */
+/* The daemon's signals, and its calls of the servers' requests (exported
+ * at MCP_CLIENT_OBJECT_PATH if @callbacks has on_server_request), on the
+ * calling thread's default main context, until mcp_remote_free(). */
 void       mcp_remote_watch            (McpRemote                  *remote,
                                         const McpRemoteCallbacks   *callbacks);
 /* Whether a daemon runs now; does not start one. */

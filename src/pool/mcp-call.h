@@ -92,5 +92,10 @@ const char   *mcp_session_responder_get_server    (McpSessionResponder *responde
  * server cancels the request (notifications/cancelled), so that a handler
  * that waits, e.g. for a person, can stop; it must still answer. */
 GCancellable *mcp_session_responder_get_cancellable (McpSessionResponder *responder);
+/* Any thread, until answered: the cancellables (McpCallOptions.
+ * cancellable) of the session's requests in flight when the server asked,
+ * borrowed: the calls the server may be serving, so that a front with
+ * many clients can tell whose it is. */
+GPtrArray    *mcp_session_responder_get_in_flight (McpSessionResponder *responder);
 
 G_END_DECLS

@@ -103,6 +103,7 @@ struct _McpSessionResponder {
   char         *method;
   json_t       *params;             /* never NULL */
   GCancellable *cancellable;
+  GPtrArray    *in_flight;          /* the cancellables of the session's requests when it came */
 };
 
 struct _McpSession {
@@ -820,6 +821,7 @@ responder_new (McpSession *session,
   responder->method = g_strdup (method);
   responder->params = json_is_object (params) ? json_incref (params) : json_object ();
   responder->cancellable = g_cancellable_new ();
+  responder->in_flight = g_ptr_array_new_with_free_func (g_object_unref);
   return responder;
 }
 
@@ -832,6 +834,7 @@ responder_free (McpSessionResponder *responder)
   g_free (responder->method);
   json_decref (responder->params);
   g_object_unref (responder->cancellable);
+  g_ptr_array_unref (responder->in_flight);
   g_free (responder);
 }
 
@@ -899,6 +902,12 @@ mcp_session_responder_get_cancellable (McpSessionResponder *responder)
   return responder->cancellable;
 }
 
+GPtrArray *
+mcp_session_responder_get_in_flight (McpSessionResponder *responder)
+{
+  return responder->in_flight;
+}
+
 static void
 answer_not_supported (McpSessionResponder *responder)
 {
@@ -931,7 +940,16 @@ answer_server_request (McpSession *session,
   closed = session->state == SESSION_CLOSED;
   duplicate = g_hash_table_contains (session->served, responder->key);
   if (!closed && !duplicate)
-    g_hash_table_insert (session->served, responder->key, responder);
+    {
+      GHashTableIter iter;
+      PendingRequest *request;
+
+      g_hash_table_insert (session->served, responder->key, responder);
+      g_hash_table_iter_init (&iter, session->pending);
+      while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &request))
+        if (request->cancellable != NULL)
+          g_ptr_array_add (responder->in_flight, g_object_ref (request->cancellable));
+    }
   g_mutex_unlock (&session->lock);
 
   if (closed)

@@ -25,7 +25,8 @@ static const struct {
  * on it (its responder's cancellable: a cancel, a timeout, the end of the
  * session). */
 typedef struct {
-  McpSessionResponder *responder;
+  McpClientAnswerFunc  answer;
+  gpointer             answer_data;
   GCancellable        *cancellable;   /* a reference */
   gulong               handler;       /* on cancellable; 0 until connected */
 } Waiting;
@@ -81,10 +82,7 @@ waiting_finish (Waiting    *waiting,
 {
   if (disconnect && waiting->handler != 0)
     g_cancellable_disconnect (waiting->cancellable, waiting->handler);
-  if (message != NULL)
-    mcp_session_responder_return_error (waiting->responder, code, message);
-  else
-    mcp_session_responder_return_result (waiting->responder, result);
+  waiting->answer (result, code, message, waiting->answer_data);
   g_clear_object (&waiting->cancellable);
   g_free (waiting);
 }
@@ -172,11 +170,13 @@ mcp_client_requests_dup_declared (McpClientRequests *requests)
 }
 
 gboolean
-mcp_client_requests_relay (McpClientRequests   *requests,
-                           const char          *server,
-                           const char          *method,
-                           json_t              *params,
-                           McpSessionResponder *responder)
+mcp_client_requests_relay_full (McpClientRequests   *requests,
+                                const char          *server,
+                                const char          *method,
+                                json_t              *params,
+                                GCancellable        *server_cancellable,
+                                McpClientAnswerFunc  answer,
+                                gpointer             answer_data)
 {
   const char *capability = NULL;
   g_autoptr(json_t) message = NULL;
@@ -204,8 +204,9 @@ mcp_client_requests_relay (McpClientRequests   *requests,
       id = g_strdup_printf ("mcp-pool-%" G_GUINT64_FORMAT, ++requests->next_id);
       id_value = json_string (id);
       waiting = g_new0 (Waiting, 1);
-      waiting->responder = responder;
-      waiting->cancellable = g_object_ref (mcp_session_responder_get_cancellable (responder));
+      waiting->answer = answer;
+      waiting->answer_data = answer_data;
+      waiting->cancellable = g_object_ref (server_cancellable);
       cancellable = g_object_ref (waiting->cancellable);
       key = mcp_jsonrpc_id_key (id_value);
       g_hash_table_insert (requests->waiting, g_strdup (key), waiting);
@@ -216,9 +217,9 @@ mcp_client_requests_relay (McpClientRequests   *requests,
 
   if (waiting == NULL)
     {
-      mcp_session_responder_return_error (responder, MCP_JSONRPC_INTERNAL_ERROR,
-                                          _("mcp-pool's client has too many requests of the servers to "
-                                            "answer already; ask again later"));
+      answer (NULL, MCP_JSONRPC_INTERNAL_ERROR,
+              _("mcp-pool's client has too many requests of the servers to answer already; ask again later"),
+              answer_data);
       return TRUE;
     }
   g_debug ("Asking the client %s for server “%s”", method, server);
@@ -236,6 +237,31 @@ mcp_client_requests_relay (McpClientRequests   *requests,
     waiting->handler = handler;
   g_mutex_unlock (&requests->lock);
   return TRUE;
+}
+
+/* The McpClientAnswerFunc of a session's request. */
+static void
+answer_responder (json_t     *result,
+                  int         code,
+                  const char *message,
+                  gpointer    data)
+{
+  if (message != NULL)
+    mcp_session_responder_return_error (data, code, message);
+  else
+    mcp_session_responder_return_result (data, result);
+}
+
+gboolean
+mcp_client_requests_relay (McpClientRequests   *requests,
+                           const char          *server,
+                           const char          *method,
+                           json_t              *params,
+                           McpSessionResponder *responder)
+{
+  return mcp_client_requests_relay_full (requests, server, method, params,
+                                         mcp_session_responder_get_cancellable (responder),
+                                         answer_responder, responder);
 }
 
 gboolean

@@ -40,6 +40,24 @@ void               mcp_client_requests_set_client   (McpClientRequests   *reques
 /* What of it can be relayed, to declare to the servers; a new object. */
 json_t            *mcp_client_requests_dup_declared (McpClientRequests   *requests);
 
+/* How a relayed request ends, once, on any thread: with the client's
+ * @result (stolen) when @message is NULL, else with the error @code and
+ * @message. */
+typedef void (*McpClientAnswerFunc) (json_t     *result,
+                                     int         code,
+                                     const char *message,
+                                     gpointer    user_data);
+
+/* Relays @server's request @method to the client, if the client declared
+ * what it needs; FALSE (and @answer never called) if not.  Cancelling
+ * @server_cancellable tells the client that the server gave up. */
+gboolean           mcp_client_requests_relay_full   (McpClientRequests   *requests,
+                                                     const char          *server,
+                                                     const char          *method,
+                                                     json_t              *params,
+                                                     GCancellable        *server_cancellable,
+                                                     McpClientAnswerFunc  answer,
+                                                     gpointer             answer_data);
 /* For McpPoolCallbacks.on_server_request: TRUE if @responder was taken. */
 gboolean           mcp_client_requests_relay        (McpClientRequests   *requests,
                                                      const char          *server,

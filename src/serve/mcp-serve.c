@@ -421,14 +421,16 @@ on_input_message (json_t   *message,
     case MCP_MESSAGE_REQUEST:
       /* What the client can answer is what the servers started from now
        * on are told it can. */
-      if (serve->pool != NULL && g_str_equal (mcp_json_get_string (message, "method"), "initialize"))
+      if (g_str_equal (mcp_json_get_string (message, "method"), "initialize"))
         {
           g_autoptr(json_t) declared = NULL;
 
           mcp_client_requests_set_client (serve->client_requests,
                                           json_object_get (json_object_get (message, "params"), "capabilities"));
           declared = mcp_client_requests_dup_declared (serve->client_requests);
-          mcp_pool_set_client_capabilities (serve->pool, declared);
+          /* The shared daemon reads them in the initialize it is sent. */
+          if (serve->pool != NULL)
+            mcp_pool_set_client_capabilities (serve->pool, declared);
         }
       /* In shared mode only a ping is answered without the daemon. */
       if (g_str_equal (mcp_json_get_string (message, "method"), "ping"))
@@ -696,6 +698,21 @@ on_server_notification (McpPool    *pool,
     pass_notification_on (serve, method, forwarded);
 }
 
+static gboolean
+on_shared_server_request (const char          *server,
+                          const char          *method,
+                          json_t              *params,
+                          GCancellable        *cancellable,
+                          McpRemoteAnswerFunc  answer,
+                          gpointer             answer_data,
+                          gpointer             user_data)
+{
+  McpServe *serve = user_data;
+
+  return mcp_client_requests_relay_full (serve->client_requests, server, method, params, cancellable, answer,
+                                         answer_data);
+}
+
 static void
 on_shared_notification (const char *expose,
                         const char *server,
@@ -768,6 +785,7 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
   };
   McpRemoteCallbacks remote_callbacks = {
     .on_tools_changed = announce_tools_changed, .on_notification = on_shared_notification,
+    .on_server_request = on_shared_server_request,
   };
   g_autoptr(McpRemote) remote = NULL;
   int signals[] = { SIGTERM, SIGINT };
