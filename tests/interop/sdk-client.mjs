@@ -11,7 +11,7 @@
 // The SDK comes from the node_modules next to this file, or from
 // $MCP_POOL_NODE_MODULES when set (as for tests/test-client.c).
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -596,11 +596,16 @@ await closeAndCheck (proxy, servers);
  * offers it the tools it keeps for such clients, and their requests reach
  * the client through mcp-pool and back. */
 const CAPABLE = { roots: { listChanged: true }, sampling: {}, elicitation: {} };
+/* The one root of a capable client: a folder of its own, so that a server
+ * that takes it (server-filesystem) shows it took it. */
+const ROOT = join (scratch, 'root');
+
+mkdirSync (ROOT, { recursive: true });
 
 /* Handlers of what CAPABLE declares; each request's kind goes to @asked. */
 function answering (asked) {
   return [
-    [ListRootsRequestSchema, () => { asked.push ('roots'); return { roots: [{ uri: `file://${scratch}`, name: 'scratch' }] }; }],
+    [ListRootsRequestSchema, () => { asked.push ('roots'); return { roots: [{ uri: `file://${ROOT}`, name: 'root' }] }; }],
     [CreateMessageRequestSchema, (request) => {
       asked.push ('sampling');
       return { role: 'assistant', model: 'sdk-client.mjs',
@@ -646,6 +651,22 @@ async function checkServerRequests (session, prefix, asked) {
 
 await check ('capable: sampling, elicitation and roots reach the client and come back', async () => {
   await checkServerRequests (capable, 'everything__', asked);
+});
+
+await check ('capable: server-filesystem works in the client\'s root, not in its own arguments', async () => {
+  /* The server asks for the roots once initialized and takes the answer
+   * when it comes: a call may overtake it, so ask until it shows, bounded. */
+  let allowed;
+
+  for (let attempt = 0; attempt < 100; attempt++) {
+    allowed = await call (capable, 'files__list_allowed_directories', {});
+    if (textOf (allowed).includes (ROOT))
+      break;
+    await sleep (50);
+  }
+  assert.ok (textOf (allowed).includes (ROOT), `not the client's root: ${textOf (allowed)}`);
+  assert.ok (!textOf (allowed).split ('\n').some ((line) => line.trim () === scratch),
+             `still the server's own folder: ${textOf (allowed)}`);
 });
 
 /* The task-only tool @name runs as a task: the SDK makes it, follows its
