@@ -264,16 +264,24 @@ test_client_notify (TestClient *client,
                                        "params", params));
 }
 
+/* How many messages of @messages have @method. */
+static guint
+count_method (GPtrArray  *messages,
+              const char *method)
+{
+  guint count = 0;
+
+  for (guint i = 0; i < messages->len; i++)
+    count += g_strcmp0 (json_string_value (json_object_get (g_ptr_array_index (messages, i), "method")),
+                        method) == 0;
+  return count;
+}
+
 guint
 test_client_count_notifications (TestClient *client,
                                  const char *method)
 {
-  guint count = 0;
-
-  for (guint i = 0; i < client->notifications->len; i++)
-    count += g_strcmp0 (json_string_value (json_object_get (g_ptr_array_index (client->notifications, i),
-                                                            "method")), method) == 0;
-  return count;
+  return count_method (client->notifications, method);
 }
 
 json_t *
@@ -290,25 +298,16 @@ test_client_last_notification (TestClient *client,
   return NULL;
 }
 
-static guint
-count_requests (TestClient *client,
-                const char *method)
+/* Reads until @messages (the client's requests or notifications) has
+ * one more of @method than now. */
+static void
+wait_for_one_more (TestClient *client,
+                   GPtrArray  *messages,
+                   const char *method)
 {
-  guint count = 0;
+  guint seen = count_method (messages, method);
 
-  for (guint i = 0; i < client->requests->len; i++)
-    count += g_strcmp0 (json_string_value (json_object_get (g_ptr_array_index (client->requests, i),
-                                                            "method")), method) == 0;
-  return count;
-}
-
-void
-test_client_wait_request (TestClient *client,
-                          const char *method)
-{
-  guint seen = count_requests (client, method);
-
-  while (count_requests (client, method) == seen)
+  while (count_method (messages, method) == seen)
     {
       json_t *message = test_client_read_message (client);
 
@@ -316,6 +315,13 @@ test_client_wait_request (TestClient *client,
         g_error ("The MCP server closed its stdout before sending %s", method);
       client_keep (client, message);
     }
+}
+
+void
+test_client_wait_request (TestClient *client,
+                          const char *method)
+{
+  wait_for_one_more (client, client->requests, method);
 }
 
 /* Waits for one more notification @method than seen so far. */
@@ -323,16 +329,7 @@ void
 test_client_wait_notification (TestClient *client,
                                const char *method)
 {
-  guint seen = test_client_count_notifications (client, method);
-
-  while (test_client_count_notifications (client, method) == seen)
-    {
-      json_t *message = test_client_read_message (client);
-
-      if (message == NULL)
-        g_error ("The MCP server closed its stdout before sending %s", method);
-      client_keep (client, message);
-    }
+  wait_for_one_more (client, client->notifications, method);
 }
 
 /* What MCP clients do first to end a server. */

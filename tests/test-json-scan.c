@@ -198,6 +198,53 @@ test_members (void)
   g_assert_cmpuint (scan->members->len, ==, 0);
 }
 
+/* The text of @scan's nested member @name. */
+static char *
+nested_text (McpJsonScan *scan,
+             const char  *text,
+             const char  *name)
+{
+  const McpJsonMember *member = mcp_json_scan_lookup_nested (scan, name);
+
+  g_assert_nonnull (member);
+  return g_strndup (text + member->start, member->end - member->start);
+}
+
+/* The members of one top-level member's object come in the same pass:
+ * the last value of a repeated name, only an object's, and only a few. */
+static void
+test_nested (void)
+{
+  static const char text[] = "{\"p\":{\"x\":1},\"q\":{\"y\":2},\"p\":{ \"a\" : [1,{\"b\":2}], \"c\":\"d\", \"a\":{}}}";
+  g_autoptr(McpJsonScan) scan = mcp_json_scan_nested (text, strlen (text), "p", NULL, NULL);
+  g_autoptr(McpJsonScan) array = mcp_json_scan_nested ("{\"p\":[{\"a\":1}]}", 15, "p", NULL, NULL);
+  g_autoptr(McpJsonScan) empty = mcp_json_scan_nested ("{\"p\":{}}", 8, "p", NULL, NULL);
+  g_autoptr(McpJsonScan) object_then_scalar = mcp_json_scan_nested ("{\"p\":{\"a\":1},\"p\":2}", 19, "p", NULL, NULL);
+  g_autoptr(GString) many = g_string_new ("{\"p\":{");
+  g_autoptr(McpJsonScan) too_many = NULL;
+  g_autofree char *a = NULL;
+  g_autofree char *c = NULL;
+
+  g_assert_nonnull (scan);
+  g_assert_cmpuint (scan->nested->len, ==, 2);
+  a = nested_text (scan, text, "a");
+  g_assert_cmpstr (a, ==, "{}");
+  c = nested_text (scan, text, "c");
+  g_assert_cmpstr (c, ==, "\"d\"");
+  g_assert_null (mcp_json_scan_lookup_nested (scan, "x"));
+  g_assert_null (mcp_json_scan_lookup_nested (scan, "b"));
+  g_assert_null (array->nested);
+  g_assert_cmpuint (empty->nested->len, ==, 0);
+  g_assert_null (object_then_scalar->nested);
+
+  for (int i = 0; i <= MCP_JSON_SCAN_NESTED_MAX; i++)
+    g_string_append_printf (many, "%s\"k%d\":%d", i > 0 ? "," : "", i, i);
+  g_string_append (many, "}}");
+  too_many = mcp_json_scan_nested (many->str, many->len, "p", NULL, NULL);
+  g_assert_nonnull (too_many);
+  g_assert_null (too_many->nested);
+}
+
 /* Jansson keeps the last value of a repeated name, at the place of the
  * first; so do the spans, also past the linear lookup's size. */
 static void
@@ -527,6 +574,7 @@ main (int argc, char **argv)
   g_test_add_func ("/json-scan/depth", test_depth);
   g_test_add_func ("/json-scan/members", test_members);
   g_test_add_func ("/json-scan/duplicates", test_duplicates);
+  g_test_add_func ("/json-scan/nested", test_nested);
   g_test_add_func ("/json-scan/nul", test_nul);
   g_test_add_func ("/json-scan/find-first", test_find_first);
   g_test_add_func ("/raw-response/splice", test_splice);

@@ -45,6 +45,12 @@ typedef struct {
   gsize               value_start; /* of that member */
   const char * const *stop_names;  /* find_first only */
   int                 stopped_at;  /* index in stop_names, or -1 */
+  const char         *nested_name; /* scan_nested only: whose members to keep */
+  gboolean            in_nested;   /* the top-level member being read is that one */
+  gboolean            nested_is_object;  /* and its value is an object */
+  gboolean            nested_overflow;   /* of more than MCP_JSON_SCAN_NESTED_MAX */
+  GString            *nested_member;     /* the member of it being read */
+  gsize               nested_value_start;
 } Scanner;
 
 static gboolean
@@ -406,13 +412,42 @@ end_member (Scanner *s)
     g_hash_table_insert (s->index, added.name, GUINT_TO_POINTER (members->len));
 }
 
+/* The member of the nested object whose value just ended at s->pos. */
+static void
+end_nested_member (Scanner *s)
+{
+  GArray *nested = s->scan->nested;
+  McpJsonMember added;
+
+  if (s->nested_overflow)
+    return;
+  for (guint i = 0; i < nested->len; i++)
+    if (strcmp (g_array_index (nested, McpJsonMember, i).name, s->nested_member->str) == 0)
+      {
+        g_array_index (nested, McpJsonMember, i).start = s->nested_value_start;
+        g_array_index (nested, McpJsonMember, i).end = s->pos;
+        return;
+      }
+  if (nested->len == MCP_JSON_SCAN_NESTED_MAX)
+    {
+      s->nested_overflow = TRUE;
+      return;
+    }
+  added.name = g_strndup (s->nested_member->str, s->nested_member->len);
+  added.start = s->nested_value_start;
+  added.end = s->pos;
+  g_array_append_val (nested, added);
+}
+
 /* A member name and its colon, at @depth open containers; at the top level
- * the name is kept.  FALSE with no reason: find_first found its name. */
+ * the name is kept, and in the nested object (scan_nested) its own.
+ * FALSE with no reason: find_first found its name. */
 static gboolean
 scan_member_name (Scanner *s,
                   gsize    depth)
 {
   gboolean top = depth == 1;
+  gboolean nested = depth == 2 && s->in_nested;
   gboolean has_nul = FALSE;
 
   if (!at (s, '"'))
@@ -420,7 +455,9 @@ scan_member_name (Scanner *s,
   s->pos++;
   if (top)
     g_string_truncate (s->name, 0);
-  if (!scan_string (s, top ? s->name : NULL, &has_nul))
+  else if (nested)
+    g_string_truncate (s->nested_member, 0);
+  if (!scan_string (s, top ? s->name : nested ? s->nested_member : NULL, &has_nul))
     return FALSE;
   /* Jansson reads the whole name before it looks for a NUL in it. */
   if (has_nul)
@@ -432,6 +469,14 @@ scan_member_name (Scanner *s,
   skip_space (s);
   if (top)
     s->value_start = s->pos;
+  if (nested)
+    s->nested_value_start = s->pos;
+  /* A name given twice: the last value's members count. */
+  if (top && s->nested_name != NULL && (s->in_nested = strcmp (s->name->str, s->nested_name) == 0))
+    {
+      g_array_set_size (s->scan->nested, 0);
+      s->nested_is_object = s->nested_overflow = FALSE;
+    }
 
   if (top && s->stop_names != NULL)
     for (int i = 0; s->stop_names[i] != NULL; i++)
@@ -483,6 +528,8 @@ scan_after_value (Scanner  *s,
 
       if (*depth == 1 && open[0] == '{' && s->scan != NULL)
         end_member (s);
+      else if (*depth == 2 && s->in_nested && open[1] == '{')
+        end_nested_member (s);
       skip_space (s);
       if (*depth == 0)
         {
@@ -529,6 +576,8 @@ scan_text (Scanner *s)
         {
           if (depth == 0 && c == '{' && s->scan != NULL)
             s->scan->is_object = TRUE;
+          if (depth == 1 && c == '{' && s->in_nested)
+            s->nested_is_object = TRUE;
           s->pos++;
           skip_space (s);
           if (!at (s, c == '{' ? '}' : ']'))
@@ -572,6 +621,18 @@ scanner_clear (Scanner *s)
 {
   g_clear_pointer (&s->index, g_hash_table_unref);
   g_string_free (s->name, TRUE);
+  if (s->nested_member != NULL)
+    g_string_free (s->nested_member, TRUE);
+}
+
+static GArray *
+members_new (void)
+{
+  /* A JSON-RPC message has at most a handful. */
+  GArray *members = g_array_sized_new (FALSE, FALSE, sizeof (McpJsonMember), 8);
+
+  g_array_set_clear_func (members, clear_member);
+  return members;
 }
 
 McpJsonScan *
@@ -580,17 +641,33 @@ mcp_json_scan (const char  *text,
                gsize       *error_offset,
                GError     **error)
 {
+  return mcp_json_scan_nested (text, length, NULL, error_offset, error);
+}
+
+McpJsonScan *
+mcp_json_scan_nested (const char  *text,
+                      gsize        length,
+                      const char  *nested,
+                      gsize       *error_offset,
+                      GError     **error)
+{
   g_autoptr(McpJsonScan) scan = g_new0 (McpJsonScan, 1);
   Scanner s;
   gboolean ok;
 
-  /* A JSON-RPC message has at most a handful. */
-  scan->members = g_array_sized_new (FALSE, FALSE, sizeof (McpJsonMember), 8);
-  g_array_set_clear_func (scan->members, clear_member);
+  scan->members = members_new ();
   scanner_init (&s, text, length);
   s.scan = scan;
+  if (nested != NULL)
+    {
+      scan->nested = members_new ();
+      s.nested_name = nested;
+      s.nested_member = g_string_sized_new (32);
+    }
   ok = scan_text (&s);
   scanner_clear (&s);
+  if (ok && scan->nested != NULL && (!s.nested_is_object || s.nested_overflow))
+    g_clear_pointer (&scan->nested, g_array_unref);
   if (ok)
     return g_steal_pointer (&scan);
 
@@ -612,6 +689,7 @@ mcp_json_scan_free (McpJsonScan *scan)
   if (scan == NULL)
     return;
   g_array_unref (scan->members);
+  g_clear_pointer (&scan->nested, g_array_unref);
   g_free (scan);
 }
 
@@ -622,6 +700,16 @@ mcp_json_scan_lookup (McpJsonScan *scan,
   for (guint i = 0; i < scan->members->len; i++)
     if (strcmp (g_array_index (scan->members, McpJsonMember, i).name, name) == 0)
       return &g_array_index (scan->members, McpJsonMember, i);
+  return NULL;
+}
+
+const McpJsonMember *
+mcp_json_scan_lookup_nested (McpJsonScan *scan,
+                             const char  *name)
+{
+  for (guint i = 0; scan->nested != NULL && i < scan->nested->len; i++)
+    if (strcmp (g_array_index (scan->nested, McpJsonMember, i).name, name) == 0)
+      return &g_array_index (scan->nested, McpJsonMember, i);
   return NULL;
 }
 

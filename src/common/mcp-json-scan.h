@@ -52,7 +52,13 @@ typedef struct {
   /* McpJsonMember, in the order names first appear.  A name given twice
    * keeps the span of its last value, as Jansson keeps the last value. */
   GArray   *members;
+  /* mcp_json_scan_nested(): the members of the value of the top-level
+   * member asked for, alike, with spans in the whole text, when that value
+   * is an object of at most MCP_JSON_SCAN_NESTED_MAX members; else NULL. */
+  GArray   *nested;
 } McpJsonScan;
+
+#define MCP_JSON_SCAN_NESTED_MAX 8
 
 /* NULL with @error (and @error_offset, if not NULL, set to the byte the
  * text went wrong at) if the text is not valid. */
@@ -60,9 +66,19 @@ McpJsonScan         *mcp_json_scan        (const char   *text,
                                            gsize         length,
                                            gsize        *error_offset,
                                            GError      **error);
+/* mcp_json_scan(), which also keeps the members of the top-level
+ * member @nested (see McpJsonScan.nested), in the same one pass. */
+McpJsonScan         *mcp_json_scan_nested (const char   *text,
+                                           gsize         length,
+                                           const char   *nested,
+                                           gsize        *error_offset,
+                                           GError      **error);
 void                 mcp_json_scan_free   (McpJsonScan  *scan);
 const McpJsonMember *mcp_json_scan_lookup (McpJsonScan  *scan,
                                            const char   *name);
+/* In McpJsonScan.nested (NULL if it is). */
+const McpJsonMember *mcp_json_scan_lookup_nested (McpJsonScan *scan,
+                                                  const char  *name);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpJsonScan, mcp_json_scan_free)
 

@@ -32,11 +32,10 @@ mcp_raw_call_parse (const char *line,
                     gsize       length,
                     McpRawCall *call)
 {
-  g_autoptr(McpJsonScan) scan = mcp_json_scan (line, length, NULL, NULL);
-  g_autoptr(McpJsonScan) params_scan = NULL;
+  g_autoptr(McpJsonScan) scan = mcp_json_scan_nested (line, length, "params", NULL, NULL);
   g_autoptr(json_t) id = NULL;
   g_autoptr(json_t) name = NULL;
-  const McpJsonMember *method, *params, *id_member, *name_member, *arguments;
+  const McpJsonMember *method, *id_member, *name_member, *arguments;
 
   /* A lone CR is JSON whitespace, but a server that reads lines with
    * universal newlines would split the line there: such a line is
@@ -44,32 +43,27 @@ mcp_raw_call_parse (const char *line,
   if (scan == NULL || !scan->is_object || memchr (line, '\r', length) != NULL)
     return FALSE;
   method = mcp_json_scan_lookup (scan, "method");
-  params = mcp_json_scan_lookup (scan, "params");
-  if (method == NULL || !span_is_string (line, method->start, method->end, "tools/call") ||
-      params == NULL || line[params->start] != '{')
+  if (method == NULL || !span_is_string (line, method->start, method->end, "tools/call") || scan->nested == NULL)
     return FALSE;
   id_member = mcp_json_scan_lookup (scan, "id");
   id = mcp_json_scan_load (line, id_member);
   if (!mcp_jsonrpc_id_is_valid (id))
     return FALSE;
 
-  /* The params were validated with the line. */
-  params_scan = mcp_json_scan (line + params->start, params->end - params->start, NULL, NULL);
-  if (params_scan == NULL)
+  /* params, an object, holds a name and maybe arguments, nothing else. */
+  name_member = mcp_json_scan_lookup_nested (scan, "name");
+  arguments = mcp_json_scan_lookup_nested (scan, "arguments");
+  if (name_member == NULL || scan->nested->len != 1 + (arguments != NULL))
     return FALSE;
-  name_member = mcp_json_scan_lookup (params_scan, "name");
-  arguments = mcp_json_scan_lookup (params_scan, "arguments");
-  if (name_member == NULL || params_scan->members->len != 1 + (arguments != NULL))
+  if (arguments != NULL && line[arguments->start] != '{')
     return FALSE;
-  if (arguments != NULL && line[params->start + arguments->start] != '{')
-    return FALSE;
-  name = mcp_json_scan_load (line + params->start, name_member);
+  name = mcp_json_scan_load (line, name_member);
   if (!json_is_string (name))
     return FALSE;
 
   call->id = g_steal_pointer (&id);
   call->name = g_strdup (json_string_value (name));
-  call->arguments = arguments != NULL ? line + params->start + arguments->start : NULL;
+  call->arguments = arguments != NULL ? line + arguments->start : NULL;
   call->arguments_length = arguments != NULL ? arguments->end - arguments->start : 0;
   return TRUE;
 }

@@ -111,33 +111,30 @@ request_and_release (PoolEntry             *entry,
   return result;
 }
 
-json_t *
-mcp_pool_call_tool (McpPool               *pool,
-                    const char            *server,
-                    const char            *tool,
-                    json_t                *arguments,
-                    const McpCallOptions  *options,
-                    GError               **error)
+/* A request of @server, started first if it is not, with the server's
+ * call timeout.  With @tool, a tools/call that a fresh list says the
+ * server lacks is refused at once, naming the real ones (a stale list
+ * may be out of date, so then the server decides). */
+static json_t *
+request_of_server (McpPool               *pool,
+                   const char            *server,
+                   const char            *tool,
+                   const char            *method,
+                   json_t                *params,
+                   const McpCallOptions  *options,
+                   GError               **error)
 {
   g_autoptr(PoolEntry) entry = mcp_pool_lookup_entry (pool, server, error);
-  g_autoptr(json_t) params = NULL;
   McpCallOptions call_options = { 0 };
   McpSession *session;
 
-  if (entry == NULL)
+  if (entry == NULL || (session = mcp_pool_acquire_session (entry, TRUE, error)) == NULL)
     return NULL;
-
-  session = mcp_pool_acquire_session (entry, TRUE, error);
-  if (session == NULL)
-    return NULL;
-
-  /* Refuse a tool that a fresh list does not have, naming the real ones;
-   * a stale list may be out of date, so then the server decides. */
   if (options != NULL)
     call_options = *options;
 
   g_mutex_lock (&entry->lock);
-  if (entry->tools != NULL && !entry->tools_stale && mcp_pool_find_tool (entry->tools, tool) == NULL)
+  if (tool != NULL && entry->tools != NULL && !entry->tools_stale && mcp_pool_find_tool (entry->tools, tool) == NULL)
     {
       mcp_pool_set_unknown_tool_error (entry, tool, error);
       g_mutex_unlock (&entry->lock);
@@ -146,9 +143,20 @@ mcp_pool_call_tool (McpPool               *pool,
     }
   call_options.timeout_ms = call_timeout_ms_locked (entry, call_options.timeout_ms);
   g_mutex_unlock (&entry->lock);
+  return request_and_release (entry, session, method, params, &call_options, error);
+}
 
-  params = tools_call_params (tool, arguments);
-  return request_and_release (entry, session, "tools/call", params, &call_options, error);
+json_t *
+mcp_pool_call_tool (McpPool               *pool,
+                    const char            *server,
+                    const char            *tool,
+                    json_t                *arguments,
+                    const McpCallOptions  *options,
+                    GError               **error)
+{
+  g_autoptr(json_t) params = tools_call_params (tool, arguments);
+
+  return request_of_server (pool, server, tool, "tools/call", params, options, error);
 }
 
 json_t *
@@ -159,18 +167,7 @@ mcp_pool_request (McpPool               *pool,
                   const McpCallOptions  *options,
                   GError               **error)
 {
-  g_autoptr(PoolEntry) entry = mcp_pool_lookup_entry (pool, server, error);
-  McpCallOptions call_options = { 0 };
-  McpSession *session;
-
-  if (entry == NULL || (session = mcp_pool_acquire_session (entry, TRUE, error)) == NULL)
-    return NULL;
-  if (options != NULL)
-    call_options = *options;
-  g_mutex_lock (&entry->lock);
-  call_options.timeout_ms = call_timeout_ms_locked (entry, call_options.timeout_ms);
-  g_mutex_unlock (&entry->lock);
-  return request_and_release (entry, session, method, params, &call_options, error);
+  return request_of_server (pool, server, NULL, method, params, options, error);
 }
 
 json_t *
