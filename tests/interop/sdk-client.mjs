@@ -379,6 +379,33 @@ await check ('proxy: tools/list has SERVER__TOOL names, all valid and distinct',
   assert.equal (new Set (names).size, names.length, 'duplicate names');
 });
 
+/* A client of @entry (a config entry) that talks to the server itself. */
+async function connectDirect (entry, capabilities = {}) {
+  const client = new Client ({ name: 'mcp-pool-sdk-interop-direct', version: '1.0.0' }, { capabilities });
+
+  await client.connect (new StdioClientTransport ({ command: entry.command, args: entry.args, stderr: 'pipe',
+                                                    env: { HOME: scratch, PATH: process.env.PATH } }));
+  return client;
+}
+
+await check ('proxy: every server\'s tools are its own but for the name ($schema, outputSchema, annotations)', async () => {
+  const { tools } = await proxy.client.listTools ();
+
+  for (const name of ['everything', 'files', 'memory']) {
+    const direct = await connectDirect (config.mcpServers[name]);
+
+    try {
+      const own = (await direct.listTools ()).tools;
+
+      assert.ok (own.length > 0, `${name} lists no tools`);
+      assert.deepEqual (tools.filter ((tool) => tool.name.startsWith (`${name}__`)),
+                        own.map ((tool) => ({ ...tool, name: `${name}__${tool.name}` })), `${name}'s tools`);
+    } finally {
+      await direct.close ();
+    }
+  }
+});
+
 await check ('proxy: everything__get-sum 2 + 3', async () => {
   const result = await call (proxy, 'everything__get-sum', { a: 2, b: 3 });
 
