@@ -898,17 +898,21 @@ wait_for_notification (TestClient *client,
 }
 
 /* A server's notifications reach each `serve --shared` as its exposure
- * shows them: through the proxy, a log message (once its client set a
- * level) under the server's name and an update under the URI the client
+ * shows them: through the proxy, a log message (from the level its client
+ * set up) under the server's name and an update under the URI the client
  * knows; to one server's exposure, unchanged. */
 static void
 test_shared_notifications (Fixture       *fixture,
                            gconstpointer  data)
 {
   TestClient *proxy = start_client (fixture, TRUE, "proxy");
+  static const char * const levels[] = { "info", "error" };
   TestClient *one = launch_client ((const char * const *) fixture->envp, TRUE, "--server", "fix",
                                    "mcp-pool-fixture", NULL);
+  TestClient *quiet = start_client (fixture, TRUE, "proxy");
   g_autoptr(json_t) set = test_client_result (proxy, "logging/setLevel", json_pack ("{s:s}", "level", "info"));
+  g_autoptr(json_t) quiet_set = NULL;
+  g_autoptr(json_t) stats = NULL;
   g_autoptr(json_t) logged = test_client_result (proxy, "tools/call",
                                                  json_pack ("{s:s, s:{s:s}}", "name", "fix__log",
                                                             "arguments", "text", "shared"));
@@ -924,6 +928,21 @@ test_shared_notifications (Fixture       *fixture,
   message = test_client_last_notification (one, "notifications/message");
   g_assert_cmpstr (mcp_json_get_string (message, "logger"), ==, "fixture");
 
+  /* Each client gets what it asked for; the server is asked for the
+   * lowest of the levels. */
+  quiet_set = test_client_result (quiet, "logging/setLevel", json_pack ("{s:s}", "level", "error"));
+  stats = call_tool (fixture, "stats", "{}");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (stats, "structuredContent"), "log_level"), ==, "info");
+  for (guint i = 0; i < G_N_ELEMENTS (levels); i++)
+    json_decref (test_client_result (quiet, "tools/call",
+                                     json_pack ("{s:s, s:{s:s, s:{s:s, s:s}}}", "name", "fix__notify", "arguments",
+                                                "method", "notifications/message", "params",
+                                                "level", levels[i], "data", levels[i])));
+  wait_for_notification (quiet, "notifications/message");
+  g_assert_cmpuint (test_client_count_notifications (quiet, "notifications/message"), ==, 1);
+  g_assert_cmpstr (mcp_json_get_string (test_client_last_notification (quiet, "notifications/message"), "data"),
+                   ==, "error");
+
   updated = test_client_result (one, "tools/call",
                                 json_pack ("{s:s, s:{s:s, s:{s:s}}}", "name", "notify", "arguments",
                                            "method", "notifications/resources/updated", "params", "uri", "fix://own"));
@@ -934,6 +953,7 @@ test_shared_notifications (Fixture       *fixture,
   wait_for_notification (one, "notifications/resources/updated");
   end_client (proxy);
   end_client (one);
+  end_client (quiet);
 }
 
 /* serve --shared answers as serve does: the same tools, results and

@@ -767,6 +767,7 @@ test_proxy_logging (Fixture       *fixture,
   TestClient *client = fixture->client;
   g_autoptr(json_t) before = call_tool (client, "talker__log", json_pack ("{s:s}", "text", "before"));
   g_autoptr(json_t) set = NULL;
+  g_autoptr(json_t) below = NULL;
   g_autoptr(json_t) after = NULL;
   g_autoptr(json_t) quiet = NULL;
   g_autofree char *refused = NULL;
@@ -787,6 +788,12 @@ test_proxy_logging (Fixture       *fixture,
   quiet = call_tool (client, "quiet__echo", json_pack ("{s:s}", "message", "q"));
   assert_result (quiet, FALSE, "Echo: q", NULL);
 
+  /* The fixture logs at info whatever it was asked: below the client's
+   * level, that is dropped; at the level, passed on. */
+  below = call_tool (client, "talker__log", json_pack ("{s:s}", "text", "below"));
+  assert_result (below, FALSE, "logged", NULL);
+  g_assert_cmpuint (test_client_count_notifications (client, "notifications/message"), ==, 0);
+  json_decref (test_client_result (client, "logging/setLevel", json_pack ("{s:s}", "level", "info")));
   after = call_tool (client, "talker__log", json_pack ("{s:s}", "text", "after"));
   assert_result (after, FALSE, "logged", NULL);
   g_assert_cmpuint (test_client_count_notifications (client, "notifications/message"), ==, 1);

@@ -71,6 +71,10 @@ struct _McpDaemon {
   /* main context: unique name → what its MCP client declared that the
    * servers may ask of it (roots, sampling, elicitation) */
   GHashTable                *client_capabilities;
+  /* main context: unique name → 1 + the rank of the log level its client
+   * asked for; the servers are asked for the lowest, and each serve
+   * drops what is below its own */
+  GHashTable                *log_levels;
 
   GMutex                     lock;
   GHashTable                *exposures;   /* protected by lock: flags → McpExpose */
@@ -164,6 +168,38 @@ note_client_capabilities (McpDaemon  *daemon,
   declare_client_capabilities (daemon);
 }
 
+/* Main context: the lowest log level of the connected clients, or -1. */
+static gint
+lowest_log_level (McpDaemon *daemon)
+{
+  GHashTableIter iter;
+  gpointer rank;
+  gint lowest = -1;
+
+  g_hash_table_iter_init (&iter, daemon->log_levels);
+  while (g_hash_table_iter_next (&iter, NULL, &rank))
+    if (lowest < 0 || GPOINTER_TO_INT (rank) - 1 < lowest)
+      lowest = GPOINTER_TO_INT (rank) - 1;
+  return lowest;
+}
+
+/* Main context: a client's logging/setLevel @request, to ask the servers
+ * for the lowest level any client wants: the request's level becomes
+ * that one.  A level that is none is left for the exposure to refuse. */
+static void
+note_log_level (McpDaemon  *daemon,
+                const char *sender,
+                json_t     *request)
+{
+  json_t *params = json_object_get (request, "params");
+  gint rank = mcp_log_level_rank (mcp_json_get_string (params, "level"));
+
+  if (rank < 0)
+    return;
+  g_hash_table_insert (daemon->log_levels, g_strdup (sender), GINT_TO_POINTER (rank + 1));
+  json_object_set_new (params, "level", json_string (mcp_log_level_name (lowest_log_level (daemon))));
+}
+
 static void
 forget_client (McpDaemon  *daemon,
                const char *name)
@@ -187,6 +223,8 @@ forget_client (McpDaemon  *daemon,
 
   if (g_hash_table_remove (daemon->client_capabilities, name))
     declare_client_capabilities (daemon);
+  if (g_hash_table_remove (daemon->log_levels, name) && lowest_log_level (daemon) >= 0)
+    mcp_pool_set_log_level (daemon->pool, mcp_log_level_name (lowest_log_level (daemon)), NULL);
 
   g_mutex_lock (&daemon->lock);
   g_hash_table_remove (daemon->uids, name);
@@ -1019,6 +1057,8 @@ handle_handle_request (McpDBusPool1          *skeleton,
 
   if (g_strcmp0 (mcp_json_get_string (request, "method"), "initialize") == 0)
     note_client_capabilities (daemon, g_dbus_method_invocation_get_sender (invocation), request);
+  else if (g_strcmp0 (mcp_json_get_string (request, "method"), "logging/setLevel") == 0)
+    note_log_level (daemon, g_dbus_method_invocation_get_sender (invocation), request);
   call = register_call (daemon, invocation, work_handle_request, request);
   if (call != NULL)
     {
@@ -1331,6 +1371,7 @@ mcp_daemon_new (const McpDiscoveryOptions *discovery,
   daemon->clients = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   daemon->client_capabilities = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                        (GDestroyNotify) json_decref);
+  daemon->log_levels = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   daemon->exposures = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) mcp_expose_free);
   daemon->server_exposures = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                     (GDestroyNotify) mcp_expose_free);
@@ -1447,6 +1488,7 @@ mcp_daemon_free (McpDaemon *daemon)
   g_hash_table_unref (daemon->in_flight);
   g_hash_table_unref (daemon->clients);
   g_hash_table_unref (daemon->client_capabilities);
+  g_hash_table_unref (daemon->log_levels);
   g_hash_table_unref (daemon->uids);
   g_mutex_clear (&daemon->lock);
   g_main_loop_unref (daemon->loop);

@@ -39,17 +39,29 @@ mcp_pool_send_log_level_locked (PoolEntry *entry)
                           g_strdup (entry->name));
 }
 
+gint
+mcp_log_level_rank (const char *level)
+{
+  for (gint i = 0; log_levels[i] != NULL; i++)
+    if (g_strcmp0 (level, log_levels[i]) == 0)
+      return i;
+  return -1;
+}
+
+const char *
+mcp_log_level_name (gint rank)
+{
+  return rank >= 0 && rank < (gint) G_N_ELEMENTS (log_levels) - 1 ? log_levels[rank] : NULL;
+}
+
 gboolean
 mcp_pool_set_log_level (McpPool     *pool,
                         const char  *level,
                         GError     **error)
 {
   g_autoptr(GPtrArray) entries = NULL;
-  gint index = -1;
+  gint index = mcp_log_level_rank (level);
 
-  for (gint i = 0; log_levels[i] != NULL; i++)
-    if (g_strcmp0 (level, log_levels[i]) == 0)
-      index = i;
   if (index < 0)
     {
       g_autofree char *known = g_strjoinv (", ", (char **) log_levels);

@@ -188,6 +188,10 @@ json_t     *mcp_pool_request        (McpPool                 *pool,
 gboolean    mcp_pool_set_log_level  (McpPool                 *pool,
                                      const char              *level,
                                      GError                 **error);
+/* Any thread: the rank of a log level, 0 for debug up to 7 for emergency,
+ * or -1 if @level is none; and the level of a rank. */
+gint        mcp_log_level_rank      (const char              *level);
+const char *mcp_log_level_name      (gint                     rank);
 
 /* Any thread, non-blocking: a notification (e.g. roots/list_changed) to
  * every server that is running. */

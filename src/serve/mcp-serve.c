@@ -57,7 +57,8 @@ struct _McpServe {
   GHashTable       *in_flight;       /* protected by lock; id key → GCancellable */
   GHashTable       *cancelled_by_client; /* protected by lock; id keys: no reply */
   gboolean          initialized;     /* protected by lock */
-  gboolean          log_level_set;   /* protected by lock: the client asked for log messages */
+  gint              log_level;       /* protected by lock: the rank the client asked for
+                                      * (mcp_log_level_rank()), -1 until it asks */
   McpClientRequests *client_requests; /* immutable: the servers' requests, relayed to the client */
   gboolean          ending;          /* protected by lock */
   gboolean          ended;           /* protected by lock; the pool is shut down */
@@ -209,15 +210,17 @@ on_warm_reply (json_t   *id,
 typedef struct {
   McpServe *serve;
   json_t   *id;
-  gboolean  sets_log_level;  /* a logging/setLevel */
+  json_t   *log_level_request;  /* a logging/setLevel, else NULL */
 } SharedRequest;
 
-/* The servers' log messages are passed on once the client asks. */
+/* The servers' log messages are passed on from the level the client
+ * asked for (logging/setLevel) up. */
 static void
-note_log_level_set (McpServe *serve)
+note_log_level (McpServe *serve,
+                json_t   *request)
 {
   g_mutex_lock (&serve->lock);
-  serve->log_level_set = TRUE;
+  serve->log_level = mcp_log_level_rank (mcp_json_get_string (json_object_get (request, "params"), "level"));
   g_mutex_unlock (&serve->lock);
 }
 
@@ -230,9 +233,10 @@ on_shared_reply (json_t       *reply,
 
   if (reply == NULL)
     reply = mcp_upstream_error_reply (shared->id, MCP_JSONRPC_INTERNAL_ERROR, "%s", error->message);
-  else if (shared->sets_log_level && json_object_get (reply, "result") != NULL)
-    note_log_level_set (shared->serve);
+  else if (shared->log_level_request != NULL && json_object_get (reply, "result") != NULL)
+    note_log_level (shared->serve, shared->log_level_request);
   finish_request (shared->serve, shared->id, reply, NULL);
+  json_decref (shared->log_level_request);
   json_decref (shared->id);
   g_free (shared);
 }
@@ -357,7 +361,8 @@ start_request (McpServe *serve,
       SharedRequest *shared = g_new (SharedRequest, 1);
 
       *shared = (SharedRequest) {
-        serve, json_incref (id), g_strcmp0 (mcp_json_get_string (request, "method"), "logging/setLevel") == 0,
+        serve, json_incref (id),
+        g_strcmp0 (mcp_json_get_string (request, "method"), "logging/setLevel") == 0 ? json_incref (request) : NULL,
       };
       mcp_remote_handle_request_async (serve->remote, serve->options.expose, serve->options.server,
                                        serve->options.call_timeout_ms,
@@ -441,7 +446,7 @@ on_input_message (json_t   *message,
 
           if (g_str_equal (mcp_json_get_string (message, "method"), "logging/setLevel") &&
               json_object_get (reply, "result") != NULL)
-            note_log_level_set (serve);
+            note_log_level (serve, message);
           queue_message (serve, reply, FALSE);
         }
       else
@@ -663,23 +668,29 @@ on_server_request (McpPool             *pool,
 }
 
 /* A server's notification for the client, as the exposure shows it
- * (mcp_expose_client_notification()); through the proxy, log messages
- * only once the client has set a level (logging/setLevel).  Dropped, as
- * progress is, if the client falls behind.  In-process, or from the
- * shared daemon for this exposure. */
+ * (mcp_expose_client_notification()); log messages from the level the
+ * client set (logging/setLevel) up, and through the proxy none before it
+ * sets one.  Dropped, as progress is, if the client falls behind.
+ * In-process, or from the shared daemon for this exposure. */
 static void
 pass_notification_on (McpServe   *serve,
                       const char *method,
                       json_t     *forwarded)
 {
-  gboolean initialized, log_level_set;
+  gboolean initialized;
+  gint log_level;
 
   g_mutex_lock (&serve->lock);
   initialized = serve->initialized;
-  log_level_set = serve->log_level_set;
+  log_level = serve->log_level;
   g_mutex_unlock (&serve->lock);
-  if (!initialized || (serve->options.server == NULL && g_str_equal (method, "notifications/message") &&
-                       !log_level_set))
+  if (!initialized)
+    return;
+  /* The pool may ask the servers for more than this client did (another
+   * client of the shared daemon asked for it). */
+  if (g_str_equal (method, "notifications/message") &&
+      (log_level >= 0 ? mcp_log_level_rank (mcp_json_get_string (forwarded, "level")) < log_level
+                      : serve->options.server == NULL))
     return;
   queue_message (serve, mcp_jsonrpc_notification_new (method, forwarded), TRUE);
 }
@@ -803,6 +814,7 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
   g_mutex_init (&serve->lock);
   serve->in_flight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
   serve->cancelled_by_client = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  serve->log_level = -1;
   serve->client_requests = mcp_client_requests_new (send_to_client, serve);
 
   if (remote != NULL)
