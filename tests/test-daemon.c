@@ -1468,30 +1468,38 @@ answer_roots (const char *method,
   return NULL;
 }
 
-/* A server's request during a call of one `serve --shared` reaches that
- * serve's client, through the daemon, and its answer the server; with two
- * clients' calls in flight on the server, the daemon cannot tell whose
- * it is, and says so. */
+/* A server started before a client that answers roots came is started
+ * again for it.  A server's request during a call of one `serve --shared`
+ * reaches that serve's client, through the daemon, and its answer the
+ * server; with two clients' calls in flight on the server, the daemon
+ * cannot tell whose it is, and says so. */
 static void
 test_shared_client_requests (Fixture       *fixture,
                              gconstpointer  data)
 {
+  TestClient *other = start_client (fixture, TRUE, "proxy");
+  /* Started for a client that answers nothing. */
+  g_autoptr(json_t) before = call_tool (fixture, "stats", "{}");
   TestClient *asking = launch_client ((const char * const *) fixture->envp, TRUE, "--expose", "proxy", "mcp-pool",
                                       json_pack ("{s:{}}", "roots"));
-  TestClient *other = start_client (fixture, TRUE, "proxy");
   g_autoptr(json_t) roots = NULL;
   g_autoptr(json_t) refused = NULL;
   g_autoptr(json_t) stats = NULL;
   json_int_t hang;
 
+  g_assert_null (json_object_get (json_object_get (json_object_get (before, "structuredContent"),
+                                                   "client_capabilities"), "roots"));
   asking->on_request = answer_roots;
   roots = test_client_result (asking, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", "fix__ask_client",
                                                                "arguments", "method", "roots/list"));
   g_assert_nonnull (strstr (test_result_text (roots), "file:///shared-client"));
   g_assert_cmpuint (asking->requests->len, ==, 1);
+  /* The server started again for the client that can answer roots. */
   stats = call_tool (fixture, "stats", "{}");
   g_assert_nonnull (json_object_get (json_object_get (json_object_get (stats, "structuredContent"),
                                                       "client_capabilities"), "roots"));
+  g_assert_cmpint (json_integer_value (json_object_get (json_object_get (stats, "structuredContent"), "pid")), !=,
+                   json_integer_value (json_object_get (json_object_get (before, "structuredContent"), "pid")));
 
   hang = test_client_request (other, "tools/call", json_pack ("{s:s, s:{}}", "name", "fix__hang", "arguments"));
   g_assert_true (test_wait_for (fixture_runs_two_calls, fixture, 10000));

@@ -499,16 +499,53 @@ mcp_pool_has_server (McpPool     *pool,
   return entry != NULL;
 }
 
+/* Whether @capabilities names one that @than does not. */
+static gboolean
+declares_more (json_t *capabilities,
+               json_t *than)
+{
+  const char *name;
+  json_t *value;
+
+  json_object_foreach (capabilities, name, value)
+    if (json_object_get (than, name) == NULL)
+      return TRUE;
+  return FALSE;
+}
+
 void
 mcp_pool_set_client_capabilities (McpPool *pool,
                                   json_t  *capabilities)
 {
-  json_t *copy = json_deep_copy (capabilities);
+  json_t *copy = json_is_object (capabilities) ? json_deep_copy (capabilities) : json_object ();
+  g_autoptr(GPtrArray) entries = NULL;
 
   g_mutex_lock (&pool->client_lock);
   json_decref (pool->client_capabilities);
-  pool->client_capabilities = copy;
+  pool->client_capabilities = json_incref (copy);
   g_mutex_unlock (&pool->client_lock);
+
+  /* A server keeps for capable clients what it did not offer at its
+   * start: one started without a capability declared now starts again,
+   * once its calls are done (as for a changed config), listed afresh. */
+  entries = mcp_pool_snapshot_entries (pool);
+  for (guint i = 0; i < entries->len; i++)
+    {
+      PoolEntry *entry = g_ptr_array_index (entries, i);
+      McpSession *old = NULL;
+
+      g_mutex_lock (&entry->lock);
+      if (entry->session != NULL && declares_more (copy, mcp_session_get_client_capabilities (entry->session)))
+        {
+          entry->generation++;
+          old = mcp_pool_detach_session_locked (entry, NULL);
+          g_clear_pointer (&entry->tools, json_decref);
+        }
+      g_mutex_unlock (&entry->lock);
+      if (old != NULL)
+        mcp_pool_retire_session (pool, old);
+    }
+  json_decref (copy);
 }
 
 McpServerConfig *

@@ -132,7 +132,10 @@ gboolean    mcp_pool_has_server     (McpPool                 *pool,
                                      GError                 **error);
 /* Any thread: what the sessions started from now on declare to their
  * servers (copied; NULL: none), in place of the callbacks' — for a front
- * that learns what its own client can answer at its initialize. */
+ * that learns what its own client can answer at its initialize.  A
+ * running server that was not told of a capability declared now is
+ * restarted once its calls are done, so that it offers what it keeps for
+ * capable clients. */
 void        mcp_pool_set_client_capabilities (McpPool        *pool,
                                               json_t         *capabilities);
 /* The config of @server, or NULL and MCP_POOL_ERROR_UNKNOWN_SERVER. */

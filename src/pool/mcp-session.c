@@ -184,6 +184,12 @@ mcp_session_get_server_capabilities (McpSession *session)
   return session->server_capabilities;
 }
 
+json_t *
+mcp_session_get_client_capabilities (McpSession *session)
+{
+  return session->client_capabilities;
+}
+
 const char *
 mcp_session_get_instructions (McpSession *session)
 {

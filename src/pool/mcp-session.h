@@ -123,6 +123,9 @@ json_t     *mcp_session_dup_server_info      (McpSession *session);
 /* Borrowed, never NULL (`{}` if the server named none), unchanged for
  * the session's life: what the server's initialize result offered. */
 json_t     *mcp_session_get_server_capabilities (McpSession *session);
+/* Borrowed, never NULL, unchanged for the session's life: what the
+ * session's initialize declared of its client. */
+json_t     *mcp_session_get_client_capabilities (McpSession *session);
 /* Borrowed, unchanged for the session's life: the initialize result's
  * instructions; NULL if the server gave none. */
 const char *mcp_session_get_instructions     (McpSession *session);
