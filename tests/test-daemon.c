@@ -36,6 +36,7 @@
 #include "test-client.h"
 #include "test-files.h"
 #include "test-procs.h"
+#include "test-sdk-client.h"
 #include "test-wait.h"
 
 /* Every wait for the daemon or a process to act is bounded by this,
@@ -1514,6 +1515,27 @@ test_shared_client_requests (Fixture       *fixture,
   end_client (other);
 }
 
+/* Every check of the official SDK client holds through the daemon too:
+ * each serve of sdk-client.mjs runs with --shared, and the daemon has the
+ * three real servers. */
+static void
+test_sdk_client_shared (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  g_autofree char *config = g_build_filename (fixture->dir, "servers.json", NULL);
+
+  /* The script's checks wait for real servers behind a daemon that
+   * memcheck slows down tens of times; the in-process run and the TSan
+   * run cover the code, this one the daemon's way through it. */
+  if (test_under_valgrind ())
+    {
+      g_test_skip ("The SDK client's bounds do not fit a daemon under valgrind");
+      return;
+    }
+  /* Read when the first serve activates the daemon. */
+  test_sdk_client_run (config, TRUE, (const char * const *) fixture->envp);
+}
+
 /* A call that the daemon had started when it died is not sent again: it
  * fails, saying so, and no daemon is activated for it. */
 static void
@@ -1662,6 +1684,7 @@ main (int    argc,
               test_shared_notifications, fixture_tear_down);
   g_test_add ("/daemon/shared-client-requests", Fixture, &plain, fixture_set_up,
               test_shared_client_requests, fixture_tear_down);
+  g_test_add ("/daemon/sdk-client", Fixture, &plain, fixture_set_up, test_sdk_client_shared, fixture_tear_down);
   g_test_add ("/daemon/signals", Fixture, &plain, fixture_set_up, test_signals, fixture_tear_down);
   g_test_add ("/daemon/warm-no-worker", Fixture, &plain, fixture_set_up, test_warm_no_worker,
               fixture_tear_down);

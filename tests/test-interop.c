@@ -15,6 +15,7 @@
 #include "test-client.h"
 #include "test-io-thread.h"
 #include "test-procs.h"
+#include "test-sdk-client.h"
 
 static void
 test_everything (void)
@@ -209,107 +210,12 @@ test_pool_memory (PoolFixture *fixture, gconstpointer data)
 }
 
 /* `mcp-pool serve` as IDEs run it: launched over stdio by the official
- * TypeScript SDK client (tests/interop/sdk-client.mjs), in gateway mode and
- * then in proxy mode, each with the three real servers behind it. */
-
-/* The script bounds itself to 90 s; this only catches a node that hangs. */
-#define SDK_CLIENT_TIMEOUT_S 150
-
-static void
-store_result (GObject      *source,
-              GAsyncResult *result,
-              gpointer      user_data)
-{
-  *(GAsyncResult **) user_data = g_object_ref (result);
-}
-
-static gboolean
-set_flag (gpointer user_data)
-{
-  *(gboolean *) user_data = TRUE;
-  return G_SOURCE_REMOVE;
-}
-
+ * TypeScript SDK client (tests/interop/sdk-client.mjs), through every
+ * exposure, with the three real servers behind it. */
 static void
 test_sdk_client (void)
 {
-  g_autofree char *everything = NULL;
-  g_autofree char *filesystem = NULL;
-  g_autofree char *memory = NULL;
-  g_autofree char *sdk = NULL;
-  g_autofree char *scratch = NULL;
-  g_autofree char *config_path = NULL;
-  g_autofree char *memory_file = NULL;
-  g_autofree char *out = NULL;
-  g_autofree char *err = NULL;
-  g_autofree char *command = NULL;
-  g_autoptr(json_t) config = NULL;
-  g_autoptr(GSubprocessLauncher) launcher = NULL;
-  g_autoptr(GSubprocess) process = NULL;
-  g_autoptr(GMainContext) context = NULL;
-  g_autoptr(GSource) timeout = NULL;
-  g_autoptr(GAsyncResult) result = NULL;
-  g_autoptr(GError) error = NULL;
-  const char *script = g_test_get_filename (G_TEST_DIST, "interop", "sdk-client.mjs", NULL);
-  gboolean timed_out = FALSE;
-  gint64 start;
-
-  if ((everything = test_interop_file ("@modelcontextprotocol/server-everything/dist/index.js")) == NULL ||
-      (filesystem = test_interop_file ("@modelcontextprotocol/server-filesystem/dist/index.js")) == NULL ||
-      (memory = test_interop_file ("@modelcontextprotocol/server-memory/dist/index.js")) == NULL ||
-      (sdk = test_interop_file ("@modelcontextprotocol/sdk/package.json")) == NULL)
-    return;
-
-  scratch = g_dir_make_tmp ("mcp-pool-sdk-client-XXXXXX", &error);
-  g_assert_no_error (error);
-  config_path = g_build_filename (scratch, "servers.json", NULL);
-  memory_file = g_build_filename (scratch, "memory.jsonl", NULL);
-  config = json_pack ("{s:{s:{s:s, s:[s, s]}, s:{s:s, s:[s, s]}, s:{s:s, s:[s], s:{s:s}}}}",
-                      "mcpServers",
-                      "everything", "command", "node", "args", everything, "stdio",
-                      "files", "command", "node", "args", filesystem, scratch,
-                      "memory", "command", "node", "args", memory, "env", "MEMORY_FILE_PATH", memory_file);
-  g_assert_nonnull (config);
-  g_assert_cmpint (json_dump_file (config, config_path, JSON_INDENT (2)), ==, 0);
-
-  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
-  g_subprocess_launcher_setenv (launcher, "HOME", scratch, TRUE);
-  g_subprocess_launcher_set_cwd (launcher, scratch);
-
-  context = g_main_context_new ();
-  g_main_context_push_thread_default (context);
-  start = g_get_monotonic_time ();
-  process = g_subprocess_launcher_spawn (launcher, &error, "node", script, test_mcp_pool_path (), config_path,
-                                         scratch, NULL);
-  g_assert_no_error (error);
-  g_subprocess_communicate_utf8_async (process, NULL, NULL, store_result, &result);
-  timeout = g_timeout_source_new_seconds (SDK_CLIENT_TIMEOUT_S);
-  g_source_set_callback (timeout, set_flag, &timed_out, NULL);
-  g_source_attach (timeout, context);
-  while (result == NULL)
-    {
-      if (timed_out)
-        {
-          g_test_message ("sdk-client.mjs still runs after %d s: killing it", SDK_CLIENT_TIMEOUT_S);
-          g_subprocess_force_exit (process);
-          timed_out = FALSE;
-        }
-      g_main_context_iteration (context, TRUE);
-    }
-  g_source_destroy (timeout);
-  g_subprocess_communicate_utf8_finish (process, result, &out, &err, &error);
-  g_main_context_pop_thread_default (context);
-  g_assert_no_error (error);
-
-  g_test_message ("sdk-client.mjs ran for %.1f s:\n%s", (g_get_monotonic_time () - start) / 1e6, out);
-  if (!g_subprocess_get_successful (process))
-    g_test_message ("sdk-client.mjs failed (its scratch directory %s is kept); its stderr:\n%s",
-                    scratch, err);
-  g_assert_true (g_subprocess_get_if_exited (process));
-  g_assert_cmpint (g_subprocess_get_exit_status (process), ==, 0);
-
-  command = g_strdup_printf ("rm -rf '%s'", scratch);
-  g_assert_true (g_spawn_command_line_sync (command, NULL, NULL, NULL, NULL));
+  test_sdk_client_run (NULL, FALSE, NULL);
   test_assert_no_children ();
 }
 

@@ -1168,8 +1168,35 @@ on_client_answer (GObject      *source,
     mcp_session_responder_return_result (responder, json_incref (json_object_get (response, "result")));
 }
 
-/* On the main context (the pool's).  Answered with an error that says
- * why when no single client's call is in flight on that server. */
+/* The one connected client whose MCP client declared what @method needs
+ * (a server asking outside any call, as server-filesystem asks for the
+ * roots once initialized), or NULL with how many did in @n_clients. */
+static char *
+client_declaring (McpDaemon  *daemon,
+                  const char *method,
+                  guint      *n_clients)
+{
+  const char *capability = g_str_equal (method, "roots/list") ? "roots"
+                         : g_str_equal (method, "sampling/createMessage") ? "sampling"
+                         : g_str_equal (method, "elicitation/create") ? "elicitation" : NULL;
+  GHashTableIter iter;
+  gpointer name, capabilities;
+  const char *client = NULL;
+
+  *n_clients = 0;
+  g_hash_table_iter_init (&iter, daemon->client_capabilities);
+  while (capability != NULL && g_hash_table_iter_next (&iter, &name, &capabilities))
+    if (json_object_get (capabilities, capability) != NULL)
+      {
+        client = name;
+        (*n_clients)++;
+      }
+  return *n_clients == 1 ? g_strdup (client) : NULL;
+}
+
+/* On the main context (the pool's): to the one client whose calls of the
+ * server are in flight, or with none in flight, the one client that can
+ * answer; else an error that says why. */
 static gboolean
 on_server_request (McpPool             *pool,
                    const char          *server,
@@ -1182,12 +1209,16 @@ on_server_request (McpPool             *pool,
   guint n_clients = 0;
   g_autofree char *client = client_of_calls (daemon, mcp_session_responder_get_in_flight (responder), &n_clients);
   g_autofree char *text = NULL;
+  guint n_declaring = 0;
 
+  if (client == NULL && n_clients == 0)
+    client = client_declaring (daemon, method, &n_declaring);
   if (client == NULL)
     {
       g_autofree char *message =
         n_clients == 0 ? g_strdup_printf (_("mcp-poold cannot ask a client for %s: no client's call of server "
-                                            "“%s” is in flight"), method, server)
+                                            "“%s” is in flight, and %u connected clients can answer it"),
+                                          method, server, n_declaring)
                        : g_strdup_printf (_("mcp-poold cannot tell which of the %u clients with calls of server "
                                             "“%s” in flight to ask for %s; ask during a call that runs alone"),
                                           n_clients, server, method);
