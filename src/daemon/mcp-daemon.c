@@ -1055,13 +1055,15 @@ handle_handle_request (McpDBusPool1          *skeleton,
       return TRUE;
     }
 
-  if (g_strcmp0 (mcp_json_get_string (request, "method"), "initialize") == 0)
-    note_client_capabilities (daemon, g_dbus_method_invocation_get_sender (invocation), request);
-  else if (g_strcmp0 (mcp_json_get_string (request, "method"), "logging/setLevel") == 0)
-    note_log_level (daemon, g_dbus_method_invocation_get_sender (invocation), request);
   call = register_call (daemon, invocation, work_handle_request, request);
   if (call != NULL)
     {
+      /* Only for a client the daemon remembers, which forget_client()
+       * clears when it leaves. */
+      if (g_strcmp0 (mcp_json_get_string (request, "method"), "initialize") == 0)
+        note_client_capabilities (daemon, g_dbus_method_invocation_get_sender (invocation), request);
+      else if (g_strcmp0 (mcp_json_get_string (request, "method"), "logging/setLevel") == 0)
+        note_log_level (daemon, g_dbus_method_invocation_get_sender (invocation), request);
       call->expose = server_expose != NULL ? server_expose : lookup_exposure (daemon, flags);
       call->timeout_ms = (gint64) MIN (timeout_ms, MCP_CALL_TIMEOUT_MAX_MS);
     }
@@ -1158,7 +1160,10 @@ on_client_answer (GObject      *source,
   g_variant_get (reply, "(&s)", &text);
   response = mcp_jsonrpc_parse (text, strlen (text), NULL);
   failure = json_object_get (response, "error");
-  if (failure != NULL)
+  if (failure == NULL && json_object_get (response, "result") == NULL)
+    mcp_session_responder_return_error (responder, MCP_JSONRPC_INTERNAL_ERROR,
+                                        _("mcp-pool's client answered with neither a result nor an error"));
+  else if (failure != NULL)
     mcp_session_responder_return_error (responder,
                                         json_is_integer (json_object_get (failure, "code"))
                                         ? (int) json_integer_value (json_object_get (failure, "code"))
@@ -1216,8 +1221,9 @@ on_server_request (McpPool             *pool,
   if (client == NULL)
     {
       g_autofree char *message =
-        n_clients == 0 ? g_strdup_printf (_("mcp-poold cannot ask a client for %s: no client's call of server "
-                                            "“%s” is in flight, and %u connected clients can answer it"),
+        n_clients == 0 ? g_strdup_printf (_("mcp-poold cannot tell which client to ask for %s: no client's call "
+                                            "of server “%s” is in flight, and %u connected clients declared "
+                                            "they answer it"),
                                           method, server, n_declaring)
                        : g_strdup_printf (_("mcp-poold cannot tell which of the %u clients with calls of server "
                                             "“%s” in flight to ask for %s; ask during a call that runs alone"),

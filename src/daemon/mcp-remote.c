@@ -137,6 +137,10 @@ mcp_remote_new (GError **error)
     }
 
   mcp_dbus_register_errors ();
+  /* Registers the session errors' extended domain before the bus can
+   * bring one: an error made in a domain not registered yet has no room
+   * for the private data that the domain's functions read later. */
+  (void) MCP_SESSION_ERROR;
   remote = g_new0 (McpRemote, 1);
   remote->connection = connection;
   g_dbus_connection_set_exit_on_close (connection, FALSE);
@@ -236,10 +240,14 @@ answer_invocation (json_t     *result,
   g_autoptr(json_t) response = message != NULL
                                ? json_pack ("{s:{s:i, s:s}}", "error", "code", code, "message", message)
                                : json_pack ("{s:o}", "result", result != NULL ? result : json_object ());
-  g_autofree char *text = json_dumps (response, JSON_COMPACT);
+  g_autofree char *text = response != NULL ? json_dumps (response, JSON_COMPACT) : NULL;
 
   /* Takes the invocation. */
-  g_dbus_method_invocation_return_value (invocation, g_variant_new ("(s)", text ? text : "{}"));
+  if (text == NULL)
+    g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
+                                                   _("The client's answer cannot be encoded"));
+  else
+    g_dbus_method_invocation_return_value (invocation, g_variant_new ("(s)", text));
 }
 
 static gboolean
@@ -264,7 +272,7 @@ handle_server_request (McpDBusClient1        *skeleton,
                                                      _("“params” must be a JSON object"));
       return TRUE;
     }
-  g_object_ref (invocation);
+  /* The handler owns @invocation; answering it takes it. */
   if (!remote->callbacks.on_server_request (server, method, params, remote->ending, answer_invocation, invocation,
                                             remote->callbacks.user_data))
     {

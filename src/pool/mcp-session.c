@@ -597,14 +597,18 @@ request_message (json_int_t   id,
   g_autoptr(json_t) copy = NULL;
   json_t *meta;
 
-  if (!wants_progress)
+  meta = json_object_get (params, "_meta");
+  if (!wants_progress && json_object_get (meta, "progressToken") == NULL)
     return mcp_jsonrpc_request_new (id, method, params);
 
-  /* Our progress token is the request id, so progress finds its request. */
+  /* Our progress token is the request id, so progress finds its request;
+   * a token passed on from a client would name another request of ours. */
   copy = params != NULL ? json_copy (params) : json_object ();
-  meta = json_object_get (copy, "_meta");
   meta = json_is_object (meta) ? json_copy (meta) : json_object ();
-  json_object_set_new (meta, "progressToken", json_integer (id));
+  if (wants_progress)
+    json_object_set_new (meta, "progressToken", json_integer (id));
+  else
+    json_object_del (meta, "progressToken");
   json_object_set_new (copy, "_meta", meta);
   return mcp_jsonrpc_request_new (id, method, copy);
 }
