@@ -40,6 +40,8 @@ struct _McpRemote {
   McpRemoteCallbacks  callbacks;      /* set once by mcp_remote_watch() */
   guint               subscriptions[3];   /* ToolsChanged, ServerStateChanged, ServerNotification */
   McpDBusClient1     *client;         /* set once by mcp_remote_watch(); NULL: not exported */
+  guint               daemon_watch;   /* set once by mcp_remote_watch(), with client */
+  char               *daemon_owner;   /* the daemon's unique name, NULL while none; on watch's context */
   GCancellable       *ending;         /* cancelled by mcp_remote_free(): the daemon's requests end */
 
   GMutex              lock;
@@ -163,6 +165,8 @@ mcp_remote_free (McpRemote *remote)
     {
       g_dbus_interface_skeleton_unexport (G_DBUS_INTERFACE_SKELETON (remote->client));
       g_object_unref (remote->client);
+      g_bus_unwatch_name (remote->daemon_watch);
+      g_free (remote->daemon_owner);
     }
   g_cancellable_cancel (remote->ending);
   g_object_unref (remote->ending);
@@ -213,20 +217,38 @@ on_signal (GDBusConnection *connection,
 
 /* The daemon's servers' requests */
 
-/* Whether @invocation comes from the daemon, the owner of its name. */
+/* The context of mcp_remote_watch(): the daemon's name has a new owner. */
+static void
+on_daemon_appeared (GDBusConnection *connection,
+                    const char      *name,
+                    const char      *owner,
+                    gpointer         user_data)
+{
+  McpRemote *remote = user_data;
+
+  g_free (remote->daemon_owner);
+  remote->daemon_owner = g_strdup (owner);
+}
+
+static void
+on_daemon_vanished (GDBusConnection *connection,
+                    const char      *name,
+                    gpointer         user_data)
+{
+  McpRemote *remote = user_data;
+
+  g_clear_pointer (&remote->daemon_owner, g_free);
+}
+
+/* Whether @invocation comes from the daemon, the owner of its name.  The
+ * bus announces a new owner when the daemon takes the name, before the
+ * daemon can have seen any call of ours, so the watch knows the owner
+ * before the daemon's first request arrives. */
 static gboolean
 from_daemon (McpRemote             *remote,
              GDBusMethodInvocation *invocation)
 {
-  g_autoptr(GVariant) owner =
-    g_dbus_connection_call_sync (remote->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                 "org.freedesktop.DBus", "GetNameOwner", g_variant_new ("(s)", MCP_DAEMON_BUS_NAME),
-                                 G_VARIANT_TYPE ("(s)"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
-  const char *name = NULL;
-
-  if (owner != NULL)
-    g_variant_get (owner, "(&s)", &name);
-  return g_strcmp0 (name, g_dbus_method_invocation_get_sender (invocation)) == 0;
+  return g_strcmp0 (remote->daemon_owner, g_dbus_method_invocation_get_sender (invocation)) == 0;
 }
 
 /* McpRemoteAnswerFunc: the client's answer, as the method's reply. */
@@ -300,6 +322,9 @@ mcp_remote_watch (McpRemote                *remote,
     {
       g_autoptr(GError) error = NULL;
 
+      remote->daemon_watch = g_bus_watch_name_on_connection (remote->connection, MCP_DAEMON_BUS_NAME,
+                                                             G_BUS_NAME_WATCHER_FLAGS_NONE, on_daemon_appeared,
+                                                             on_daemon_vanished, remote, NULL);
       remote->client = mcp_dbus_client1_skeleton_new ();
       g_signal_connect (remote->client, "handle-server-request", G_CALLBACK (handle_server_request), remote);
       if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (remote->client), remote->connection,
