@@ -157,14 +157,10 @@ note_client_capabilities (McpDaemon  *daemon,
                           const char *sender,
                           json_t     *request)
 {
-  static const char * const relayed[] = { "roots", "sampling", "elicitation", NULL };
   json_t *capabilities = json_object_get (json_object_get (request, "params"), "capabilities");
-  json_t *kept = json_object ();
 
-  for (guint i = 0; relayed[i] != NULL; i++)
-    if (json_is_object (json_object_get (capabilities, relayed[i])))
-      json_object_set (kept, relayed[i], json_object_get (capabilities, relayed[i]));
-  g_hash_table_insert (daemon->client_capabilities, g_strdup (sender), kept);
+  g_hash_table_insert (daemon->client_capabilities, g_strdup (sender),
+                       mcp_client_capabilities_answering (capabilities));
   declare_client_capabilities (daemon);
 }
 
@@ -1181,9 +1177,7 @@ client_declaring (McpDaemon  *daemon,
                   const char *method,
                   guint      *n_clients)
 {
-  const char *capability = g_str_equal (method, "roots/list") ? "roots"
-                         : g_str_equal (method, "sampling/createMessage") ? "sampling"
-                         : g_str_equal (method, "elicitation/create") ? "elicitation" : NULL;
+  const char *capability = mcp_client_capability_of (method);
   GHashTableIter iter;
   gpointer name, capabilities;
   const char *client = NULL;

@@ -98,4 +98,12 @@ GCancellable *mcp_session_responder_get_cancellable (McpSessionResponder *respon
  * many clients can tell whose it is. */
 GPtrArray    *mcp_session_responder_get_in_flight (McpSessionResponder *responder);
 
+/* The capability a client declares when it answers the servers' request
+ * @method: "roots" for roots/list, "sampling" for sampling/createMessage,
+ * "elicitation" for elicitation/create; NULL for any other method. */
+const char   *mcp_client_capability_of            (const char *method);
+/* A new object holding copies of the members of a client's
+ * @capabilities that let it answer servers' requests (those above). */
+json_t       *mcp_client_capabilities_answering   (json_t     *capabilities);
+
 G_END_DECLS

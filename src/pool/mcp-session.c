@@ -918,6 +918,41 @@ mcp_session_responder_get_in_flight (McpSessionResponder *responder)
   return responder->in_flight;
 }
 
+/* Each method a server may ask a client, and the capability the client
+ * declares for it. */
+static const struct {
+  const char *method;
+  const char *capability;
+} client_methods[] = {
+  { "roots/list", "roots" },
+  { "sampling/createMessage", "sampling" },
+  { "elicitation/create", "elicitation" },
+};
+
+const char *
+mcp_client_capability_of (const char *method)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS (client_methods); i++)
+    if (g_strcmp0 (method, client_methods[i].method) == 0)
+      return client_methods[i].capability;
+  return NULL;
+}
+
+json_t *
+mcp_client_capabilities_answering (json_t *capabilities)
+{
+  json_t *answering = json_object ();
+
+  for (gsize i = 0; i < G_N_ELEMENTS (client_methods); i++)
+    {
+      json_t *capability = json_object_get (capabilities, client_methods[i].capability);
+
+      if (json_is_object (capability))
+        json_object_set_new (answering, client_methods[i].capability, json_deep_copy (capability));
+    }
+  return answering;
+}
+
 static void
 answer_not_supported (McpSessionResponder *responder)
 {

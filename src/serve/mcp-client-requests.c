@@ -10,17 +10,6 @@
 
 #define CLIENT_REQUESTS_MAX 64
 
-/* Each method a server may ask, and the capability a client declares for
- * it. */
-static const struct {
-  const char *method;
-  const char *capability;
-} relayed[] = {
-  { "roots/list", "roots" },
-  { "sampling/createMessage", "sampling" },
-  { "elicitation/create", "elicitation" },
-};
-
 /* A relayed request, until the client answers it or the server gives up
  * on it (its responder's cancellable: a cancel, a timeout, the end of the
  * session). */
@@ -146,15 +135,8 @@ void
 mcp_client_requests_set_client (McpClientRequests *requests,
                                 json_t            *capabilities)
 {
-  json_t *declared = json_object ();
+  json_t *declared = mcp_client_capabilities_answering (capabilities);
 
-  for (gsize i = 0; i < G_N_ELEMENTS (relayed); i++)
-    {
-      json_t *capability = json_object_get (capabilities, relayed[i].capability);
-
-      if (json_is_object (capability))
-        json_object_set_new (declared, relayed[i].capability, json_deep_copy (capability));
-    }
   g_mutex_lock (&requests->lock);
   json_decref (requests->declared);
   requests->declared = declared;
@@ -178,7 +160,7 @@ mcp_client_requests_relay_full (McpClientRequests   *requests,
                                 McpClientAnswerFunc  answer,
                                 gpointer             answer_data)
 {
-  const char *capability = NULL;
+  const char *capability = mcp_client_capability_of (method);
   g_autoptr(json_t) message = NULL;
   Waiting *waiting = NULL;
   CancelData *cancel;
@@ -186,10 +168,6 @@ mcp_client_requests_relay_full (McpClientRequests   *requests,
   g_autofree char *key = NULL;
   g_autoptr(GCancellable) cancellable = NULL;
   gulong handler;
-
-  for (gsize i = 0; i < G_N_ELEMENTS (relayed); i++)
-    if (g_strcmp0 (method, relayed[i].method) == 0)
-      capability = relayed[i].capability;
 
   g_mutex_lock (&requests->lock);
   if (capability == NULL || json_object_get (requests->declared, capability) == NULL)
