@@ -45,6 +45,8 @@ struct _McpServe {
   McpExpose        *expose;          /* NULL in shared mode */
   McpCode          *code;            /* NULL without code mode */
   McpRemote        *remote;          /* shared mode: the daemon; immutable */
+  char             *shared_expose;   /* shared mode: the exposure the daemon names in our
+                                      * notifications ("" for one server); immutable */
   McpConfigWatcher *watcher;         /* main context only */
   GSource          *input;           /* main context only */
   gboolean          input_paused;    /* main context only */
@@ -732,11 +734,9 @@ on_shared_notification (const char *expose,
                         gpointer    user_data)
 {
   McpServe *serve = user_data;
-  g_autofree char *own = mcp_expose_flags_to_string (serve->options.expose);
-  gboolean ours = serve->options.server != NULL ? g_strcmp0 (server, serve->options.server) == 0 && *expose == '\0'
-                                                : *server == '\0' && g_str_equal (expose, own);
 
-  if (ours)
+  if (g_str_equal (server, serve->options.server != NULL ? serve->options.server : "") &&
+      g_str_equal (expose, serve->shared_expose))
     pass_notification_on (serve, method, params);
 }
 
@@ -821,6 +821,7 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
     {
       /* The daemon finds and follows the servers itself. */
       serve->remote = g_steal_pointer (&remote);
+      serve->shared_expose = options->server != NULL ? g_strdup ("") : mcp_expose_flags_to_string (options->expose);
       g_main_context_push_thread_default (serve->context);
       mcp_remote_watch (serve->remote, &remote_callbacks);
       g_main_context_pop_thread_default (serve->context);
@@ -868,6 +869,7 @@ mcp_serve_free (McpServe *serve)
   mcp_code_free (serve->code);
   g_clear_pointer (&serve->pool, mcp_pool_free);
   mcp_remote_free (serve->remote);
+  g_free (serve->shared_expose);
   /* After the pool: answers no server can get any more are dropped. */
   mcp_client_requests_free (serve->client_requests);
   /* Last: what the pool or the daemon's proxy said while going was queued. */
