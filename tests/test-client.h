@@ -94,6 +94,11 @@ gboolean         test_message_has_id         (json_t       *message,
 
 /* The text of a tool result's first content item; NULL if it has none. */
 const char      *test_result_text            (json_t       *result);
+/* TRUE after skipping the test: run_python's sandbox does not work here
+ * (or not in time, under valgrind; it must work where
+ * MCP_POOL_SANDBOX_MUST_WORK=1); @result (a run_python result) may be
+ * NULL, before a run. */
+gboolean         test_sandbox_skipped        (json_t       *result);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestClient, test_client_free)
 

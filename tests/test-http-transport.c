@@ -155,6 +155,10 @@ typedef struct {
   GString      *get_ids;        /* the Last-Event-ID of each GET stream, "-" for none */
   gboolean      ping_answered;  /* the reply to the ping on the GET stream came */
   gboolean      saw_header;     /* the config's header came on every POST */
+  char         *last_host;      /* the Host of the last request */
+  gboolean      broken;         /* every POST answered 500 */
+  guint         posts;
+  guint         tool_lists;
   SoupServerMessage *held_initialized; /* its 202 held back a moment; server thread */
   gboolean      overtaken;      /* a POST came while notifications/initialized was held */
 } FaultServer;
@@ -223,6 +227,15 @@ handle_call (FaultServer       *server,
                                 "\"params\":{\"level\":\"info\",\"data\":\"hi\"}}", answer);
       respond (message, SOUP_STATUS_OK, "text/event-stream", events);
     }
+  else if (strcmp (tool, "change") == 0)
+    {
+      /* The tools change while the call runs: the server says so first. */
+      g_autofree char *answer = response_event (id, "changed", NULL);
+
+      events = g_strdup_printf ("data: %s\n\n%s",
+                                "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}", answer);
+      respond (message, SOUP_STATUS_OK, "text/event-stream", events);
+    }
   else if (strcmp (tool, "fail") == 0)
     respond (message, SOUP_STATUS_SERVICE_UNAVAILABLE, "text/plain", "backend exploded\n");
   else if (strcmp (tool, "slow") == 0)
@@ -281,7 +294,7 @@ handle_call (FaultServer       *server,
 static json_t *
 list_tools (void)
 {
-  static const char *names[] = { "echo", "fail", "slow", "resume", "drop", "malformed", "huge",
+  static const char *names[] = { "echo", "change", "fail", "slow", "resume", "drop", "malformed", "huge",
                                  "huge-json", "expire" };
   json_t *tools = json_array ();
   guint i;
@@ -383,7 +396,12 @@ handle_post (FaultServer       *server,
   else if (id == NULL || method == NULL)
     respond (message, SOUP_STATUS_ACCEPTED, NULL, NULL);
   else if (strcmp (method, "tools/list") == 0)
-    respond_json (message, id, list_tools ());
+    {
+      g_mutex_lock (&server->lock);
+      server->tool_lists++;
+      g_mutex_unlock (&server->lock);
+      respond_json (message, id, list_tools ());
+    }
   else if (strcmp (method, "tools/call") == 0)
     handle_call (server, message, id,
                  mcp_json_get_string (json_object_get (request, "params"), "name"));
@@ -451,6 +469,11 @@ handle_request (SoupServer        *soup_server,
   FaultServer *server = user_data;
   const char *method = soup_server_message_get_method (message);
 
+  g_mutex_lock (&server->lock);
+  g_free (server->last_host);
+  server->last_host = g_strdup (soup_message_headers_get_one (soup_server_message_get_request_headers (message),
+                                                              "Host"));
+  g_mutex_unlock (&server->lock);
   if (strcmp (path, "/loop") == 0)
     {
       soup_server_message_set_redirect (message, SOUP_STATUS_FOUND, "/loop");
@@ -483,7 +506,18 @@ handle_request (SoupServer        *soup_server,
       return;
     }
   if (strcmp (method, "POST") == 0)
-    handle_post (server, message);
+    {
+      gboolean broken;
+
+      g_mutex_lock (&server->lock);
+      server->posts++;
+      broken = server->broken;
+      g_mutex_unlock (&server->lock);
+      if (broken)
+        respond (message, SOUP_STATUS_INTERNAL_SERVER_ERROR, "text/plain", "down for now");
+      else
+        handle_post (server, message);
+    }
   else if (strcmp (method, "GET") == 0)
     handle_get (server, message);
   else if (strcmp (method, "DELETE") == 0)
@@ -589,6 +623,7 @@ fault_server_free (FaultServer *server)
   g_string_free (server->get_ids, TRUE);
   g_free (server->resume_id);
   g_free (server->last_event_id);
+  g_free (server->last_host);
   g_mutex_clear (&server->lock);
   g_cond_clear (&server->cond);
   g_free (server);
@@ -866,6 +901,159 @@ test_fault_expiry (Fixture *fixture, gconstpointer data)
   g_mutex_unlock (&fixture->server->lock);
 }
 
+/* A pool of the fault server's one entry, "faulty", at /mcp. */
+static McpPool *
+fault_pool (Fixture                *fixture,
+            gint64                  idle_timeout_ms,
+            const McpPoolCallbacks *callbacks)
+{
+  g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
+  McpPoolOptions options = { .backoff_initial_ms = 200, .backoff_max_ms = 1600, .relist_debounce_ms = 10 };
+  McpPool *pool = mcp_pool_new (test_io_thread_get_context (fixture->io), &options, callbacks);
+  McpServerConfig *config = fault_config (fixture, "/mcp");
+
+  config->idle_timeout_ms = idle_timeout_ms;
+  g_ptr_array_add (configs, config);
+  mcp_pool_set_servers (pool, configs);
+  return pool;
+}
+
+static McpServerInfo *
+faulty_info (McpPool *pool)
+{
+  g_autoptr(GPtrArray) servers = mcp_pool_list_servers (pool);
+  McpServerInfo *info = g_ptr_array_steal_index (servers, 0);
+
+  g_assert_cmpstr (info->name, ==, "faulty");
+  return info;
+}
+
+static gboolean
+faulty_retry_due (gpointer data)
+{
+  g_autoptr(McpServerInfo) info = faulty_info (data);
+
+  return info->state != MCP_SERVER_BACKOFF || info->retry_in_ms <= 0;
+}
+
+static gboolean
+faulty_idle (gpointer data)
+{
+  g_autoptr(McpServerInfo) info = faulty_info (data);
+
+  return info->state == MCP_SERVER_IDLE;
+}
+
+static gboolean
+server_deleted (gpointer data)
+{
+  FaultServer *server = data;
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&server->lock);
+
+  return server->deletes == 1;
+}
+
+static json_t *
+call_faulty_echo (McpPool *pool, GError **error)
+{
+  g_autoptr(json_t) arguments = json_object ();
+
+  return mcp_pool_call_tool (pool, "faulty", "echo", arguments, NULL, error);
+}
+
+/* The pool's own rules hold for a remote server: a failing connect backs
+ * off (the calls meanwhile fail at once, without a request), the next try
+ * after it connects; an idle session is ended with DELETE, and its tools
+ * stay listed without a new session. */
+static void
+test_fault_pool_lifecycle (Fixture *fixture, gconstpointer data)
+{
+  McpPool *pool = fault_pool (fixture, 300, NULL);
+  g_autoptr(json_t) echoed = NULL;
+  g_autoptr(json_t) tools = NULL;
+  g_autoptr(McpServerInfo) info = NULL;
+  g_autoptr(GError) error = NULL;
+  guint posts;
+
+  g_mutex_lock (&fixture->server->lock);
+  fixture->server->broken = TRUE;
+  g_mutex_unlock (&fixture->server->lock);
+  g_assert_null (call_faulty_echo (pool, &error));
+  g_assert_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_START);
+  g_assert_nonnull (strstr (error->message, "“faulty”"));
+  g_assert_nonnull (strstr (error->message, "HTTP 500"));
+  g_clear_error (&error);
+  g_mutex_lock (&fixture->server->lock);
+  posts = fixture->server->posts;
+  fixture->server->broken = FALSE;
+  g_mutex_unlock (&fixture->server->lock);
+
+  g_assert_null (call_faulty_echo (pool, &error));
+  g_assert_error (error, MCP_POOL_ERROR, MCP_POOL_ERROR_BACKOFF);
+  g_assert_nonnull (strstr (error->message, "tries again in"));
+  g_clear_error (&error);
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpuint (fixture->server->posts, ==, posts);
+  g_mutex_unlock (&fixture->server->lock);
+
+  g_assert_true (test_wait_for (faulty_retry_due, pool, 10000));
+  echoed = call_faulty_echo (pool, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (echoed), ==, "echoed");
+
+  g_assert_true (test_wait_for (faulty_idle, pool, 10000));
+  g_assert_true (test_wait_for (server_deleted, fixture->server, 10000));
+  tools = mcp_pool_list_tools (pool, "faulty", MCP_TOOL_DETAIL_SUMMARY, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (test_find_tool (tools, "echo"));
+  info = faulty_info (pool);
+  g_assert_cmpint (info->state, ==, MCP_SERVER_IDLE);
+  /* The one that failed and the one that served. */
+  g_assert_cmpuint (info->starts, ==, 2);
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpuint (fixture->server->generation, ==, 1);
+  g_mutex_unlock (&fixture->server->lock);
+
+  mcp_pool_shutdown (pool, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  mcp_pool_free (pool);
+}
+
+static void
+note_tools_changed (McpPool *pool, const char *server, gpointer user_data)
+{
+  g_async_queue_push (user_data, g_strdup (server));
+}
+
+/* tools/list_changed on a call's event stream: the pool lists the tools
+ * again and says so. */
+static void
+test_fault_pool_list_changed (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(GAsyncQueue) changed = g_async_queue_new_full (g_free);
+  McpPoolCallbacks callbacks = { .on_tools_changed = note_tools_changed, .user_data = changed };
+  McpPool *pool = fault_pool (fixture, 0, &callbacks);
+  g_autoptr(json_t) arguments = json_object ();
+  g_autoptr(json_t) result = NULL;
+  g_autoptr(GError) error = NULL;
+
+  result = mcp_pool_call_tool (pool, "faulty", "change", arguments, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (result), ==, "changed");
+  /* The first listing, then the one the notice asked for. */
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autofree char *server = g_async_queue_timeout_pop (changed, test_timeout_ms (10000) * G_TIME_SPAN_MILLISECOND);
+
+      g_assert_cmpstr (server, ==, "faulty");
+    }
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpuint (fixture->server->tool_lists, ==, 2);
+  g_mutex_unlock (&fixture->server->lock);
+
+  mcp_pool_shutdown (pool, G_USEC_PER_SEC, G_USEC_PER_SEC);
+  mcp_pool_free (pool);
+}
+
 /* Through the pool: a session the server ended is started again on the
  * next call, re-initialised, and the call that met the 404 is not sent
  * again. */
@@ -1082,6 +1270,39 @@ test_fault_start (Fixture *fixture, gconstpointer data)
                                 g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (address)));
   refused = remote_config ("faulty", MCP_TRANSPORT_HTTP, closed_url);
   assert_start_fails (fixture, refused, "could not be reached");
+}
+
+/* `mcp-pool tools --url … --json` through the proxy the environment
+ * names, with the --header it was given: the fault server, standing in
+ * for the proxy, gets the request for the far host with the header. */
+static void
+test_fault_proxy (Fixture *fixture, gconstpointer data)
+{
+  g_autofree char *proxy = g_strdup_printf ("http://127.0.0.1:%u", fixture->server->port);
+  const char *argv[] = { test_mcp_pool_path (), "tools", "--url", "http://mcp-pool-proxied.invalid/mcp",
+                         "--allow-insecure-http", "--header", "X-Fault-Test: yes, really", "--json", NULL };
+  g_auto(GStrv) wrapped = test_wrap_argv (argv);
+  g_auto(GStrv) envp = g_get_environ ();
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autoptr(json_t) tools = NULL;
+  g_autoptr(GError) error = NULL;
+  int status;
+
+  envp = g_environ_setenv (envp, "http_proxy", proxy, TRUE);
+  envp = g_environ_unsetenv (envp, "no_proxy");
+  envp = g_environ_unsetenv (envp, "NO_PROXY");
+  g_assert_true (g_spawn_sync (NULL, wrapped, envp, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error));
+  g_assert_no_error (error);
+  if (!g_spawn_check_wait_status (status, NULL))
+    g_error ("mcp-pool tools --url through the proxy failed: %s", err);
+  tools = json_loads (out, 0, NULL);
+  g_assert_true (json_is_array (tools));
+  g_assert_nonnull (test_find_tool (tools, "echo"));
+  g_mutex_lock (&fixture->server->lock);
+  g_assert_cmpstr (fixture->server->last_host, ==, "mcp-pool-proxied.invalid");
+  g_assert_true (fixture->server->saw_header);
+  g_mutex_unlock (&fixture->server->lock);
 }
 
 /* What the config says is checked before any I/O. */
@@ -1315,10 +1536,12 @@ test_everything (EverythingFixture *fixture, gconstpointer data)
   g_assert_false (mcp_session_is_alive (session));
 }
 
-/* The pool over Streamable HTTP, as a user's config would have it. */
+/* The pool over Streamable HTTP or HTTP+SSE (by @data), as a user's
+ * config would have it. */
 static void
 test_everything_pool (EverythingFixture *fixture, gconstpointer data)
 {
+  gboolean sse = strcmp (data, "sse") == 0;
   g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
   g_autofree char *url = NULL;
   g_autoptr(json_t) echo = NULL;
@@ -1330,9 +1553,9 @@ test_everything_pool (EverythingFixture *fixture, gconstpointer data)
 
   if (fixture->node == NULL)
     return;
-  url = g_strdup_printf ("http://127.0.0.1:%u/mcp", fixture->port);
+  url = g_strdup_printf ("http://127.0.0.1:%u/%s", fixture->port, sse ? "sse" : "mcp");
   pool = mcp_pool_new (test_io_thread_get_context (fixture->io), NULL, NULL);
-  g_ptr_array_add (configs, remote_config ("everything", MCP_TRANSPORT_HTTP, url));
+  g_ptr_array_add (configs, remote_config ("everything", sse ? MCP_TRANSPORT_SSE : MCP_TRANSPORT_HTTP, url));
   mcp_pool_set_servers (pool, configs);
 
   echo = mcp_pool_call_tool (pool, "everything", "echo", message, NULL, &error);
@@ -1381,28 +1604,78 @@ tool_names (json_t     *tools,
   return g_strjoinv (",", (char **) names->pdata);
 }
 
-/* A user's config of a local and a remote server behind `mcp-pool serve`:
- * the proxy exposure offers the remote server's tools under their prefix,
- * the same tools a session straight to it lists, and calls reach both; the
- * gateway's call_tool reaches it too. */
+/* `mcp-pool serve --config @config` with @option and @value, started in
+ * @dir and initialized; its initialize result in @initialized. */
+static TestClient *
+start_serve (const char  *dir,
+             const char  *config,
+             const char  *option,
+             const char  *value,
+             json_t     **initialized)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  const char *argv[] = { test_mcp_pool_path (), "serve", "--config", config, option, value, NULL };
+  g_auto(GStrv) wrapped = test_wrap_argv (argv);
+  TestClient *client;
+  g_autoptr(json_t) reply = NULL;
+
+  g_subprocess_launcher_setenv (launcher, "HOME", dir, TRUE);
+  g_subprocess_launcher_set_cwd (launcher, dir);
+  client = test_client_new (launcher, (const char * const *) wrapped);
+  test_client_send (client, json_pack ("{s:s, s:i, s:s, s:{s:s, s:{}, s:{s:s, s:s}}}",
+                                       "jsonrpc", "2.0", "id", 0, "method", "initialize", "params",
+                                       "protocolVersion", "2025-06-18", "capabilities",
+                                       "clientInfo", "name", "test-http", "version", "1"));
+  reply = test_client_read_reply (client, 0);
+  g_assert_true (json_is_object (json_object_get (reply, "result")));
+  *initialized = json_incref (json_object_get (reply, "result"));
+  test_client_notify (client, "notifications/initialized", NULL);
+  return client;
+}
+
+static void
+stop_serve (TestClient *client)
+{
+  test_client_close_input (client);
+  test_client_wait_exit (client);
+  test_client_free (client);
+}
+
+static json_t *
+call_serve_tool (TestClient *client,
+                 const char *tool,
+                 json_t     *arguments)
+{
+  return test_client_result (client, "tools/call", json_pack ("{s:s, s:o}", "name", tool, "arguments", arguments));
+}
+
+/* A user's config of a local and a remote server (Streamable HTTP or
+ * HTTP+SSE, by @data) behind `mcp-pool serve`, in every exposure: the
+ * proxy offers the remote server's tools under their prefix, the same
+ * tools a session straight to it lists, and calls reach both;
+ * list_servers and the capabilities resource tell its transport; the
+ * gateway's call_tool and run_python's code reach it; `--server` offers
+ * it as it is. */
 static void
 test_everything_serve (EverythingFixture *fixture, gconstpointer data)
 {
-  static const char * const exposures[] = { "proxy", "gateway" };
+  gboolean sse = strcmp (data, "sse") == 0;
   g_autofree char *dir = NULL;
   g_autofree char *config = NULL;
   g_autofree char *text = NULL;
   g_autofree char *url = NULL;
   g_autofree char *direct_names = NULL;
+  g_autofree char *described = NULL;
   g_autoptr(McpServerConfig) remote = NULL;
   g_autoptr(McpSession) session = NULL;
   g_autoptr(json_t) direct_tools = NULL;
   g_autoptr(GError) error = NULL;
+  TestClient *client;
 
   if (fixture->node == NULL)
     return;
-  url = g_strdup_printf ("http://127.0.0.1:%u/mcp", fixture->port);
-  remote = remote_config ("everything", MCP_TRANSPORT_HTTP, url);
+  url = g_strdup_printf ("http://127.0.0.1:%u/%s", fixture->port, sse ? "sse" : "mcp");
+  remote = remote_config ("everything", sse ? MCP_TRANSPORT_SSE : MCP_TRANSPORT_HTTP, url);
   session = mcp_session_start (remote, test_io_thread_get_context (fixture->io), NULL, NULL, &error);
   g_assert_no_error (error);
   direct_tools = mcp_session_dup_tools (session);
@@ -1411,61 +1684,87 @@ test_everything_serve (EverythingFixture *fixture, gconstpointer data)
 
   dir = g_dir_make_tmp ("test-http-serve-XXXXXX", NULL);
   config = g_build_filename (dir, "servers.json", NULL);
-  text = g_strdup_printf ("{\"mcpServers\": {\"everything\": {\"type\": \"http\", \"url\": \"%s\"}, "
-                          "\"local\": {\"command\": \"%s\"}}}", url, test_fixture_path ());
+  text = g_strdup_printf ("{\"mcpServers\": {\"everything\": {\"type\": \"%s\", \"url\": \"%s\"}, "
+                          "\"local\": {\"command\": \"%s\"}}}", sse ? "sse" : "http", url, test_fixture_path ());
   g_assert_true (g_file_set_contents (config, text, -1, NULL));
+  described = g_strdup_printf ("%s %s, auth: none", sse ? "sse" : "http", url);
 
-  for (gsize i = 0; i < G_N_ELEMENTS (exposures); i++)
-    {
-      g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-      const char *argv[] = { test_mcp_pool_path (), "serve", "--config", config, "--expose", exposures[i], NULL };
-      g_auto(GStrv) wrapped = test_wrap_argv (argv);
-      TestClient *client;
-      g_autoptr(json_t) reply = NULL;
-      g_autoptr(json_t) tools = NULL;
-      g_autoptr(json_t) result = NULL;
-      gboolean proxy = i == 0;
+  {
+    g_autoptr(json_t) initialized = NULL;
+    g_autoptr(json_t) tools = NULL;
+    g_autoptr(json_t) local = NULL;
+    g_autoptr(json_t) echo = NULL;
+    g_autoptr(json_t) read = NULL;
+    g_autofree char *proxied = NULL;
 
-      g_subprocess_launcher_setenv (launcher, "HOME", dir, TRUE);
-      g_subprocess_launcher_set_cwd (launcher, dir);
-      client = test_client_new (launcher, (const char * const *) wrapped);
-      test_client_send (client, json_pack ("{s:s, s:i, s:s, s:{s:s, s:{}, s:{s:s, s:s}}}",
-                                           "jsonrpc", "2.0", "id", 0, "method", "initialize", "params",
-                                           "protocolVersion", "2025-06-18", "capabilities",
-                                           "clientInfo", "name", "test-http", "version", "1"));
-      reply = test_client_read_reply (client, 0);
-      g_assert_nonnull (json_object_get (reply, "result"));
-      test_client_notify (client, "notifications/initialized", NULL);
+    client = start_serve (dir, config, "--expose", "proxy", &initialized);
+    tools = test_client_result (client, "tools/list", NULL);
+    proxied = tool_names (json_object_get (tools, "tools"), "everything__");
+    g_assert_cmpstr (proxied, ==, direct_names);
+    g_assert_nonnull (test_find_tool (json_object_get (tools, "tools"), "local__echo"));
+    local = call_serve_tool (client, "local__echo", json_pack ("{s:s}", "message", "nearby"));
+    g_assert_cmpstr (test_result_text (local), ==, "Echo: nearby");
+    echo = call_serve_tool (client, "everything__echo", json_pack ("{s:s}", "message", "over HTTP"));
+    g_assert_cmpstr (test_result_text (echo), ==, "Echo: over HTTP");
+    read = test_client_result (client, "resources/read", json_pack ("{s:s}", "uri", "mcp-pool://capabilities"));
+    g_assert_nonnull (strstr (mcp_json_get_string (json_array_get (json_object_get (read, "contents"), 0), "text"),
+                              described));
+    stop_serve (client);
+  }
+  {
+    g_autoptr(json_t) initialized = NULL;
+    g_autoptr(json_t) servers = NULL;
+    g_autoptr(json_t) echo = NULL;
+    json_t *listed = NULL, *server;
+    size_t i;
 
-      tools = test_client_result (client, "tools/list", NULL);
-      if (proxy)
-        {
-          g_autofree char *proxied = tool_names (json_object_get (tools, "tools"), "everything__");
+    client = start_serve (dir, config, "--expose", "gateway", &initialized);
+    echo = call_serve_tool (client, "call_tool", json_pack ("{s:s, s:s, s:{s:s}}", "server", "everything",
+                                                            "tool", "echo", "arguments", "message", "over HTTP"));
+    g_assert_cmpstr (test_result_text (echo), ==, "Echo: over HTTP");
+    servers = call_serve_tool (client, "list_servers", json_object ());
+    json_array_foreach (json_object_get (json_object_get (servers, "structuredContent"), "servers"), i, server)
+      if (g_strcmp0 (mcp_json_get_string (server, "name"), "everything") == 0)
+        listed = server;
+    g_assert_nonnull (listed);
+    g_assert_cmpstr (mcp_json_get_string (listed, "transport"), ==, sse ? "sse" : "http");
+    g_assert_cmpstr (mcp_json_get_string (listed, "url"), ==, url);
+    g_assert_cmpstr (mcp_json_get_string (listed, "auth"), ==, "none");
+    stop_serve (client);
+  }
+  {
+    g_autoptr(json_t) initialized = NULL;
+    g_autoptr(json_t) run = NULL;
 
-          g_assert_cmpstr (proxied, ==, direct_names);
-          g_assert_nonnull (test_find_tool (json_object_get (tools, "tools"), "local__echo"));
-          result = test_client_result (client, "tools/call",
-                                       json_pack ("{s:s, s:{s:s}}", "name", "local__echo",
-                                                  "arguments", "message", "nearby"));
-          g_assert_cmpstr (test_result_text (result), ==, "Echo: nearby");
-          g_clear_pointer (&result, json_decref);
-          result = test_client_result (client, "tools/call",
-                                       json_pack ("{s:s, s:{s:s}}", "name", "everything__echo",
-                                                  "arguments", "message", "over HTTP"));
-        }
-      else
-        {
-          g_assert_nonnull (test_find_tool (json_object_get (tools, "tools"), "call_tool"));
-          result = test_client_result (client, "tools/call",
-                                       json_pack ("{s:s, s:{s:s, s:s, s:{s:s}}}", "name", "call_tool",
-                                                  "arguments", "server", "everything", "tool", "echo",
-                                                  "arguments", "message", "over HTTP"));
-        }
-      g_assert_cmpstr (test_result_text (result), ==, "Echo: over HTTP");
-      test_client_close_input (client);
-      test_client_wait_exit (client);
-      test_client_free (client);
-    }
+    client = start_serve (dir, config, "--expose", "code", &initialized);
+    if (!test_sandbox_skipped (NULL))
+      {
+        run = call_serve_tool (client, "run_python",
+                               json_pack ("{s:s, s:[s]}", "code",
+                                          "print(await mcp_everything.echo(message='from code'))\n",
+                                          "servers", "everything"));
+        if (!test_sandbox_skipped (run))
+          g_assert_cmpstr (mcp_json_get_string (json_object_get (run, "structuredContent"), "stdout"),
+                           ==, "Echo: from code\n");
+      }
+    stop_serve (client);
+  }
+  {
+    g_autoptr(json_t) initialized = NULL;
+    g_autoptr(json_t) tools = NULL;
+    g_autoptr(json_t) echo = NULL;
+    g_autofree char *names = NULL;
+
+    client = start_serve (dir, config, "--server", "everything", &initialized);
+    g_assert_cmpstr (mcp_json_get_string (json_object_get (initialized, "serverInfo"), "name"),
+                     ==, "mcp-servers/everything");
+    tools = test_client_result (client, "tools/list", NULL);
+    names = tool_names (json_object_get (tools, "tools"), NULL);
+    g_assert_cmpstr (names, ==, direct_names);
+    echo = call_serve_tool (client, "echo", json_pack ("{s:s}", "message", "as it is"));
+    g_assert_cmpstr (test_result_text (echo), ==, "Echo: as it is");
+    stop_serve (client);
+  }
   g_unlink (config);
   g_rmdir (dir);
 }
@@ -1554,16 +1853,25 @@ main (int argc, char **argv)
   g_test_add ("/http/fault/resume", Fixture, NULL, fixture_setup, test_fault_resume, fixture_teardown);
   g_test_add ("/http/fault/expiry", Fixture, NULL, fixture_setup, test_fault_expiry, fixture_teardown);
   g_test_add ("/http/fault/pool-expiry", Fixture, NULL, fixture_setup, test_fault_pool_expiry, fixture_teardown);
+  g_test_add ("/http/fault/pool-lifecycle", Fixture, NULL, fixture_setup, test_fault_pool_lifecycle,
+              fixture_teardown);
+  g_test_add ("/http/fault/pool-list-changed", Fixture, NULL, fixture_setup, test_fault_pool_list_changed,
+              fixture_teardown);
   g_test_add ("/http/fault/tls", Fixture, "tls", fixture_setup, test_fault_tls, fixture_teardown);
   g_test_add ("/http/fault/transport-auth", Fixture, NULL, fixture_setup, test_transport_auth, fixture_teardown);
   g_test_add ("/http/fault/start", Fixture, NULL, fixture_setup, test_fault_start, fixture_teardown);
+  g_test_add ("/http/fault/proxy", Fixture, NULL, fixture_setup, test_fault_proxy, fixture_teardown);
   g_test_add ("/http/everything/streamable", EverythingFixture, "streamableHttp",
               everything_setup, test_everything, everything_teardown);
   g_test_add ("/http/everything/sse", EverythingFixture, "sse",
               everything_setup, test_everything, everything_teardown);
   g_test_add ("/http/everything/pool", EverythingFixture, "streamableHttp",
               everything_setup, test_everything_pool, everything_teardown);
+  g_test_add ("/http/everything/pool-sse", EverythingFixture, "sse",
+              everything_setup, test_everything_pool, everything_teardown);
   g_test_add ("/http/everything/serve", EverythingFixture, "streamableHttp",
+              everything_setup, test_everything_serve, everything_teardown);
+  g_test_add ("/http/everything/serve-sse", EverythingFixture, "sse",
               everything_setup, test_everything_serve, everything_teardown);
   g_test_add ("/http/everything/cli", EverythingFixture, "streamableHttp",
               everything_setup, test_everything_cli, everything_teardown);

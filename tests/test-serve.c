@@ -1145,30 +1145,6 @@ test_warm_no_thread_hop (Fixture       *fixture,
   g_assert_cmpuint (test_thread_switches_of (switches, "others"), <, CALLS / 10);
 }
 
-/* TRUE after skipping the test: run_python's sandbox does not work here
- * (or not in time, under valgrind); @result may be NULL, before a run. */
-static gboolean
-sandbox_skipped (json_t *result)
-{
-  const char *status = mcp_json_get_string (json_object_get (result, "structuredContent"), "status");
-
-  /* The sandbox that serve starts under valgrind never answers within the
-   * bounds; test-sandbox's runs are skipped under valgrind too. */
-  if (test_under_valgrind ())
-    {
-      g_test_skip ("A sandbox started by mcp-pool under valgrind does not answer in time");
-      return TRUE;
-    }
-  if (result != NULL && g_strcmp0 (status, "success") != 0 &&
-      strstr (test_result_text (result), "user namespaces") != NULL &&
-      g_strcmp0 (g_getenv ("MCP_POOL_SANDBOX_MUST_WORK"), "1") != 0)
-    {
-      g_test_skip (test_result_text (result));
-      return TRUE;
-    }
-  return FALSE;
-}
-
 /* Default mode: run_python, whose code calls a server through the pool;
  * the run's servers are named, and the result carries the code's output. */
 static void
@@ -1181,13 +1157,13 @@ test_code_run_python (Fixture       *fixture,
   json_t *output;
 
   g_assert_nonnull (test_find_tool (tools, "run_python"));
-  if (sandbox_skipped (NULL))
+  if (test_sandbox_skipped (NULL))
     return;
   result = call_tool (client, "run_python",
                       json_pack ("{s:s, s:[s]}", "code",
                                  "print(await mcp_alpha.echo(message='from code'))\n", "servers", "alpha"));
   output = json_object_get (result, "structuredContent");
-  if (sandbox_skipped (result))
+  if (test_sandbox_skipped (result))
     return;
   g_assert_cmpstr (mcp_json_get_string (output, "status"), ==, "success");
   g_assert_cmpstr (mcp_json_get_string (output, "stdout"), ==, "Echo: from code\n");
@@ -1204,13 +1180,13 @@ test_code_progress (Fixture       *fixture,
   g_autoptr(json_t) result = NULL;
   guint seen = 0;
 
-  if (sandbox_skipped (NULL))
+  if (test_sandbox_skipped (NULL))
     return;
   result = test_client_result (client, "tools/call",
                                json_pack ("{s:s, s:{s:s, s:[s]}, s:{s:s}}", "name", "run_python", "arguments",
                                           "code", "print(await mcp_alpha.progress(steps=3))\n", "servers", "alpha",
                                           "_meta", "progressToken", "run-1"));
-  if (sandbox_skipped (result))
+  if (test_sandbox_skipped (result))
     return;
   g_assert_cmpstr (mcp_json_get_string (json_object_get (result, "structuredContent"), "stdout"), ==,
                    "done 3 steps\n");
@@ -1240,7 +1216,7 @@ test_code_concurrent_runs (Fixture       *fixture,
   TestClient *client = fixture->client;
   json_int_t ids[8];
 
-  if (sandbox_skipped (NULL))
+  if (test_sandbox_skipped (NULL))
     return;
   for (guint round = 0; round < 3; round++)
     {
@@ -1259,7 +1235,7 @@ test_code_concurrent_runs (Fixture       *fixture,
           json_t *result = json_object_get (reply, "result");
           g_autofree char *expected = g_strdup_printf ("Echo: run %u.%u\n", round, i);
 
-          if (sandbox_skipped (result))
+          if (test_sandbox_skipped (result))
             return;
           if (json_is_true (json_object_get (result, "isError")))
             g_error ("Run %u.%u failed: %s", round, i, test_result_text (result));
@@ -1311,13 +1287,13 @@ test_code_rpc_flood (Fixture       *fixture,
   guint64 rss_before;
   json_t *output;
 
-  if (sandbox_skipped (NULL))
+  if (test_sandbox_skipped (NULL))
     return;
   /* The sandbox machinery and the server run once before the measure. */
   warm_up = call_tool (client, "run_python",
                        json_pack ("{s:s, s:[s]}", "code", "print(await mcp_alpha.echo(message='warm'))\n",
                                   "servers", "alpha"));
-  if (sandbox_skipped (warm_up))
+  if (test_sandbox_skipped (warm_up))
     return;
   assert_result (warm_up, FALSE, "Echo: warm", NULL);
   rss_before = serve_rss_kb (client);
