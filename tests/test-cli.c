@@ -516,7 +516,7 @@ test_servers_remote (void)
       g_assert_cmpstr (mcp_json_get_string (server, "login"), ==, web ? NULL : "none");
     }
 
-  /* Until the HTTP transport runs them, the start fails, naming the server. */
+  /* doctor names each with its transport, URL and kind of auth. */
   run_argv (&doctor, environment, doctor_args);
   g_assert_nonnull (strstr (doctor.out, "server “web” (http https://api.example.invalid/mcp, auth: headers)"));
   g_assert_nonnull (strstr (doctor.out, "server “events” (sse https://events.example.invalid/sse, auth: oauth)"));
@@ -570,7 +570,8 @@ test_url_errors (void)
 }
 
 /* A valid --url reaches the pool, which names the server after the host;
- * until the HTTP transport lands, the start fails there. */
+ * nothing listens on port 9, so the start fails there, naming it, and the
+ * header's secret is not in the error. */
 static void
 test_url_runs (void)
 {
