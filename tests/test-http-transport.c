@@ -1730,6 +1730,7 @@ test_everything_serve (EverythingFixture *fixture, gconstpointer data)
     g_assert_cmpstr (mcp_json_get_string (listed, "transport"), ==, sse ? "sse" : "http");
     g_assert_cmpstr (mcp_json_get_string (listed, "url"), ==, url);
     g_assert_cmpstr (mcp_json_get_string (listed, "auth"), ==, "none");
+    g_assert_cmpstr (mcp_json_get_string (listed, "login"), ==, "none");
     stop_serve (client);
   }
   {

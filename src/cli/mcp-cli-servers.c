@@ -11,7 +11,7 @@
 
 #include "cli/mcp-cli.h"
 #include "common/mcp-jsonrpc.h"
-#include "transport/mcp-token-store.h"
+#include "transport/mcp-oauth.h"
 
 typedef struct {
   McpCliCommon *common;
@@ -94,13 +94,10 @@ add_logins (json_t    *servers,
   json_array_foreach (servers, index, server)
     {
       McpServerConfig *config = mcp_server_config_find (configs, mcp_json_get_string (server, "name"));
-      g_autoptr(json_t) record = NULL;
+      const char *login = mcp_oauth_login_state (config);
 
-      if (config == NULL || config->transport == MCP_TRANSPORT_STDIO ||
-          g_strcmp0 (mcp_server_config_auth_name (config), "headers") == 0)
-        continue;
-      record = mcp_token_store_load (config->url, NULL, NULL);
-      json_object_set_new (server, "login", json_string (record != NULL ? "stored" : "none"));
+      if (login != NULL)
+        json_object_set_new (server, "login", json_string (login));
     }
 }
 

@@ -19,6 +19,7 @@
 
 #include "common/mcp-jsonrpc.h"
 #include "pool/mcp-tool-search.h"
+#include "transport/mcp-oauth.h"
 
 G_DEFINE_QUARK (mcp-expose-error-quark, mcp_expose_error)
 
@@ -413,8 +414,12 @@ gateway_list_servers (McpExpose *expose)
       json_t *server = json_pack ("{s:s, s:s?, s:s}", "name", info->name,
                                   "description", info->description,
                                   "state", mcp_server_state_to_string (info->state));
+      const char *login;
 
       mcp_server_config_describe_remote (config, server);
+      /* Blocking (the keyring); gateway tools run on workers. */
+      if ((login = mcp_oauth_login_state (config)) != NULL)
+        json_object_set_new (server, "login", json_string (login));
 
       /* A count once known (cached from an earlier start too), never null. */
       json_object_set_new (server, "tools", info->n_tools >= 0 ? json_integer (info->n_tools)

@@ -582,3 +582,14 @@ mcp_oauth_logout (const McpServerConfig *config,
   return mcp_token_store_forget (config->url, error);
 }
 
+const char *
+mcp_oauth_login_state (const McpServerConfig *config)
+{
+  g_autoptr(json_t) record = NULL;
+
+  if (config == NULL || config->transport == MCP_TRANSPORT_STDIO ||
+      g_strcmp0 (mcp_server_config_auth_name (config), "headers") == 0)
+    return NULL;
+  record = mcp_token_store_load (config->url, NULL, NULL);
+  return record != NULL ? "stored" : "none";
+}

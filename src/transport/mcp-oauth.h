@@ -107,5 +107,9 @@ char    *mcp_oauth_refresh_finish     (GAsyncResult               *result,
 /* Blocking: forgets the tokens and the registration of @config. */
 gboolean mcp_oauth_logout             (const McpServerConfig      *config,
                                        GError                    **error);
+/* Blocking: whether `mcp-pool auth` stored tokens for @config, "stored" or
+ * "none"; NULL for a server that logs in by no OAuth (stdio, or headers
+ * of its own). */
+const char *mcp_oauth_login_state     (const McpServerConfig      *config);
 
 G_END_DECLS
