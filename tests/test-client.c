@@ -50,6 +50,14 @@ test_interop_file (const char *relative_path)
 
 /* A raw MCP client */
 
+json_t *
+test_never_answer (const char *method,
+                   json_t     *params,
+                   gpointer    user_data)
+{
+  return json_null ();
+}
+
 TestClient *
 test_client_new (GSubprocessLauncher *launcher,
                  const char * const  *argv)

@@ -33,6 +33,10 @@ char            *test_interop_file           (const char   *relative_path);
 typedef json_t *(*TestRequestFunc) (const char *method,
                                     json_t     *params,
                                     gpointer    user_data);
+/* A TestRequestFunc that leaves every request unanswered. */
+json_t          *test_never_answer           (const char   *method,
+                                              json_t       *params,
+                                              gpointer      user_data);
 
 typedef struct {
   GSubprocess   *process;

@@ -1472,8 +1472,9 @@ answer_roots (const char *method,
 /* A server started before a client that answers roots came is started
  * again for it.  A server's request during a call of one `serve --shared`
  * reaches that serve's client, through the daemon, and its answer the
- * server; with two clients' calls in flight on the server, the daemon
- * cannot tell whose it is, and says so. */
+ * server; the client's roots/list_changed reaches the server; with two
+ * clients' calls in flight on the server, the daemon cannot tell whose
+ * it is, and says so. */
 static void
 test_shared_client_requests (Fixture       *fixture,
                              gconstpointer  data)
@@ -1486,6 +1487,7 @@ test_shared_client_requests (Fixture       *fixture,
   g_autoptr(json_t) roots = NULL;
   g_autoptr(json_t) refused = NULL;
   g_autoptr(json_t) stats = NULL;
+  g_autoptr(json_t) changed = NULL;
   json_int_t hang;
 
   g_assert_null (json_object_get (json_object_get (json_object_get (before, "structuredContent"),
@@ -1502,6 +1504,12 @@ test_shared_client_requests (Fixture       *fixture,
   g_assert_cmpint (json_integer_value (json_object_get (json_object_get (stats, "structuredContent"), "pid")), !=,
                    json_integer_value (json_object_get (json_object_get (before, "structuredContent"), "pid")));
 
+  /* The client's roots changed: the running server is told. */
+  test_client_notify (asking, "notifications/roots/list_changed", NULL);
+  changed = test_client_result (asking, "tools/call", json_pack ("{s:s, s:{}}", "name", "fix__stats", "arguments"));
+  g_assert_cmpint (json_integer_value (json_object_get (json_object_get (changed, "structuredContent"),
+                                                        "roots_changed")), ==, 1);
+
   hang = test_client_request (other, "tools/call", json_pack ("{s:s, s:{}}", "name", "fix__hang", "arguments"));
   g_assert_true (test_wait_for (fixture_runs_two_calls, fixture, 10000));
   refused = test_client_result (asking, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", "fix__ask_client",
@@ -1513,6 +1521,40 @@ test_shared_client_requests (Fixture       *fixture,
   test_client_notify (other, "notifications/cancelled", json_pack ("{s:I}", "requestId", (json_int_t) hang));
   end_client (asking);
   end_client (other);
+}
+
+/* A server that stops waiting for its request to a shared client (here
+ * it dies) has that client told, through the daemon and its serve:
+ * notifications/cancelled for the id serve gave the request. */
+static void
+test_shared_client_request_cancelled (Fixture       *fixture,
+                                      gconstpointer  data)
+{
+  TestClient *asking = launch_client ((const char * const *) fixture->envp, TRUE, "--expose", "proxy", "mcp-pool",
+                                      json_pack ("{s:{}}", "roots"));
+  g_autoptr(json_t) crashed = NULL;
+  g_autoptr(json_t) answered = NULL;
+  json_t *asked, *cancelled;
+  json_int_t ask;
+
+  asking->on_request = test_never_answer;
+  ask = test_client_request (asking, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", "fix__ask_client",
+                                                              "arguments", "method", "roots/list"));
+  test_client_wait_request (asking, "roots/list");
+  asked = g_ptr_array_index (asking->requests, asking->requests->len - 1);
+  crashed = test_client_read_reply (asking, test_client_request (asking, "tools/call",
+                                                                 json_pack ("{s:s, s:{}}", "name", "fix__crash",
+                                                                            "arguments")));
+  /* It may have come with the reply to the crash already. */
+  if (test_client_count_notifications (asking, "notifications/cancelled") == 0)
+    test_client_wait_notification (asking, "notifications/cancelled");
+  cancelled = test_client_last_notification (asking, "notifications/cancelled");
+  answered = test_client_read_reply (asking, ask);
+
+  g_assert_true (json_equal (json_object_get (cancelled, "requestId"), json_object_get (asked, "id")));
+  g_assert_nonnull (json_object_get (crashed, "result"));
+  g_assert_nonnull (json_object_get (answered, "result"));
+  end_client (asking);
 }
 
 /* Every check of the official SDK client holds through the daemon too:
@@ -1684,6 +1726,8 @@ main (int    argc,
               test_shared_notifications, fixture_tear_down);
   g_test_add ("/daemon/shared-client-requests", Fixture, &plain, fixture_set_up,
               test_shared_client_requests, fixture_tear_down);
+  g_test_add ("/daemon/shared-client-request-cancelled", Fixture, &plain, fixture_set_up,
+              test_shared_client_request_cancelled, fixture_tear_down);
   g_test_add ("/daemon/sdk-client", Fixture, &plain, fixture_set_up, test_sdk_client_shared, fixture_tear_down);
   g_test_add ("/daemon/signals", Fixture, &plain, fixture_set_up, test_signals, fixture_tear_down);
   g_test_add ("/daemon/warm-no-worker", Fixture, &plain, fixture_set_up, test_warm_no_worker,

@@ -904,14 +904,6 @@ test_proxy_resource_updates (Fixture       *fixture,
   g_assert_nonnull (strstr (unknown, "nowhere://x"));
 }
 
-static json_t *
-never_answer (const char *method,
-              json_t     *params,
-              gpointer    user_data)
-{
-  return json_null ();
-}
-
 /* A server that stops waiting for its request to the client (here it
  * dies) has the client told: notifications/cancelled for serve's id. */
 static void
@@ -925,7 +917,7 @@ test_proxy_client_request_cancelled (Fixture       *fixture,
   json_t *asked, *cancelled;
   json_int_t ask;
 
-  client->on_request = never_answer;
+  client->on_request = test_never_answer;
   again = serve_initialize_with (client, "2025-11-25", json_pack ("{s:{}}", "roots"));
   ask = test_client_request (client, "tools/call",
                              json_pack ("{s:s, s:{s:s}}", "name", "fixture__ask_client", "arguments",

@@ -75,6 +75,7 @@ struct _McpDaemon {
    * asked for; the servers are asked for the lowest, and each serve
    * drops what is below its own */
   GHashTable                *log_levels;
+  guint32                    server_requests_sent; /* main context: numbers Client1.ServerRequest */
 
   GMutex                     lock;
   GHashTable                *exposures;   /* protected by lock: flags → McpExpose */
@@ -1084,6 +1085,19 @@ handle_cancel (McpDBusPool1          *skeleton,
   return TRUE;
 }
 
+static gboolean
+handle_roots_changed (McpDBusPool1          *skeleton,
+                      GDBusMethodInvocation *invocation,
+                      McpDaemon             *daemon)
+{
+  if (!authorized (daemon, invocation))
+    return TRUE;
+
+  mcp_pool_notify_servers (daemon->pool, "notifications/roots/list_changed", NULL);
+  mcp_dbus_pool1_complete_roots_changed (skeleton, invocation);
+  return TRUE;
+}
+
 /* Pool events, on the main context */
 
 static void
@@ -1132,18 +1146,54 @@ client_of_calls (McpDaemon *daemon,
   return *n_clients == 1 ? g_strdup (client) : NULL;
 }
 
+/* A server's request passed on to a client (Client1.ServerRequest),
+ * until the client's answer comes; if the server gives up on it first, the
+ * client is told (Client1.CancelServerRequest). */
+typedef struct {
+  GDBusConnection     *connection;   /* a reference */
+  char                *client;       /* immutable */
+  guint32              number;       /* immutable */
+  McpSessionResponder *responder;
+  GCancellable        *cancellable;  /* the responder's, a reference */
+  gulong               handler;      /* on cancellable */
+} ClientRequest;
+
+/* Any thread: the server cancelled the request, timed out or ended. */
+static void
+on_server_gave_up (GCancellable *cancellable,
+                   gpointer      user_data)
+{
+  ClientRequest *request = user_data;
+
+  g_dbus_connection_call (request->connection, request->client, MCP_CLIENT_OBJECT_PATH, MCP_CLIENT_INTERFACE,
+                          "CancelServerRequest", g_variant_new ("(u)", request->number), NULL,
+                          G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, NULL, NULL);
+}
+
+static void
+client_request_free (ClientRequest *request)
+{
+  g_cancellable_disconnect (request->cancellable, request->handler);
+  g_object_unref (request->cancellable);
+  g_object_unref (request->connection);
+  g_free (request->client);
+  g_free (request);
+}
+
 static void
 on_client_answer (GObject      *source,
                   GAsyncResult *result,
                   gpointer      user_data)
 {
-  McpSessionResponder *responder = user_data;
+  ClientRequest *request = user_data;
+  McpSessionResponder *responder = request->responder;
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
   g_autoptr(json_t) response = NULL;
   const char *text = NULL;
   json_t *failure;
 
+  client_request_free (request);
   if (reply == NULL)
     {
       g_autofree char *message = NULL;
@@ -1209,6 +1259,7 @@ on_server_request (McpPool             *pool,
   g_autofree char *client = client_of_calls (daemon, mcp_session_responder_get_in_flight (responder), &n_clients);
   g_autofree char *text = NULL;
   guint n_declaring = 0;
+  ClientRequest *request;
 
   if (client == NULL && n_clients == 0)
     client = client_declaring (daemon, method, &n_declaring);
@@ -1227,10 +1278,19 @@ on_server_request (McpPool             *pool,
       return TRUE;
     }
   text = json_dumps (params, JSON_COMPACT);
-  g_dbus_connection_call (daemon->connection, client, MCP_CLIENT_OBJECT_PATH, MCP_CLIENT_INTERFACE,
-                          "ServerRequest", g_variant_new ("(sss)", server, method, text ? text : "{}"),
+  request = g_new0 (ClientRequest, 1);
+  request->connection = g_object_ref (daemon->connection);
+  request->client = g_steal_pointer (&client);
+  request->number = ++daemon->server_requests_sent;
+  request->responder = responder;
+  request->cancellable = g_object_ref (mcp_session_responder_get_cancellable (responder));
+  g_dbus_connection_call (daemon->connection, request->client, MCP_CLIENT_OBJECT_PATH, MCP_CLIENT_INTERFACE,
+                          "ServerRequest",
+                          g_variant_new ("(usss)", request->number, server, method, text ? text : "{}"),
                           G_VARIANT_TYPE ("(s)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, G_MAXINT,
-                          mcp_session_responder_get_cancellable (responder), on_client_answer, responder);
+                          request->cancellable, on_client_answer, request);
+  /* After the request, so that a cancel is sent after it. */
+  request->handler = g_cancellable_connect (request->cancellable, G_CALLBACK (on_server_gave_up), request, NULL);
   return TRUE;
 }
 
@@ -1424,6 +1484,7 @@ static const struct {
   { "handle-get-stats",      G_CALLBACK (handle_get_stats) },
   { "handle-handle-request", G_CALLBACK (handle_handle_request) },
   { "handle-cancel",         G_CALLBACK (handle_cancel) },
+  { "handle-roots-changed",  G_CALLBACK (handle_roots_changed) },
 };
 
 int

@@ -42,11 +42,21 @@ struct _McpRemote {
   McpDBusClient1     *client;         /* set once by mcp_remote_watch(); NULL: not exported */
   guint               daemon_watch;   /* set once by mcp_remote_watch(), with client */
   char               *daemon_owner;   /* the daemon's unique name, NULL while none; on watch's context */
-  GCancellable       *ending;         /* cancelled by mcp_remote_free(): the daemon's requests end */
 
   GMutex              lock;
   GHashTable         *calls;          /* protected by lock; serial → PendingCall */
+  GHashTable         *server_requests; /* protected by lock; the daemon's number → ServerRequest */
 };
+
+/* A request of the daemon's servers (Client1.ServerRequest), until the
+ * client's answer or its end is sent back; its cancellable is cancelled
+ * when the daemon says the server gave up on it, or the remote ends. */
+typedef struct {
+  McpRemote             *remote;
+  guint32                number;        /* the daemon's */
+  GDBusMethodInvocation *invocation;    /* taken by the answer */
+  GCancellable          *cancellable;
+} ServerRequest;
 
 /* The function that gets a call's reply body (checked against its type),
  * or NULL and @error, on the context the call was started on. */
@@ -148,9 +158,27 @@ mcp_remote_new (GError **error)
   g_dbus_connection_set_exit_on_close (connection, FALSE);
   g_mutex_init (&remote->lock);
   remote->calls = g_hash_table_new (NULL, NULL);
-  remote->ending = g_cancellable_new ();
+  remote->server_requests = g_hash_table_new (NULL, NULL);
   remote->filter_id = g_dbus_connection_add_filter (connection, filter_progress, remote, NULL);
   return remote;
+}
+
+/* The daemon's requests in flight end: each one's handler answers it,
+ * which takes it out of the table, so none is held while cancelling. */
+static void
+end_server_requests (McpRemote *remote)
+{
+  g_autoptr(GPtrArray) cancellables = g_ptr_array_new_with_free_func (g_object_unref);
+  GHashTableIter iter;
+  gpointer value;
+
+  g_mutex_lock (&remote->lock);
+  g_hash_table_iter_init (&iter, remote->server_requests);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    g_ptr_array_add (cancellables, g_object_ref (((ServerRequest *) value)->cancellable));
+  g_mutex_unlock (&remote->lock);
+  for (guint i = 0; i < cancellables->len; i++)
+    g_cancellable_cancel (g_ptr_array_index (cancellables, i));
 }
 
 void
@@ -168,12 +196,12 @@ mcp_remote_free (McpRemote *remote)
       g_bus_unwatch_name (remote->daemon_watch);
       g_free (remote->daemon_owner);
     }
-  g_cancellable_cancel (remote->ending);
-  g_object_unref (remote->ending);
+  end_server_requests (remote);
   g_dbus_connection_remove_filter (remote->connection, remote->filter_id);
   g_dbus_connection_close_sync (remote->connection, NULL, NULL);
   g_object_unref (remote->connection);
   g_hash_table_unref (remote->calls);
+  g_hash_table_unref (remote->server_requests);
   g_mutex_clear (&remote->lock);
   g_free (remote);
 }
@@ -251,36 +279,44 @@ from_daemon (McpRemote             *remote,
   return g_strcmp0 (remote->daemon_owner, g_dbus_method_invocation_get_sender (invocation)) == 0;
 }
 
-/* McpRemoteAnswerFunc: the client's answer, as the method's reply. */
+/* McpRemoteAnswerFunc, any thread: the client's answer, as the method's
+ * reply. */
 static void
-answer_invocation (json_t     *result,
-                   int         code,
-                   const char *message,
-                   gpointer    answer_data)
+answer_server_request (json_t     *result,
+                       int         code,
+                       const char *message,
+                       gpointer    answer_data)
 {
-  GDBusMethodInvocation *invocation = answer_data;
+  ServerRequest *request = answer_data;
   g_autoptr(json_t) response = message != NULL
                                ? json_pack ("{s:{s:i, s:s}}", "error", "code", code, "message", message)
                                : json_pack ("{s:o}", "result", result != NULL ? result : json_object ());
   g_autofree char *text = response != NULL ? json_dumps (response, JSON_COMPACT) : NULL;
 
+  g_mutex_lock (&request->remote->lock);
+  g_hash_table_remove (request->remote->server_requests, GUINT_TO_POINTER (request->number));
+  g_mutex_unlock (&request->remote->lock);
   /* Takes the invocation. */
   if (text == NULL)
-    g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
+    g_dbus_method_invocation_return_error_literal (request->invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
                                                    _("The client's answer cannot be encoded"));
   else
-    g_dbus_method_invocation_return_value (invocation, g_variant_new ("(s)", text));
+    g_dbus_method_invocation_return_value (request->invocation, g_variant_new ("(s)", text));
+  g_object_unref (request->cancellable);
+  g_free (request);
 }
 
 static gboolean
 handle_server_request (McpDBusClient1        *skeleton,
                        GDBusMethodInvocation *invocation,
+                       guint32                number,
                        const char            *server,
                        const char            *method,
                        const char            *params_text,
                        McpRemote             *remote)
 {
   g_autoptr(json_t) params = mcp_jsonrpc_parse (params_text, strlen (params_text), NULL);
+  ServerRequest *request;
 
   if (!from_daemon (remote, invocation))
     {
@@ -294,14 +330,50 @@ handle_server_request (McpDBusClient1        *skeleton,
                                                      _("“params” must be a JSON object"));
       return TRUE;
     }
-  /* The handler owns @invocation; answering it takes it. */
-  if (!remote->callbacks.on_server_request (server, method, params, remote->ending, answer_invocation, invocation,
-                                            remote->callbacks.user_data))
+  request = g_new0 (ServerRequest, 1);
+  request->remote = remote;
+  request->number = number;
+  request->invocation = invocation;
+  request->cancellable = g_cancellable_new ();
+  g_mutex_lock (&remote->lock);
+  g_hash_table_replace (remote->server_requests, GUINT_TO_POINTER (number), request);
+  g_mutex_unlock (&remote->lock);
+  /* The handler owns @request; answering it takes it. */
+  if (!remote->callbacks.on_server_request (server, method, params, request->cancellable, answer_server_request,
+                                            request, remote->callbacks.user_data))
     {
       g_autofree char *text = g_strdup_printf (_("mcp-pool's client does not answer %s"), method);
 
-      answer_invocation (NULL, MCP_JSONRPC_METHOD_NOT_FOUND, text, invocation);
+      answer_server_request (NULL, MCP_JSONRPC_METHOD_NOT_FOUND, text, request);
     }
+  return TRUE;
+}
+
+/* The daemon's server gave up on request @number: its handler tells the
+ * client and answers it. */
+static gboolean
+handle_cancel_server_request (McpDBusClient1        *skeleton,
+                              GDBusMethodInvocation *invocation,
+                              guint32                number,
+                              McpRemote             *remote)
+{
+  g_autoptr(GCancellable) cancellable = NULL;
+  ServerRequest *request;
+
+  if (!from_daemon (remote, invocation))
+    {
+      g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_ACCESS_DENIED,
+                                                     _("Only mcp-poold may ask this client"));
+      return TRUE;
+    }
+  g_mutex_lock (&remote->lock);
+  request = g_hash_table_lookup (remote->server_requests, GUINT_TO_POINTER (number));
+  if (request != NULL)
+    cancellable = g_object_ref (request->cancellable);
+  g_mutex_unlock (&remote->lock);
+  if (cancellable != NULL)
+    g_cancellable_cancel (cancellable);
+  mcp_dbus_client1_complete_cancel_server_request (skeleton, invocation);
   return TRUE;
 }
 
@@ -327,6 +399,8 @@ mcp_remote_watch (McpRemote                *remote,
                                                              on_daemon_vanished, remote, NULL);
       remote->client = mcp_dbus_client1_skeleton_new ();
       g_signal_connect (remote->client, "handle-server-request", G_CALLBACK (handle_server_request), remote);
+      g_signal_connect (remote->client, "handle-cancel-server-request",
+                        G_CALLBACK (handle_cancel_server_request), remote);
       if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (remote->client), remote->connection,
                                              MCP_CLIENT_OBJECT_PATH, &error))
         g_warning ("The servers' requests cannot reach this client: %s", error->message);
@@ -679,6 +753,13 @@ mcp_remote_evict (McpRemote   *remote,
                                            G_VARIANT_TYPE_UNIT, TRUE, NULL, NULL, NULL, error);
 
   return reply != NULL;
+}
+
+void
+mcp_remote_roots_changed (McpRemote *remote)
+{
+  g_dbus_connection_call (remote->connection, MCP_DAEMON_BUS_NAME, MCP_DAEMON_OBJECT_PATH, MCP_DAEMON_INTERFACE,
+                          "RootsChanged", NULL, NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, NULL, NULL);
 }
 
 typedef struct {

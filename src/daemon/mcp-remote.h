@@ -83,6 +83,9 @@ json_t    *mcp_remote_run_python       (McpRemote                  *remote,
                                         json_t                     *arguments,
                                         GCancellable               *cancellable,
                                         GError                    **error);
+/* Any thread, without waiting: the client's roots changed; the daemon's
+ * running servers are told.  Nothing is sent if no daemon runs. */
+void       mcp_remote_roots_changed    (McpRemote                  *remote);
 gboolean   mcp_remote_evict            (McpRemote                  *remote,
                                         const char                 *server,
                                         GError                    **error);

@@ -278,6 +278,8 @@ handle_notification (McpServe *serve,
     {
       if (serve->pool != NULL)
         mcp_pool_notify_servers (serve->pool, method, params);
+      else
+        mcp_remote_roots_changed (serve->remote);
     }
   else if (g_strcmp0 (method, "notifications/initialized") == 0)
     {
