@@ -469,6 +469,33 @@ test_idle_reap (Fixture *fixture, gconstpointer data)
   g_assert_cmpuint (info->starts, ==, 2);
 }
 
+/* A client that can answer more (here roots) comes while a server
+ * starts: that start is not installed, and the caller's call runs on a
+ * session that declares the roots. */
+static void
+test_capabilities_grow_during_start (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) roots = json_pack ("{s:{}}", "roots");
+  g_autoptr(json_t) stats = NULL;
+  g_autoptr(GError) error = NULL;
+  CallThread job;
+  GThread *thread;
+
+  configure (fixture, test_fixture_config ("slow", "--slow-start", "1000", NULL), NULL);
+  thread = call_in_thread (&job, fixture, "slow", "echo", json_pack ("{s:s}", "message", "started"), 0);
+  wait_for_state (fixture, "slow", MCP_SERVER_STARTING);
+  mcp_pool_set_client_capabilities (fixture->pool, roots);
+  g_thread_join (thread);
+  g_assert_no_error (job.error);
+  g_assert_cmpstr (first_text (job.result), ==, "Echo: started");
+  call_thread_clear (&job);
+
+  stats = call (fixture, "slow", "stats", NULL, 0, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (json_object_get (json_object_get (json_object_get (stats, "structuredContent"),
+                                                      "client_capabilities"), "roots"));
+}
+
 /* A burst of list_changed leads to one re-list and one tools-changed. */
 static void
 test_list_changed (Fixture *fixture, gconstpointer data)
@@ -906,6 +933,7 @@ main (int argc, char **argv)
   ADD ("/pool/unknown", test_unknown);
   ADD ("/pool/backoff", test_backoff);
   ADD ("/pool/idle-reap", test_idle_reap);
+  ADD ("/pool/capabilities-grow-during-start", test_capabilities_grow_during_start);
   ADD ("/pool/list-changed", test_list_changed);
   ADD ("/pool/list-changed-flood", test_list_changed_flood);
   ADD ("/pool/tools-detail", test_tools_detail);

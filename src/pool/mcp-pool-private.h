@@ -21,6 +21,8 @@ typedef struct {
   guint64          generation;       /* protected by lock */
   McpServerState   state;            /* protected by lock */
   McpSession      *session;          /* protected by lock; set only when READY */
+  json_t          *start_capabilities; /* protected by lock; while STARTING: the client
+                                      * capabilities the start declares (NULL: none) */
   json_t          *tools;            /* protected by lock; NULL until listed */
   gboolean         tools_stale;      /* protected by lock */
   guint            active;           /* protected by lock; calls holding a slot */

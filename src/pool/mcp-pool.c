@@ -222,6 +222,7 @@ start_locked (PoolEntry  *entry,
   g_mutex_unlock (&pool->client_lock);
 
   set_state_locked (entry, MCP_SERVER_STARTING);
+  entry->start_capabilities = json_incref (client_capabilities);
   /* Counted before the entry lock goes, so that a shutdown that has marked
    * every entry removed always waits for this start. */
   g_atomic_int_inc (&pool->starting);
@@ -244,6 +245,7 @@ start_locked (PoolEntry  *entry,
   g_mutex_unlock (&pool->lock);
 
   g_mutex_lock (&entry->lock);
+  g_clear_pointer (&entry->start_capabilities, json_decref);
 
   /* The config changed or the server was removed while it started: this
    * session belongs to an old generation and must not be installed. */
@@ -527,7 +529,8 @@ mcp_pool_set_client_capabilities (McpPool *pool,
 
   /* A server keeps for capable clients what it did not offer at its
    * start: one started without a capability declared now starts again,
-   * once its calls are done (as for a changed config), listed afresh. */
+   * once its calls are done (as for a changed config), listed afresh.
+   * A start under way is not installed, and its callers start it again. */
   entries = mcp_pool_snapshot_entries (pool);
   for (guint i = 0; i < entries->len; i++)
     {
@@ -541,6 +544,8 @@ mcp_pool_set_client_capabilities (McpPool *pool,
           old = mcp_pool_detach_session_locked (entry, NULL);
           g_clear_pointer (&entry->tools, json_decref);
         }
+      else if (entry->state == MCP_SERVER_STARTING && declares_more (copy, entry->start_capabilities))
+        entry->generation++;
       g_mutex_unlock (&entry->lock);
       if (old != NULL)
         mcp_pool_retire_session (pool, old);
