@@ -41,7 +41,8 @@
  *   --task-tool                list a tool "research" that requires task
  *                              augmentation (execution.taskSupport "required"),
  *                              and offer tasks: each is completed when made,
- *                              its result "researched: TOPIC"
+ *                              its result "researched: TOPIC"; tasks/list
+ *                              gives one task per page
  *   --resources TAG            offer resources TAG://own and shared://same (one
  *                              per page) and the template TAG://item/{id};
  *                              reading a URI of those answers "TAG says URI";
@@ -1257,11 +1258,21 @@ handle_tasks (json_t *id, const char *method, json_t *params)
 
   if (strcmp (method, "tasks/list") == 0)
     {
-      json_t *listed = json_array ();
+      /* One task per page; the cursor is the next one's index. */
+      const char *cursor = json_string_value (json_object_get (params, "cursor"));
+      json_t *page = json_object ();
+      char next[16];
 
-      for (i = 0; i < n_tasks; i++)
-        json_array_append_new (listed, task_json (i));
-      send_result (id, json_pack ("{s:o}", "tasks", listed));
+      i = cursor != NULL ? atoi (cursor) : 0;
+      json_object_set_new (page, "tasks", json_array ());
+      if (i >= 0 && i < n_tasks)
+        json_array_append_new (json_object_get (page, "tasks"), task_json (i));
+      if (i >= 0 && i + 1 < n_tasks)
+        {
+          snprintf (next, sizeof next, "%d", i + 1);
+          json_object_set_new (page, "nextCursor", json_string (next));
+        }
+      send_result (id, page);
       return;
     }
   for (i = 0; i < n_tasks; i++)

@@ -51,10 +51,13 @@ remember (McpTasks   *tasks,
   if (id == NULL)
     return;
   locker = g_mutex_locker_new (&tasks->lock);
-  /* A known id keeps its key (the one in the queue) and its place. */
-  if (g_hash_table_contains (tasks->servers, id))
+  /* A known id keeps its key (the one in the queue) and becomes the
+   * newest: a task seen again is one still in use. */
+  if (g_hash_table_lookup_extended (tasks->servers, id, (gpointer *) &key, NULL))
     {
       g_hash_table_insert (tasks->servers, g_strdup (id), g_strdup (server));
+      g_queue_remove (tasks->order, key);
+      g_queue_push_tail (tasks->order, key);
       return;
     }
   if (g_hash_table_size (tasks->servers) >= MCP_TASKS_ROUTES_MAX)
@@ -81,7 +84,43 @@ mcp_tasks_call_tool (McpTasks             *tasks,
   return result;
 }
 
-/* Every task of every server that lists tasks, routed as listed. */
+/* Appends every page of @server's tasks to @listed, routing them as
+ * listed, until MCP_TASKS_ROUTES_MAX tasks are listed in all. */
+static void
+list_server (McpTasks             *tasks,
+             const char           *server,
+             json_t               *listed,
+             const McpCallOptions *options)
+{
+  g_autofree char *cursor = NULL;
+
+  do
+    {
+      g_autoptr(json_t) params = cursor != NULL ? json_pack ("{s:s}", "cursor", cursor) : NULL;
+      g_autoptr(GError) error = NULL;
+      g_autoptr(json_t) result = mcp_pool_request (tasks->pool, server, "tasks/list", params, options, &error);
+      json_t *task;
+      size_t index;
+
+      if (result == NULL)
+        {
+          g_message (_("The tasks of server “%s” are left out: %s"), server, error->message);
+          return;
+        }
+      json_array_foreach (json_object_get (result, "tasks"), index, task)
+        {
+          if (json_array_size (listed) >= MCP_TASKS_ROUTES_MAX)
+            return;
+          remember (tasks, server, task);
+          json_array_append (listed, task);
+        }
+      g_free (cursor);
+      cursor = g_strdup (mcp_json_get_string (result, "nextCursor"));
+    }
+  while (cursor != NULL && *cursor != '\0');
+}
+
+/* Every task of every running server that lists tasks, in one page. */
 static json_t *
 list_every_server (McpTasks             *tasks,
                    const McpCallOptions *options)
@@ -92,29 +131,14 @@ list_every_server (McpTasks             *tasks,
   for (guint i = 0; i < servers->len; i++)
     {
       McpServerInfo *info = g_ptr_array_index (servers, i);
-      g_autoptr(GError) error = NULL;
       g_autoptr(json_t) capabilities = NULL;
-      g_autoptr(json_t) result = NULL;
-      json_t *task;
-      size_t index;
 
       /* Tasks live in running servers: one that is not running has none. */
       if (info->state != MCP_SERVER_READY)
         continue;
       capabilities = mcp_pool_dup_capabilities (tasks->pool, info->name, NULL);
-      if (json_object_get (json_object_get (capabilities, "tasks"), "list") == NULL)
-        continue;
-      result = mcp_pool_request (tasks->pool, info->name, "tasks/list", NULL, options, &error);
-      if (result == NULL)
-        {
-          g_message (_("The tasks of server “%s” are left out: %s"), info->name, error->message);
-          continue;
-        }
-      json_array_foreach (json_object_get (result, "tasks"), index, task)
-        {
-          remember (tasks, info->name, task);
-          json_array_append (listed, task);
-        }
+      if (json_object_get (json_object_get (capabilities, "tasks"), "list") != NULL)
+        list_server (tasks, info->name, listed, options);
     }
   return json_pack ("{s:o}", "tasks", listed);
 }

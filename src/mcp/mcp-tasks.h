@@ -4,14 +4,17 @@
  * with the client's params (the task, _meta) under the tool's own name;
  * the server's CreateTaskResult comes back unchanged, and its task id is
  * remembered with the server, so that tasks/get, tasks/result and
- * tasks/cancel of that id go to it.  tasks/list asks every server that
- * lists tasks and joins their lists (one page each).  Task ids are the
+ * tasks/cancel of that id go to it.  tasks/list asks every running server
+ * that lists tasks for every page, and joins them into one page (of at most
+ * MCP_TASKS_ROUTES_MAX tasks).  Task ids are the
  * servers' own: a server makes them unguessable (the spec asks for it),
  * so two servers do not give the same one; if they did, the later task
  * would win the route.
  *
- * The route table keeps MCP_TASKS_ROUTES_MAX ids, the oldest forgotten
- * first; a forgotten or unknown id is refused with an error that says so.
+ * The route table keeps MCP_TASKS_ROUTES_MAX ids, the one made or listed
+ * longest ago forgotten first; a forgotten or unknown id is refused with
+ * an error that says so.  Tasks are not told apart by client: with
+ * mcp-poold, every client of one exposure lists and reaches them all.
  *
  * Threads: any; the functions block on the pool and are for workers.
  */
