@@ -41,6 +41,7 @@ typedef struct {
   AsMode      as;
   gboolean    as_path;      /* the issuer is base/tenant */
   gboolean    no_s256;
+  gboolean    no_pkce_field; /* the metadata lists no code_challenge_methods_supported */
   gboolean    wrong_state;
   gboolean    deny;
   gboolean    cimd;
@@ -216,6 +217,8 @@ as_metadata (Fixture *f)
                            "registration_endpoint", reg, "response_types_supported", "code",
                            "code_challenge_methods_supported", f->no_s256 ? "plain" : "S256");
 
+  if (f->no_pkce_field)
+    json_object_del (doc, "code_challenge_methods_supported");
   if (f->auth_method != NULL)
     json_object_set_new (doc, "token_endpoint_auth_methods_supported",
                          json_pack ("[s]", f->auth_method));
@@ -726,6 +729,25 @@ test_login_no_s256 (Fixture      *f,
   g_assert_nonnull (strstr (result.err, "does not support PKCE with S256"));
   g_assert_cmpuint (f->authorize_hits, ==, 0);
   g_assert_cmpuint (f->registrations, ==, 0);
+}
+
+/* Metadata that does not say which PKCE methods it takes is refused as
+ * well (MCP authorization spec 2025-11-25), before any registration. */
+static void
+test_login_no_pkce_field (Fixture      *f,
+                          gconstpointer data)
+{
+  g_auto(AuthResult) result;
+  g_autofree char *path = mcp_token_store_file_path (f->mcp_url);
+
+  f->no_pkce_field = TRUE;
+  run_login (f, &result);
+  g_assert_cmpint (result.status, ==, 1);
+  g_assert_nonnull (strstr (result.err, "lists no code_challenge_methods_supported"));
+  g_assert_nonnull (strstr (result.err, f->base));
+  g_assert_cmpuint (f->authorize_hits, ==, 0);
+  g_assert_cmpuint (f->registrations, ==, 0);
+  g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
 }
 
 static void
@@ -1486,6 +1508,7 @@ main (int    argc,
   ADD ("/oauth/login/wrong-state", test_login_wrong_state, NULL);
   ADD ("/oauth/login/denied", test_login_denied, NULL);
   ADD ("/oauth/login/no-s256", test_login_no_s256, NULL);
+  ADD ("/oauth/login/no-pkce-field", test_login_no_pkce_field, NULL);
   ADD ("/oauth/login/refresh-first", test_login_refresh_first, NULL);
   ADD ("/oauth/login/insecure-url", test_bad_url, NULL);
   ADD ("/oauth/login/timeout", test_login_timeout, NULL);
