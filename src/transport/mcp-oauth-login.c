@@ -180,6 +180,8 @@ on_verified (Flow        *flow,
                                     soup_message_get_reason_phrase (msg)));
       return;
     }
+  /* Met: the next login starts from the server's 401 again. */
+  json_object_del (flow->record, "step_up_challenge");
   mcp_oauth_flow_run_job (flow, mcp_oauth_job_save, on_login_saved);
 }
 
@@ -685,6 +687,9 @@ on_login_loaded (Flow   *flow,
     }
   if (flow->record == NULL)
     flow->record = json_object ();
+  /* The refusal of another process, which kept it with the tokens. */
+  if (flow->challenge == NULL)
+    flow->challenge = g_strdup (mcp_oauth_record_string (flow->record, "step_up_challenge"));
   /* A refresh gives the same scope; a step-up needs a new authorization. */
   if (mcp_oauth_record_string (flow->record, "refresh_token") != NULL &&
       mcp_oauth_record_string (flow->record, "token_endpoint") != NULL &&
