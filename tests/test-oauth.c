@@ -41,6 +41,7 @@ typedef struct {
   AsMode      as;
   gboolean    as_path;      /* the issuer is base/tenant */
   gboolean    no_s256;
+  gboolean    no_pkce_field; /* the metadata lists no code_challenge_methods_supported */
   gboolean    wrong_state;
   gboolean    deny;
   gboolean    cimd;
@@ -48,6 +49,7 @@ typedef struct {
   const char *auth_method;  /* the one the metadata advertises, NULL: basic and none */
   const char *challenge_scope;
   const char *required_scope; /* a token without it gets 403 insufficient_scope */
+  const char *call_scope;   /* the same, for tools/call alone */
   gboolean    refuse_refresh;
   const char *grant_scope;  /* every token gets this scope, whatever was asked */
   /* what it saw */
@@ -145,11 +147,14 @@ handle_mcp (Fixture           *f,
   if (token != NULL && g_hash_table_contains (f->access, token))
     {
       const char *scope = g_hash_table_lookup (f->access, token);
+      SoupMessageBody *body = soup_server_message_get_request_body (msg);
+      g_autoptr(json_t) request = json_loadb (body->data, body->length, 0, NULL);
+      const char *method = json_string_value (json_object_get (request, "method"));
+      const char *needed = f->call_scope != NULL && g_strcmp0 (method, "tools/call") == 0
+                           ? f->call_scope : f->required_scope;
 
-      if (f->required_scope == NULL || scope_has (scope, f->required_scope))
+      if (needed == NULL || scope_has (scope, needed))
         {
-          SoupMessageBody *body = soup_server_message_get_request_body (msg);
-          g_autoptr(json_t) request = json_loadb (body->data, body->length, 0, NULL);
           json_t *id = json_object_get (request, "id");
 
           /* The answer to a request, for its id; a notification's 202. */
@@ -161,8 +166,7 @@ handle_mcp (Fixture           *f,
                                              "result", "protocolVersion", "2025-11-25"));
           return;
         }
-      g_string_append_printf (challenge, " error=\"insufficient_scope\", scope=\"%s\"",
-                              f->required_scope);
+      g_string_append_printf (challenge, " error=\"insufficient_scope\", scope=\"%s\"", needed);
       soup_message_headers_replace (out, "WWW-Authenticate", challenge->str);
       soup_server_message_set_status (msg, 403, NULL);
       return;
@@ -216,6 +220,8 @@ as_metadata (Fixture *f)
                            "registration_endpoint", reg, "response_types_supported", "code",
                            "code_challenge_methods_supported", f->no_s256 ? "plain" : "S256");
 
+  if (f->no_pkce_field)
+    json_object_del (doc, "code_challenge_methods_supported");
   if (f->auth_method != NULL)
     json_object_set_new (doc, "token_endpoint_auth_methods_supported",
                          json_pack ("[s]", f->auth_method));
@@ -728,6 +734,25 @@ test_login_no_s256 (Fixture      *f,
   g_assert_cmpuint (f->registrations, ==, 0);
 }
 
+/* Metadata that does not say which PKCE methods it takes is refused as
+ * well (MCP authorization spec 2025-11-25), before any registration. */
+static void
+test_login_no_pkce_field (Fixture      *f,
+                          gconstpointer data)
+{
+  g_auto(AuthResult) result;
+  g_autofree char *path = mcp_token_store_file_path (f->mcp_url);
+
+  f->no_pkce_field = TRUE;
+  run_login (f, &result);
+  g_assert_cmpint (result.status, ==, 1);
+  g_assert_nonnull (strstr (result.err, "lists no code_challenge_methods_supported"));
+  g_assert_nonnull (strstr (result.err, f->base));
+  g_assert_cmpuint (f->authorize_hits, ==, 0);
+  g_assert_cmpuint (f->registrations, ==, 0);
+  g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
+}
+
 static void
 test_login_refresh_first (Fixture      *f,
                           gconstpointer data)
@@ -1097,10 +1122,34 @@ watch_released (gpointer user_data)
   return g_atomic_int_get (&((TransportWatch *) user_data)->refs) == 0;
 }
 
+/* Sends @message to the fixture's server "remote" through an HTTP
+ * transport on @io's context, until it answers or closes. */
+static McpTransport *
+send_through_transport (Fixture        *f,
+                        TestIoThread   *io,
+                        json_t         *message,
+                        TransportWatch *watch)
+{
+  static const McpTransportFuncs funcs = {
+    .on_message = watch_on_message, .on_closed = watch_on_closed, .ref = watch_ref, .unref = watch_unref,
+  };
+  g_autoptr(McpServerConfig) config = mcp_server_config_new ("remote", NULL, NULL);
+  g_autoptr(GError) error = NULL;
+  McpTransport *transport;
+
+  config->transport = MCP_TRANSPORT_HTTP;
+  config->url = g_strdup (f->mcp_url);
+  g_mutex_init (&watch->lock);
+  transport = mcp_transport_new_for_config (config, test_io_thread_get_context (io), &funcs, watch, &error);
+  g_assert_no_error (error);
+  g_assert_true (mcp_transport_send (transport, message, &error));
+  g_assert_true (test_wait_for (watch_ended, watch, 30000));
+  return transport;
+}
+
 /* Logs in, lets the access token expire (and, with @refuse_refresh, the
- * refresh token be refused), then sends initialize through an HTTP
- * transport on @io's context until it answers or closes; the number of
- * MCP answers the server gave the transport in *@answers. */
+ * refresh token be refused), then sends initialize through a transport;
+ * the number of MCP answers the server gave the transport in *@answers. */
 static McpTransport *
 initialize_after_expiry (Fixture        *f,
                          TestIoThread   *io,
@@ -1108,30 +1157,18 @@ initialize_after_expiry (Fixture        *f,
                          TransportWatch *watch,
                          guint          *answers)
 {
-  static const McpTransportFuncs funcs = {
-    .on_message = watch_on_message, .on_closed = watch_on_closed, .ref = watch_ref, .unref = watch_unref,
-  };
   g_auto(AuthResult) login;
-  g_autoptr(McpServerConfig) config = mcp_server_config_new ("remote", NULL, NULL);
   g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7,
                                             "method", "initialize", "params");
-  g_autoptr(GError) error = NULL;
   McpTransport *transport;
   guint before;
 
-  config->transport = MCP_TRANSPORT_HTTP;
-  config->url = g_strdup (f->mcp_url);
   run_login (f, &login);
   assert_logged_in (f, &login);
   g_hash_table_remove_all (f->access);
   f->refuse_refresh = refuse_refresh;
   before = f->mcp_answers;
-
-  g_mutex_init (&watch->lock);
-  transport = mcp_transport_new_for_config (config, test_io_thread_get_context (io), &funcs, watch, &error);
-  g_assert_no_error (error);
-  g_assert_true (mcp_transport_send (transport, initialize, &error));
-  g_assert_true (test_wait_for (watch_ended, watch, 30000));
+  transport = send_through_transport (f, io, initialize, watch);
   *answers = f->mcp_answers - before;
   return transport;
 }
@@ -1183,6 +1220,61 @@ test_transport_login_required (Fixture      *f,
   assert_no_token_in (f, watch.closed->message);
   g_assert_cmpuint (answers, ==, 0);
   close_transport (transport, &watch);
+}
+
+static void
+run_auth_remote (Fixture    *f,
+                 AuthResult *result,
+                 const char *servers_file)
+{
+  run_auth (f, result, (const char * const []) { "--config", servers_file, "remote", NULL });
+}
+
+/* A 403 insufficient_scope met in one process (the test's transport
+ * here, `mcp-pool serve` for a user) is kept with the tokens: `mcp-pool
+ * auth remote`, a process that never saw it, asks for the scope the
+ * server named rather than refreshing the old one. */
+static void
+test_transport_step_up_elsewhere (Fixture      *f,
+                                  gconstpointer data)
+{
+  g_autoptr(TestIoThread) io = test_io_thread_new ();
+  g_autofree char *servers_file = g_build_filename (f->dir, "servers.json", NULL);
+  g_autofree char *servers_text = g_strdup_printf ("{\"mcpServers\": {\"remote\": {\"type\": \"http\", "
+                                                   "\"url\": \"%s\"}}}", f->mcp_url);
+  g_autoptr(json_t) call = json_pack ("{s:s, s:i, s:s, s:{s:s}}", "jsonrpc", "2.0", "id", 8,
+                                      "method", "tools/call", "params", "name", "write");
+  TransportWatch watch = { 0 };
+  McpTransport *transport;
+  g_auto(AuthResult) first;
+  g_auto(AuthResult) widened;
+  g_auto(AuthResult) again;
+
+  g_assert_true (g_file_set_contents (servers_file, servers_text, -1, NULL));
+  run_auth_remote (f, &first, servers_file);
+  assert_logged_in (f, &first);
+  g_assert_cmpstr (f->last_scope, ==, "mcp:read");
+
+  f->call_scope = "mcp:read mcp:write";
+  transport = send_through_transport (f, io, call, &watch);
+  g_assert_null (watch.reply);
+  g_assert_error (watch.closed, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_AUTH);
+  g_assert_nonnull (strstr (watch.closed->message, "more scope (mcp:read mcp:write)"));
+  g_assert_nonnull (strstr (watch.closed->message, "run `mcp-pool auth remote`"));
+  assert_no_token_in (f, watch.closed->message);
+  close_transport (transport, &watch);
+
+  run_auth_remote (f, &widened, servers_file);
+  assert_logged_in (f, &widened);
+  g_assert_cmpuint (f->authorize_hits, ==, 2);
+  g_assert_cmpuint (f->refresh_grants, ==, 0);
+  g_assert_cmpstr (f->last_scope, ==, "mcp:read mcp:write");
+
+  /* Met: the next run renews the stored login. */
+  run_auth_remote (f, &again, servers_file);
+  g_assert_cmpint (again.status, ==, 0);
+  g_assert_nonnull (strstr (again.out, "renewed"));
+  g_assert_cmpuint (f->authorize_hits, ==, 2);
 }
 
 /* --- the keyring: gnome-keyring-daemon on a bus of the test's own ------- */
@@ -1304,6 +1396,14 @@ keyring_stop (Keyring *keyring)
   g_free (keyring->address);
 }
 
+/* Where MCP_POOL_INTEROP_MUST_WORK=1 (CI) the keyring test must run
+ * whole: a missing program fails it rather than skipping a part. */
+static gboolean
+keyring_must_work (void)
+{
+  return g_strcmp0 (g_getenv ("MCP_POOL_INTEROP_MUST_WORK"), "1") == 0;
+}
+
 /* What the keyring holds for the URL, read with secret-tool; NULL if it
  * is not installed. */
 static char *
@@ -1316,6 +1416,9 @@ keyring_lookup (Fixture *f,
   g_autoptr(GError) error = NULL;
   char *out = NULL;
 
+  if (tool == NULL && keyring_must_work ())
+    g_error ("secret-tool (libsecret-tools) is not installed, and MCP_POOL_INTEROP_MUST_WORK=1 "
+             "wants the keyring's content checked; ./quickstart test installs it");
   if (tool == NULL)
     return NULL;
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
@@ -1336,10 +1439,13 @@ test_store_keyring (Fixture      *f,
   g_autofree char *bus = g_find_program_in_path ("dbus-daemon");
   g_autofree char *path = mcp_token_store_file_path (f->mcp_url);
   g_autofree char *held = NULL;
-  g_auto(AuthResult) first;
-  g_auto(AuthResult) second;
+  g_auto(AuthResult) first = { 0 };
+  g_auto(AuthResult) second = { 0 };
   Keyring keyring = { 0 };
 
+  if ((daemon == NULL || bus == NULL) && keyring_must_work ())
+    g_error ("gnome-keyring-daemon (gnome-keyring) or dbus-daemon (dbus) is not installed, and "
+             "MCP_POOL_INTEROP_MUST_WORK=1 wants the keyring tested; ./quickstart test installs them");
   if (daemon == NULL || bus == NULL)
     {
       g_test_skip ("gnome-keyring-daemon or dbus-daemon is not installed");
@@ -1384,7 +1490,7 @@ test_login_shared (Fixture      *f,
   g_autoptr(GSubprocess) daemon = NULL;
   g_autofree char *address = NULL;
   g_auto(GStrv) wrapped = NULL;
-  g_auto(AuthResult) login;
+  g_auto(AuthResult) login = { 0 };
   g_autoptr(GError) error = NULL;
 
   if (dbus == NULL || poold == NULL)
@@ -1486,6 +1592,7 @@ main (int    argc,
   ADD ("/oauth/login/wrong-state", test_login_wrong_state, NULL);
   ADD ("/oauth/login/denied", test_login_denied, NULL);
   ADD ("/oauth/login/no-s256", test_login_no_s256, NULL);
+  ADD ("/oauth/login/no-pkce-field", test_login_no_pkce_field, NULL);
   ADD ("/oauth/login/refresh-first", test_login_refresh_first, NULL);
   ADD ("/oauth/login/insecure-url", test_bad_url, NULL);
   ADD ("/oauth/login/timeout", test_login_timeout, NULL);
@@ -1509,6 +1616,7 @@ main (int    argc,
   ADD ("/oauth/login/shared", test_login_shared, NULL);
   ADD ("/oauth/transport/refresh", test_transport_refresh, NULL);
   ADD ("/oauth/transport/login-required", test_transport_login_required, NULL);
+  ADD ("/oauth/transport/step-up-elsewhere", test_transport_step_up_elsewhere, NULL);
   ADD ("/oauth/store/keyring", test_store_keyring, NULL);
 #undef ADD
   return g_test_run ();

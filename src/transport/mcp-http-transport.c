@@ -850,6 +850,42 @@ refresh_and_send_again (Exchange *exchange)
   return TRUE;
 }
 
+typedef struct {
+  HttpTransport *self;          /* with a reference to the owner */
+  char          *scope;
+} StepUp;
+
+static void
+on_challenge_kept (GObject      *source,
+                   GAsyncResult *result,
+                   gpointer      user_data)
+{
+  StepUp *step_up = user_data;
+  HttpTransport *self = step_up->self;
+  GMainContext *context = enter (self);
+  GDestroyNotify unref = self->parent.funcs.unref;
+  gpointer owner = self->parent.user_data;
+  g_autoptr(GError) error = NULL;
+  gboolean kept = mcp_oauth_keep_challenge_finish (result, &error);
+
+  if (!is_closing (self) && kept)
+    mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_AUTH,
+                              _("Server “%s” needs a login with more scope (%s) than the stored "
+                                "one has: run `mcp-pool auth %s` (HTTP 403 insufficient_scope)"),
+                              self->config->name, step_up->scope, self->config->name);
+  else if (!is_closing (self))
+    mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_AUTH,
+                              _("Server “%s” needs a login with more scope (%s) than the stored "
+                                "one has, and the scope could not be kept with the tokens (%s): "
+                                "run `mcp-pool auth %s --scopes \"%s\"` (HTTP 403 insufficient_scope)"),
+                              self->config->name, step_up->scope, error->message,
+                              self->config->name, step_up->scope);
+  leave (context);
+  g_free (step_up->scope);
+  g_free (step_up);
+  unref (owner);
+}
+
 static void
 on_login_needed (Exchange *exchange,
                  guint     status)
@@ -857,6 +893,9 @@ on_login_needed (Exchange *exchange,
   HttpTransport *self = exchange->self;
   const char *challenge = soup_message_headers_get_one (soup_message_get_response_headers (exchange->message),
                                                         "WWW-Authenticate");
+  g_autofree char *scope = status == SOUP_STATUS_FORBIDDEN ? mcp_oauth_step_up_scope (challenge)
+                                                           : NULL;
+  StepUp *step_up;
 
   g_mutex_lock (&challenges_lock);
   if (challenges == NULL)
@@ -866,9 +905,21 @@ on_login_needed (Exchange *exchange,
   else
     g_hash_table_remove (challenges, self->config->url);
   g_mutex_unlock (&challenges_lock);
-  mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_AUTH,
-                            _("Server “%s” needs a login: run `mcp-pool auth %s` (HTTP %u)"),
-                            self->config->name, self->config->name, status);
+  if (scope == NULL || self->access_token == NULL)
+    {
+      mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_AUTH,
+                                _("Server “%s” needs a login: run `mcp-pool auth %s` (HTTP %u)"),
+                                self->config->name, self->config->name, status);
+      return;
+    }
+  /* The table above is this process's; `mcp-pool auth` may run in
+   * another, so the challenge goes with the stored tokens, before the
+   * call hears of it. */
+  step_up = g_new0 (StepUp, 1);
+  step_up->self = self;
+  step_up->scope = g_steal_pointer (&scope);
+  self->parent.funcs.ref (self->parent.user_data);
+  mcp_oauth_keep_challenge_async (self->config, challenge, on_challenge_kept, step_up);
 }
 
 /* The first POST refused the way the specification describes for a

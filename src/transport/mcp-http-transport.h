@@ -26,7 +26,9 @@ G_BEGIN_DECLS
  * callbacks run on @context.  A 401 on a stored token is answered by one
  * refresh (mcp-oauth.h) and the refused requests are sent again; without
  * a token, or when the refresh fails, the transport closes with
- * MCP_TRANSPORT_ERROR_AUTH ("run `mcp-pool auth NAME`"). */
+ * MCP_TRANSPORT_ERROR_AUTH ("run `mcp-pool auth NAME`").  A 403
+ * insufficient_scope on the token closes it so too, naming the scope,
+ * once the challenge is kept with the stored tokens for that login. */
 McpTransport *mcp_http_transport_new (McpServerConfig          *config,
                                       GMainContext             *context,
                                       const McpTransportFuncs  *funcs,

@@ -180,6 +180,8 @@ on_verified (Flow        *flow,
                                     soup_message_get_reason_phrase (msg)));
       return;
     }
+  /* Met: the next login starts from the server's 401 again. */
+  json_object_del (flow->record, "step_up_challenge");
   mcp_oauth_flow_run_job (flow, mcp_oauth_job_save, on_login_saved);
 }
 
@@ -408,19 +410,35 @@ login_identify (Flow *flow)
   login_authorize (flow);
 }
 
-static gboolean
-has_s256 (json_t *as)
+/* Why the authorization server's metadata @document rules out PKCE with
+ * S256, or NULL.  The MCP authorization spec (2025-11-25) has the client
+ * refuse metadata that lists no code_challenge_methods_supported, as much
+ * as a list without S256; only the 2025-03-26 fallback, with no metadata
+ * (@document NULL), has nothing that could say it, and is tried. */
+static GError *
+pkce_refusal (Flow   *flow,
+              json_t *document)
 {
-  json_t *methods = json_object_get (as, "code_challenge_methods_supported");
+  json_t *methods = json_object_get (document, "code_challenge_methods_supported");
   gsize i;
   json_t *method;
 
+  if (document == NULL)
+    return NULL;
   if (!json_is_array (methods))
-    return TRUE;   /* not said: tried, and the server refuses it if it must */
+    return g_error_new (MCP_OAUTH_ERROR, MCP_OAUTH_ERROR_UNSUPPORTED,
+                        _("Server “%s”: the metadata of its authorization server %s lists no "
+                          "code_challenge_methods_supported, so PKCE with S256, which mcp-pool "
+                          "requires, is not offered; it cannot be used until the server lists "
+                          "\"S256\" there"),
+                        flow->config->name, flow->issuer);
   json_array_foreach (methods, i, method)
     if (g_strcmp0 (json_string_value (method), "S256") == 0)
-      return TRUE;
-  return FALSE;
+      return NULL;
+  return g_error_new (MCP_OAUTH_ERROR, MCP_OAUTH_ERROR_UNSUPPORTED,
+                      _("Server “%s”: its authorization server %s does not support "
+                        "PKCE with S256, which mcp-pool requires; it cannot be used"),
+                      flow->config->name, flow->issuer);
 }
 
 /* The 2025-03-26 fallback: without any metadata, the server's origin is
@@ -440,6 +458,8 @@ static void
 on_as_metadata (Flow   *flow,
                 json_t *document)
 {
+  GError *refusal;
+
   if (document == NULL && flow->prm != NULL)
     {
       mcp_oauth_flow_fail (flow, g_error_new (MCP_OAUTH_ERROR, MCP_OAUTH_ERROR_DISCOVERY,
@@ -448,15 +468,13 @@ on_as_metadata (Flow   *flow,
                                     flow->config->name, flow->issuer));
       return;
     }
-  flow->as = document ? json_incref (document) : default_endpoints (flow->issuer);
-  if (!has_s256 (flow->as))
+  refusal = pkce_refusal (flow, document);
+  if (refusal != NULL)
     {
-      mcp_oauth_flow_fail (flow, g_error_new (MCP_OAUTH_ERROR, MCP_OAUTH_ERROR_UNSUPPORTED,
-                                    _("Server “%s”: its authorization server %s does not support "
-                                      "PKCE with S256, which mcp-pool requires; it cannot be used"),
-                                    flow->config->name, flow->issuer));
+      mcp_oauth_flow_fail (flow, refusal);
       return;
     }
+  flow->as = document ? json_incref (document) : default_endpoints (flow->issuer);
   if (mcp_oauth_record_string (flow->as, "authorization_endpoint") == NULL ||
       mcp_oauth_record_string (flow->as, "token_endpoint") == NULL)
     {
@@ -669,6 +687,9 @@ on_login_loaded (Flow   *flow,
     }
   if (flow->record == NULL)
     flow->record = json_object ();
+  /* The refusal of another process, which kept it with the tokens. */
+  if (flow->challenge == NULL)
+    flow->challenge = g_strdup (mcp_oauth_record_string (flow->record, "step_up_challenge"));
   /* A refresh gives the same scope; a step-up needs a new authorization. */
   if (mcp_oauth_record_string (flow->record, "refresh_token") != NULL &&
       mcp_oauth_record_string (flow->record, "token_endpoint") != NULL &&

@@ -575,6 +575,63 @@ mcp_oauth_refresh_finish (GAsyncResult *result,
   return g_task_propagate_pointer (G_TASK (result), error);
 }
 
+char *
+mcp_oauth_step_up_scope (const char *challenge)
+{
+  g_autoptr(GHashTable) params = NULL;
+
+  if (challenge == NULL || g_ascii_strncasecmp (challenge, "Bearer", 6) != 0)
+    return NULL;
+  params = soup_header_parse_param_list (challenge + 6);
+  if (g_strcmp0 (g_hash_table_lookup (params, "error"), "insufficient_scope") != 0)
+    return NULL;
+  return g_strdup (g_hash_table_lookup (params, "scope"));
+}
+
+/* The login reads it back in mcp-oauth-login.c. */
+static gboolean
+job_keep_challenge (Flow    *flow,
+                    GError **error)
+{
+  if (!mcp_oauth_job_load (flow, error))
+    return FALSE;
+  if (flow->record == NULL)
+    return TRUE;
+  mcp_oauth_record_set (flow->record, "step_up_challenge", flow->challenge);
+  return mcp_oauth_job_save (flow, error);
+}
+
+static void
+on_challenge_kept (Flow   *flow,
+                   GError *error)
+{
+  if (error != NULL)
+    mcp_oauth_flow_fail (flow, g_error_copy (error));
+  else
+    g_task_return_boolean (flow->task, TRUE);
+}
+
+void
+mcp_oauth_keep_challenge_async (McpServerConfig    *config,
+                                const char         *challenge,
+                                GAsyncReadyCallback callback,
+                                gpointer            user_data)
+{
+  Flow *flow = mcp_oauth_flow_new (config, NULL, callback, user_data,
+                                   mcp_oauth_keep_challenge_async);
+
+  flow->challenge = g_strdup (challenge);
+  mcp_oauth_flow_run_job (flow, job_keep_challenge, on_challenge_kept);
+  g_object_unref (flow->task);
+}
+
+gboolean
+mcp_oauth_keep_challenge_finish (GAsyncResult *result,
+                                 GError      **error)
+{
+  return g_task_propagate_boolean (G_TASK (result), error);
+}
+
 gboolean
 mcp_oauth_logout (const McpServerConfig *config,
                   GError               **error)

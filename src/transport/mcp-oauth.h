@@ -5,7 +5,8 @@
  * resource and authorization server metadata, the client's identity,
  * authorization code with PKCE S256 through a loopback redirect, step-up on
  * insufficient_scope), and the non-interactive part the HTTP transport
- * uses: the stored access token and its refresh.  Tokens are kept by
+ * uses: the stored access token, its refresh, and the step-up challenge
+ * kept with it for a login in another process.  Tokens are kept by
  * mcp-token-store.h, keyed by the server's URL; they never appear in a log
  * line or an error message.
  *
@@ -55,7 +56,8 @@ typedef struct {
   const char     *challenge;      /* the WWW-Authenticate of the refusal that calls for
                                    * this login (a 403 insufficient_scope names the scope
                                    * to step up to), or NULL: the last one the server
-                                   * sent a transport of this process, if any */
+                                   * sent a transport of this process, else the one
+                                   * kept with the stored tokens, if any */
 } McpOAuthLoginOptions;
 
 typedef enum {
@@ -104,6 +106,21 @@ void     mcp_oauth_refresh_async      (McpServerConfig            *config,
 /* The new access token. */
 char    *mcp_oauth_refresh_finish     (GAsyncResult               *result,
                                        GError                    **error);
+/* The scope a WWW-Authenticate value of a 403 insufficient_scope asks
+ * for, or NULL if @challenge (nullable) is no such refusal. */
+char    *mcp_oauth_step_up_scope      (const char                 *challenge);
+/* After a 403 insufficient_scope on the stored token: keeps @challenge
+ * with the stored tokens, so that the next login, `mcp-pool auth NAME` in
+ * whatever process, asks for the scope it names rather than the old one;
+ * a login that succeeds drops it.  Without stored tokens nothing is kept.
+ * The keyring runs on a worker; @callback runs on the caller's
+ * thread-default context. */
+void     mcp_oauth_keep_challenge_async  (McpServerConfig         *config,
+                                          const char              *challenge,
+                                          GAsyncReadyCallback      callback,
+                                          gpointer                 user_data);
+gboolean mcp_oauth_keep_challenge_finish (GAsyncResult            *result,
+                                          GError                 **error);
 /* Blocking: forgets the tokens and the registration of @config. */
 gboolean mcp_oauth_logout             (const McpServerConfig      *config,
                                        GError                    **error);

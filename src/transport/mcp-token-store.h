@@ -1,7 +1,8 @@
 /* mcp-token-store.h — where the OAuth tokens of a remote server are kept.
  *
  * One record per server URL: a JSON object with the tokens, the client
- * registration they were issued to, and the endpoints to refresh them at
+ * registration they were issued to, the endpoints to refresh them at, and
+ * the server's last 403 insufficient_scope until a login meets it
  * (mcp-oauth.c writes and reads its fields).  The record lives in the
  * Secret Service (libsecret, schema MCP_TOKEN_STORE_SCHEMA, attribute
  * "url"), or, when no Secret Service answers on the session bus (headless,
