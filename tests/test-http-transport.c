@@ -159,6 +159,8 @@ typedef struct {
   gboolean      broken;         /* every POST answered 500 */
   guint         posts;
   guint         tool_lists;
+  SoupServerMessage *asking;    /* the "ask" call's stream, waiting for the answer to q1 */
+  json_t       *asking_id;      /* its request's id */
   SoupServerMessage *held_initialized; /* its 202 held back a moment; server thread */
   gboolean      overtaken;      /* a POST came while notifications/initialized was held */
 } FaultServer;
@@ -236,6 +238,24 @@ handle_call (FaultServer       *server,
                                 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}", answer);
       respond (message, SOUP_STATUS_OK, "text/event-stream", events);
     }
+  else if (strcmp (tool, "ask") == 0)
+    {
+      /* A request of the server's own on the call's stream; the answer
+       * to the call follows once the client has answered it. */
+      static const char asked[] = "data: {\"jsonrpc\":\"2.0\",\"id\":\"q1\",\"method\":\"roots/list\"}\n\n";
+
+      soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
+      soup_message_headers_set_encoding (soup_server_message_get_response_headers (message),
+                                         SOUP_ENCODING_CHUNKED);
+      soup_message_headers_set_content_type (soup_server_message_get_response_headers (message),
+                                             "text/event-stream", NULL);
+      soup_message_body_append (soup_server_message_get_response_body (message), SOUP_MEMORY_STATIC,
+                                asked, strlen (asked));
+      g_mutex_lock (&server->lock);
+      server->asking = g_object_ref (message);
+      server->asking_id = json_incref (id);
+      g_mutex_unlock (&server->lock);
+    }
   else if (strcmp (tool, "fail") == 0)
     respond (message, SOUP_STATUS_SERVICE_UNAVAILABLE, "text/plain", "backend exploded\n");
   else if (strcmp (tool, "slow") == 0)
@@ -294,7 +314,7 @@ handle_call (FaultServer       *server,
 static json_t *
 list_tools (void)
 {
-  static const char *names[] = { "echo", "change", "fail", "slow", "resume", "drop", "malformed", "huge",
+  static const char *names[] = { "echo", "change", "ask", "fail", "slow", "resume", "drop", "malformed", "huge",
                                  "huge-json", "expire" };
   json_t *tools = json_array ();
   guint i;
@@ -367,6 +387,19 @@ handle_post (FaultServer       *server,
   if (method == NULL && g_strcmp0 (mcp_json_get_string (request, "id"), "p1") == 0 &&
       json_is_object (json_object_get (request, "result")))
     server->ping_answered = TRUE;
+  if (method == NULL && g_strcmp0 (mcp_json_get_string (request, "id"), "q1") == 0 && server->asking != NULL)
+    {
+      g_autoptr(SoupServerMessage) asking = g_steal_pointer (&server->asking);
+      g_autoptr(json_t) asking_id = g_steal_pointer (&server->asking_id);
+      json_t *roots = json_object_get (json_object_get (request, "result"), "roots");
+      g_autofree char *answer = response_event (asking_id, mcp_json_get_string (json_array_get (roots, 0), "uri")
+                                                           ?: "no roots", NULL);
+      SoupMessageBody *stream = soup_server_message_get_response_body (asking);
+
+      soup_message_body_append (stream, SOUP_MEMORY_COPY, answer, strlen (answer));
+      soup_message_body_complete (stream);
+      soup_server_message_unpause (asking);
+    }
   if (server->held_initialized != NULL)
     server->overtaken = TRUE;
   g_mutex_unlock (&server->lock);
@@ -624,6 +657,8 @@ fault_server_free (FaultServer *server)
   g_free (server->resume_id);
   g_free (server->last_event_id);
   g_free (server->last_host);
+  g_clear_object (&server->asking);
+  g_clear_pointer (&server->asking_id, json_decref);
   g_mutex_clear (&server->lock);
   g_cond_clear (&server->cond);
   g_free (server);
@@ -1054,6 +1089,77 @@ test_fault_pool_list_changed (Fixture *fixture, gconstpointer data)
   mcp_pool_free (pool);
 }
 
+typedef struct {
+  GMutex        lock;
+  GCancellable *asked_for;     /* the only call in flight the request was for */
+  guint         requests;
+  guint         in_flight;
+} Asked;
+
+/* The session's context: the server's roots/list, answered with a root. */
+static gboolean
+answer_roots (McpSession          *session,
+              const char          *method,
+              json_t              *params,
+              McpSessionResponder *responder,
+              gpointer             user_data)
+{
+  Asked *asked = user_data;
+  GPtrArray *in_flight = mcp_session_responder_get_in_flight (responder);
+
+  g_mutex_lock (&asked->lock);
+  asked->requests++;
+  asked->in_flight = in_flight->len;
+  asked->asked_for = in_flight->len == 1 ? g_ptr_array_index (in_flight, 0) : NULL;
+  g_mutex_unlock (&asked->lock);
+  mcp_session_responder_return_result (responder, json_pack ("{s:[{s:s}]}", "roots", "uri", "file:///asked"));
+  return TRUE;
+}
+
+static void
+on_slow_reply (json_t *result, const GError *error, gpointer user_data)
+{
+  json_decref (result);
+}
+
+/* A server's request on a call's own stream is for that call alone, even
+ * with another call in flight: the one a front with many clients asks. */
+static void
+test_fault_related_request (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(McpServerConfig) config = fault_config (fixture, "/mcp");
+  g_autoptr(GCancellable) slow_cancellable = g_cancellable_new ();
+  g_autoptr(GCancellable) ask_cancellable = g_cancellable_new ();
+  g_autoptr(json_t) slow_params = json_pack ("{s:s, s:{}}", "name", "slow", "arguments");
+  g_autoptr(json_t) ask_params = json_pack ("{s:s, s:{}}", "name", "ask", "arguments");
+  g_autoptr(json_t) result = NULL;
+  g_autoptr(McpSession) session = NULL;
+  g_autoptr(GError) error = NULL;
+  Asked asked = { 0 };
+  McpSessionCallbacks callbacks = { .on_request = answer_roots, .user_data = &asked,
+                                    .client_capabilities = json_pack ("{s:{}}", "roots") };
+  McpCallOptions slow = { .cancellable = slow_cancellable, .timeout_ms = test_timeout_ms (20000) };
+  McpCallOptions ask = { .cancellable = ask_cancellable, .timeout_ms = test_timeout_ms (20000) };
+
+  g_mutex_init (&asked.lock);
+  session = mcp_session_start (config, test_io_thread_get_context (fixture->io), &callbacks, NULL, &error);
+  json_decref (callbacks.client_capabilities);
+  g_assert_no_error (error);
+  mcp_session_call_async (session, "tools/call", slow_params, &slow, on_slow_reply, NULL);
+  result = mcp_session_call_full (session, "tools/call", ask_params, &ask, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (result), ==, "file:///asked");
+
+  g_mutex_lock (&asked.lock);
+  g_assert_cmpuint (asked.requests, ==, 1);
+  g_assert_cmpuint (asked.in_flight, ==, 1);
+  g_assert_true (asked.asked_for == ask_cancellable);
+  g_mutex_unlock (&asked.lock);
+  g_cancellable_cancel (slow_cancellable);
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  g_mutex_clear (&asked.lock);
+}
+
 /* Through the pool: a session the server ended is started again on the
  * next call, re-initialised, and the call that met the 404 is not sent
  * again. */
@@ -1105,7 +1211,7 @@ typedef struct {
 } SeamWatch;
 
 static void
-seam_on_message (json_t *message, gpointer user_data)
+seam_on_message (json_t *message, json_t *related, gpointer user_data)
 {
 }
 
@@ -1862,6 +1968,8 @@ main (int argc, char **argv)
   g_test_add ("/http/fault/transport-auth", Fixture, NULL, fixture_setup, test_transport_auth, fixture_teardown);
   g_test_add ("/http/fault/start", Fixture, NULL, fixture_setup, test_fault_start, fixture_teardown);
   g_test_add ("/http/fault/proxy", Fixture, NULL, fixture_setup, test_fault_proxy, fixture_teardown);
+  g_test_add ("/http/fault/related-request", Fixture, NULL, fixture_setup, test_fault_related_request,
+              fixture_teardown);
   g_test_add ("/http/everything/streamable", EverythingFixture, "streamableHttp",
               everything_setup, test_everything, everything_teardown);
   g_test_add ("/http/everything/sse", EverythingFixture, "sse",

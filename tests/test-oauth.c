@@ -1071,7 +1071,7 @@ typedef struct {
 } TransportWatch;
 
 static void
-watch_on_message (json_t *message, gpointer user_data)
+watch_on_message (json_t *message, json_t *related, gpointer user_data)
 {
   TransportWatch *watch = user_data;
 

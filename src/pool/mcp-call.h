@@ -95,7 +95,9 @@ GCancellable *mcp_session_responder_get_cancellable (McpSessionResponder *respon
 /* Any thread, until answered: the cancellables (McpCallOptions.
  * cancellable) of the session's requests in flight when the server asked,
  * borrowed: the calls the server may be serving, so that a front with
- * many clients can tell whose it is. */
+ * many clients can tell whose it is.  Where the transport tells which
+ * request the server asks for (Streamable HTTP: it asked on that
+ * request's stream), only that one's. */
 GPtrArray    *mcp_session_responder_get_in_flight (McpSessionResponder *responder);
 
 /* The capability a client declares when it answers the servers' request

@@ -962,10 +962,13 @@ answer_not_supported (McpSessionResponder *responder)
   mcp_session_responder_return_error (responder, MCP_JSONRPC_METHOD_NOT_FOUND, text);
 }
 
-/* Registered before the handler sees it, which may answer at once. */
+/* Registered before the handler sees it, which may answer at once.  Its
+ * calls in flight are the one it came for (@related) if the transport
+ * knows it and the call is still in flight, else every one. */
 static void
 answer_server_request (McpSession *session,
-                       json_t     *message)
+                       json_t     *message,
+                       json_t     *related)
 {
   const char *method = mcp_json_get_string (message, "method");
   json_t *id = json_object_get (message, "id");
@@ -986,14 +989,23 @@ answer_server_request (McpSession *session,
   duplicate = g_hash_table_contains (session->served, responder->key);
   if (!closed && !duplicate)
     {
+      g_autofree char *related_key = related != NULL ? mcp_jsonrpc_id_key (related) : NULL;
+      PendingRequest *request = related_key != NULL ? g_hash_table_lookup (session->pending, related_key) : NULL;
       GHashTableIter iter;
-      PendingRequest *request;
 
       g_hash_table_insert (session->served, responder->key, responder);
-      g_hash_table_iter_init (&iter, session->pending);
-      while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &request))
-        if (request->cancellable != NULL)
-          g_ptr_array_add (responder->in_flight, g_object_ref (request->cancellable));
+      if (request != NULL)
+        {
+          if (request->cancellable != NULL)
+            g_ptr_array_add (responder->in_flight, g_object_ref (request->cancellable));
+        }
+      else
+        {
+          g_hash_table_iter_init (&iter, session->pending);
+          while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &request))
+            if (request->cancellable != NULL)
+              g_ptr_array_add (responder->in_flight, g_object_ref (request->cancellable));
+        }
     }
   g_mutex_unlock (&session->lock);
 
@@ -1101,6 +1113,7 @@ route_progress (McpSession *session,
 
 static void
 on_transport_message (json_t   *message,
+                      json_t   *related,
                       gpointer  user_data)
 {
   McpSession *session = user_data;
@@ -1112,7 +1125,7 @@ on_transport_message (json_t   *message,
       complete_with_reply (session, message);
       break;
     case MCP_MESSAGE_REQUEST:
-      answer_server_request (session, message);
+      answer_server_request (session, message, related);
       break;
     case MCP_MESSAGE_NOTIFICATION:
       if (g_strcmp0 (method, "notifications/progress") == 0)

@@ -185,7 +185,7 @@ fail_request (Exchange   *exchange,
     }
   exchange->answered = TRUE;
   reply = mcp_jsonrpc_error_new (exchange->request_id, MCP_JSONRPC_INTERNAL_ERROR, message, NULL);
-  self->parent.funcs.on_message (reply, self->parent.user_data);
+  self->parent.funcs.on_message (reply, exchange->request_id, self->parent.user_data);
 }
 
 /* Exchanges */
@@ -360,7 +360,7 @@ deliver_value (Exchange *exchange,
       note_answer (exchange, json_object_get (message, "id"));
     }
   if (!is_closing (self))
-    self->parent.funcs.on_message (message, self->parent.user_data);
+    self->parent.funcs.on_message (message, exchange->request_id, self->parent.user_data);
 }
 
 /* One JSON-RPC message (or a batch) as text: a response is offered raw

@@ -148,7 +148,7 @@ on_stdout_message (json_t   *message,
 {
   StdioTransport *self = held (user_data);
 
-  self->parent.funcs.on_message (message, self->parent.user_data);
+  self->parent.funcs.on_message (message, NULL, self->parent.user_data);
 }
 
 /* A reply that is valid JSON but that Jansson cannot hold (a NUL in a
@@ -174,7 +174,7 @@ on_stdout_noise (const char *line,
     }
   reply = mcp_jsonrpc_error_new (json_object_get (salvaged, "id"), MCP_JSONRPC_INTERNAL_ERROR,
                                  error->message, NULL);
-  self->parent.funcs.on_message (reply, self->parent.user_data);
+  self->parent.funcs.on_message (reply, NULL, self->parent.user_data);
 }
 
 /* A response line, offered raw before it is parsed. */

@@ -43,8 +43,13 @@ typedef enum {
 typedef struct _McpTransport McpTransport;
 
 typedef struct {
-  /* A message from the server, on the context; @message is borrowed. */
+  /* A message from the server, on the context; @message is borrowed.
+   * @related (borrowed, may be NULL) is the id of our request that the
+   * message came in answer to (Streamable HTTP: it came on that request's
+   * stream), so that a server's request during a call is known to be for
+   * that call; NULL where the transport cannot tell (stdio). */
   void     (*on_message) (json_t       *message,
+                          json_t       *related,
                           gpointer      user_data);
   /* May be NULL.  A response, validated but not parsed (see
    * common/mcp-raw-response.h), on the context: TRUE if it was taken,
