@@ -661,7 +661,7 @@ test_run (void)
 {
   g_autofree char *config = write_config ("fixture", "[]");
   g_autofree char *script = write_home_file ("script.py",
-                                             "print(await mcp_fixture.echo(message='from a file'))\n"
+                                             "print((await mcp_fixture.echo(message='from a file'))['content'][0]['text'])\n"
                                              "raise SystemExit(3)\n");
   g_auto(RunResult) from_file = { 0 };
   g_auto(RunResult) not_allowed = { 0 };

@@ -1848,7 +1848,8 @@ test_everything_serve (EverythingFixture *fixture, gconstpointer data)
       {
         run = call_serve_tool (client, "run_python",
                                json_pack ("{s:s, s:[s]}", "code",
-                                          "print(await mcp_everything.echo(message='from code'))\n",
+                                          "r = await runtime.call_tool('everything', 'echo', {'message': 'from code'})\n"
+                                          "print(r['content'][0]['text'])\n",
                                           "servers", "everything"));
         if (!test_sandbox_skipped (run))
           g_assert_cmpstr (mcp_json_get_string (json_object_get (run, "structuredContent"), "stdout"),

@@ -850,7 +850,7 @@ test_tools (Fixture *fixture, gconstpointer data)
                 "from mcp.servers.fx import echo\n"
                 "print(await echo(message='imported'))\n"
                 "await asyncio.gather(*(mcp_fx.sleep(ms=500) for _ in range(5)))\n"
-                "stats = await mcp_fx.stats()\n"
+                "stats = await mcp_fx.stats(unwrap=True)\n"
                 "print('overlap', stats['max_inflight'] >= 5)\n"
                 "try:\n"
                 "    await mcp_fx.echo('positional')\n"
@@ -1145,10 +1145,11 @@ test_rpc_too_long_raw (Fixture *fixture, gconstpointer data)
   g_assert_nonnull (strstr (stdout_of (result), "Echo: after"));
 }
 
-/* The code's search_tool_docs and query_tool_docs read their arguments as
- * the gateway's search_tools and describe_tool do (test-serve's
- * /serve/gateway/bad-arguments): the same bad argument gets the same
- * message, word for word. */
+/* The code's search_tool_docs clamps its limit to 1..20 and takes any
+ * other detail as "summary", as the seed bridge does; what is left to
+ * refuse, the host refuses as the gateway's search_tools and
+ * describe_tool do (test-serve's /serve/gateway/bad-arguments), word for
+ * word. */
 static void
 test_tool_search_arguments (Fixture *fixture, gconstpointer data)
 {
@@ -1157,24 +1158,22 @@ test_tool_search_arguments (Fixture *fixture, gconstpointer data)
   if (!require_sandbox ())
     return;
   out = run_ok (fixture,
-                "for call in (lambda: search_tool_docs('echo', limit=0),\n"
-                "             lambda: search_tool_docs('echo', detail='everything'),\n"
-                "             lambda: search_tool_docs(5),\n"
-                "             lambda: query_tool_docs(None)):\n"
+                "print(len(await search_tool_docs('echo', limit=0)))\n"
+                "print('inputSchema' in (await search_tool_docs('echo', detail='everything'))[0])\n"
+                "for call in (lambda: search_tool_docs(5), lambda: query_tool_docs(None)):\n"
                 "    try:\n"
                 "        await call()\n"
                 "        print('accepted')\n"
                 "    except McpRpcError as error:\n"
                 "        print(error)\n"
-                "await list_tools('fx')\n"
-                "print(len(await search_tool_docs('echo', limit=1)))\n",
+                "print(len((await search_tool_docs('echo', limit=1, detail='full'))[0]['inputSchema']) > 0)\n",
                 "fx", 0);
   g_assert_cmpstr (out, ==,
-                   "The argument “limit” must be a whole number from 1 to 50; leave it out for 10\n"
-                   "The argument “detail” must be “summary” or “full”; leave it out for “summary”\n"
+                   "1\n"
+                   "False\n"
                    "The argument “query” is required and must be a non-empty string\n"
                    "The argument “server” is required and must be a non-empty string\n"
-                   "1\n");
+                   "True\n");
 }
 
 /* Code that makes the memory samples slow (a hundred forks sharing

@@ -1161,7 +1161,8 @@ test_code_run_python (Fixture       *fixture,
     return;
   result = call_tool (client, "run_python",
                       json_pack ("{s:s, s:[s]}", "code",
-                                 "print(await mcp_alpha.echo(message='from code'))\n", "servers", "alpha"));
+                                 "print((await mcp_alpha.echo(message='from code'))['content'][0]['text'])\n",
+                                 "servers", "alpha"));
   output = json_object_get (result, "structuredContent");
   if (test_sandbox_skipped (result))
     return;
@@ -1184,7 +1185,7 @@ test_code_progress (Fixture       *fixture,
     return;
   result = test_client_result (client, "tools/call",
                                json_pack ("{s:s, s:{s:s, s:[s]}, s:{s:s}}", "name", "run_python", "arguments",
-                                          "code", "print(await mcp_alpha.progress(steps=3))\n", "servers", "alpha",
+                                          "code", "print(await mcp_alpha.progress(steps=3, unwrap=True))\n", "servers", "alpha",
                                           "_meta", "progressToken", "run-1"));
   if (test_sandbox_skipped (result))
     return;
@@ -1222,7 +1223,7 @@ test_code_concurrent_runs (Fixture       *fixture,
     {
       for (guint i = 0; i < G_N_ELEMENTS (ids); i++)
         {
-          g_autofree char *source = g_strdup_printf ("print(await mcp_alpha.echo(message='run %u.%u'))\n",
+          g_autofree char *source = g_strdup_printf ("print(await mcp_alpha.echo(message='run %u.%u', unwrap=True))\n",
                                                      round, i);
 
           ids[i] = test_client_request (client, "tools/call",

@@ -95,7 +95,9 @@ class FakeHost:
     async def handle(self, method, params):
         if method == "list_servers":
             return {"servers": [{"name": name, "state": "ready", "allowed": name in self.allowed,
-                                 "tools": len(docs or [])} for name, docs in SERVERS.items()]}
+                                 "tools": len(docs or []), "description": f"The {name} server.",
+                                 "cwd": "/srv/math" if name == "math" else None}
+                                for name, docs in SERVERS.items()]}
         if method in ("list_tools", "search_tool_docs"):
             names = [params["server"]] if "server" in params else list(SERVERS)
             return {"tools": [{"server": name, "name": doc["name"],
@@ -193,21 +195,21 @@ class RuntimeTest(unittest.TestCase):
     def test_top_level_await(self):
         self.assertRuns("""
             total = await mcp_math.add(a=2, b=3)
-            print(total["sum"])
-            """, "5\n")
+            print(total["structuredContent"]["sum"], total["content"][0]["text"])
+            """, "5 sum\n")
 
     def test_synchronous_code_may_run_its_own_loop(self):
         self.assertRuns("""
             import asyncio
             async def main():
-                return await mcp_math.add(a=1, b=1)
+                return await mcp_math.add(a=1, b=1, unwrap=True)
             print(asyncio.run(main()))
             """, "{'sum': 2}\n")
 
     def test_calls_are_concurrent(self):
         run = self.assertRuns("""
             import asyncio
-            print(await asyncio.gather(*(mcp_slow.sleep(ms=500) for _ in range(5))))
+            print(await asyncio.gather(*(mcp_slow.sleep(ms=500, unwrap=True) for _ in range(5))))
             """, "['slept', 'slept', 'slept', 'slept', 'slept']\n")
         self.assertEqual(run.host.max_in_flight, 5)
 
@@ -218,28 +220,30 @@ class RuntimeTest(unittest.TestCase):
                 await asyncio.wait_for(mcp_slow.sleep(ms=300), 0.01)
             except TimeoutError:
                 print("gave up")
-            print(await mcp_slow.sleep(ms=600))
+            print(await mcp_slow.sleep(ms=600, unwrap=True))
             """, "gave up\nslept\n")
 
     def test_server_names(self):
         self.assertRuns("""
             print(sorted(mcp_servers))
             print(mcp_servers["math"] is mcp_math, mcp_servers["slow"] is mcp_slow)
-            print(await mcp_my_server_v2.ping(), await mcp_my_server_v2_2.ping(),
-                  await mcp__2fa.ping())
+            print(await mcp_my_server_v2.ping(unwrap=True), await mcp_my_server_v2_2.ping(unwrap=True),
+                  await mcp__2fa.ping(unwrap=True))
             print("secret" in mcp_servers, "mcp_secret" in globals())
+            print(LOADED_MCP_SERVERS)
             """, """\
             ['2fa', 'My-Server.v2', 'math', 'my_server_v2', 'slow']
             True True
             pong from My-Server.v2 pong from my_server_v2 pong from 2fa
             False False
+            ('math', 'slow', 'My-Server.v2', 'my_server_v2', '2fa')
             """, servers=["math", "slow", "My-Server.v2", "my_server_v2", "2fa"])
 
     def test_import_server_module(self):
         self.assertRuns("""
             from mcp.servers.math import *
             import mcp.servers.math as m
-            print(await add(a=1, b=2), await get_sum(a=4, b=4), m is mcp_math)
+            print(await add(a=1, b=2, unwrap=True), await get_sum(a=4, b=4, unwrap=True), m is mcp_math)
             try:
                 import mcp.servers.secret
             except ModuleNotFoundError as error:
@@ -249,29 +253,49 @@ class RuntimeTest(unittest.TestCase):
             "name a server in run_python's `servers` to import it\n")
 
     def test_results(self):
+        # The CallToolResult as it came, isError included, as the seed gives it.
         self.assertRuns("""
             print(await mcp_math.add(a=2, b=3))
-            print(repr(await mcp_math.echo(message="hi")))
-            print(repr(await mcp_math.lines()))
-            print(await mcp_math.image())
+            failed = await mcp_math.fail()
+            print(failed["isError"], failed["content"][0]["text"])
+            r = await runtime.call_tool("math", "echo", {"message": "hi"})
+            print(r['content'][0]['text'])
+            """, """\
+            {'content': [{'type': 'text', 'text': 'sum'}], 'structuredContent': {'sum': 5}}
+            True boom
+            hi
+            """)
+
+    def test_unwrapped_results(self):
+        self.assertRuns("""
+            print(await mcp_math.add(a=2, b=3, unwrap=True))
+            print(repr(await mcp_math.echo(message="hi", unwrap=True)))
+            print(repr(await mcp_math.lines(unwrap=True)))
+            print(await mcp_math.image(unwrap=True))
             try:
-                await mcp_math.fail()
+                await mcp_math.fail(unwrap=True)
             except McpToolError as error:
-                print("tool error:", error, error.server, error.tool)
+                print("tool error:", error, error.server, error.tool, isinstance(error, RuntimeError))
+            runtime.unwrap_results = True
+            print(await mcp_math.add(a=1, b=1), await call_tool("math", "echo", message="switched"))
+            print((await mcp_math.add(a=1, b=1, unwrap=False))["structuredContent"])
             """, """\
             {'sum': 5}
             'hi'
             'first\\nsecond'
             [{'type': 'image', 'data': 'AAAA', 'mimeType': 'image/png'}]
-            tool error: boom math fail
+            tool error: boom math fail True
+            {'sum': 2} switched
+            {'sum': 2}
             """)
 
     def test_dashed_tool_names(self):
         self.assertRuns("""
-            print(await mcp_math.get_sum(a=1, b=2))
-            print(await mcp_servers["math"].call("get-sum", a=7, b=0))
-            print(await call_tool("math", "get-sum", a=9))
-            """, "1\n7\n9\n")
+            print(await mcp_math.get_sum(a=1, b=2, unwrap=True))
+            print(await mcp_servers["math"].call("get-sum", a=7, b=0, unwrap=True))
+            print(await call_tool("math", "get-sum", a=9, unwrap=True))
+            print(await runtime.call_tool("math", "get_sum", {"a": 5}, unwrap=True))
+            """, "1\n7\n9\n5\n")
 
     def test_positional_arguments(self):
         self.assertRuns("""
@@ -288,9 +312,14 @@ class RuntimeTest(unittest.TestCase):
                     get()
                 except AttributeError as error:
                     print(error)
+            try:
+                mcp_math.mul
+            except RuntimeError as error:
+                print(type(error).__name__, isinstance(error, runtime.MCPError), hasattr(mcp_math, "mul"))
             """, """\
             server 'math' has no tool 'mul'; its tools: add, echo, get-sum, lines, fail, image
             server 'math' has no tool 'mul'; its tools: add, echo, get-sum, lines, fail, image
+            McpUnknownToolError True False
             """)
 
     def test_server_without_tool_list(self):
@@ -308,7 +337,11 @@ class RuntimeTest(unittest.TestCase):
                 await call_tool("secret", "steal")
             except McpRpcError as error:
                 print(error)
-            """, "server 'secret' is not allowed in this run\n")
+            try:
+                await runtime.call_tool("secret", "steal", {})
+            except RuntimeError as error:
+                print(isinstance(error, runtime.MCPError))
+            """, "server 'secret' is not allowed in this run\nTrue\n")
 
     def test_uncaught_exception(self):
         run = self.run_code("""\
@@ -352,7 +385,7 @@ class RuntimeTest(unittest.TestCase):
 
     def test_large_lines(self):
         run = self.assertRuns("""
-            reply = await mcp_math.echo(message="x" * 20_000_000)
+            reply = await mcp_math.echo(message="x" * 20_000_000, unwrap=True)
             print(len(reply), set(reply))
             """, "20000000 {'x'}\n")
         self.assertEqual(len(run.host.requests[-1][1]["arguments"]["message"]), 20_000_000)
@@ -363,7 +396,7 @@ class RuntimeTest(unittest.TestCase):
                 await mcp_math.echo(message="x" * 2000)
             except McpRpcError as error:
                 print(error)
-            print(await mcp_math.echo(message="x" * 10))
+            print(await mcp_math.echo(message="x" * 10, unwrap=True))
             """, "this call_tool request is 2097 bytes, longer than the mcp-pool host's limit "
             "of 1000 bytes for one request; pass smaller arguments (split large data over "
             "several calls)\nxxxxxxxxxx\n", max_request_bytes=1000)
@@ -379,7 +412,7 @@ class RuntimeTest(unittest.TestCase):
             results = await asyncio.gather(mcp_slow.sleep(ms=60000), mcp_math.echo(message="refuse this line"),
                                            return_exceptions=True)
             print([f"{type(r).__name__}: {r}" for r in results])
-            print(await mcp_math.echo(message="still served"))
+            print(await mcp_math.echo(message="still served", unwrap=True))
             """, "['McpRpcError: a request is longer than the limit of 1000 bytes', "
             "'McpRpcError: a request is longer than the limit of 1000 bytes']\n"
             "still served\n")
@@ -388,23 +421,66 @@ class RuntimeTest(unittest.TestCase):
         run = self.assertRuns("""
             print(discovered_servers() == await discovered_servers())
             print(len(await list_tools()), await list_tools("slow"))
-            print([t["name"] for t in await query_tool_docs("math", "add", detail="full")])
+            print(await query_tool_docs("math", "add", detail="full"))
             print(len(await search_tool_docs("sum", limit=3)))
-            from mcp import runtime
-            print(runtime.discovered_servers())
+            print((await search_tool_docs("sum", limit=99))[0])
+            from mcp import runtime as imported
+            print(imported is runtime, runtime.discovered_servers())
             """, """\
             True
             11 [{'server': 'slow', 'name': 'sleep', 'description': 'The sleep tool.'}]
-            ['add']
+            {'server': 'math', 'serverAlias': 'math', 'tool': 'add', 'toolAlias': 'add', 'description': 'The add tool.', 'inputSchema': {'type': 'object', 'properties': {'a': {'type': 'string'}, 'b': {'type': 'string'}}, 'required': ['a', 'b']}}
             11
-            ('math', 'slow', 'My-Server.v2', 'my_server_v2', '2fa', 'broken', 'secret')
+            {'server': 'math', 'serverAlias': 'math', 'tool': 'add', 'toolAlias': 'add', 'description': 'The add tool.'}
+            True ('math', 'slow', 'My-Server.v2', 'my_server_v2', '2fa', 'broken', 'secret')
             """)
         self.assertEqual(run.host.requests[2:], [
-            ("list_servers", {}), ("list_servers", {}),
-            ("list_tools", {}), ("list_tools", {"server": "slow"}),
-            ("query_tool_docs", {"server": "math", "tool": "add", "detail": "full"}),
+            ("list_servers", {}), ("list_tools", {}), ("list_tools", {"server": "slow"}),
+            ("query_tool_docs", {"server": "math", "detail": "full", "tool": "add"}),
             ("search_tool_docs", {"query": "sum", "limit": 3, "detail": "summary"}),
-            ("list_servers", {})])
+            ("search_tool_docs", {"query": "sum", "limit": 20, "detail": "summary"})])
+
+    def test_seed_helpers(self):
+        run = self.assertRuns("""
+            print(list_servers_sync(), await list_servers())
+            print(runtime.discovered_servers(detailed=True)[0])
+            print(runtime.describe_server("math")["cwd"], runtime.describe_server("slow")["alias"])
+            print([m["alias"] for m in runtime.list_loaded_server_metadata()])
+            print([t["alias"] for t in runtime.list_tools_sync("math")])
+            for bad in (lambda: runtime.list_tools_sync(), lambda: runtime.describe_server("secret"),
+                        lambda: runtime.query_tool_docs_sync("math", "mul")):
+                try:
+                    bad()
+                except runtime.MCPError as error:
+                    print(error)
+            print(runtime.query_tool_docs_sync("math", "get_sum")[0]["toolAlias"],
+                  runtime.query_tool_docs_sync("math", "GET-SUM", detail="full")[0]["inputSchema"]["required"])
+            print([d["tool"] for d in runtime.search_tool_docs_sync("math sum")])
+            print(len(runtime.search_tool_docs_sync("the tool", limit=2)),
+                  len(runtime.search_tool_docs_sync("tool", limit="x")), len(runtime.search_tool_docs_sync("tool")))
+            print("PYTHON SANDBOX MANUAL" in runtime.capability_summary())
+            import mcp, mcp.servers
+            print(mcp.servers.__all__, mcp.__all__)
+            print(mcp_math.TOOL_MAP["get_sum"]["name"], [t["alias"] for t in mcp_math.TOOLS][:3], mcp_math.__all__[:3])
+            print(await mcp_slow.list_tools())
+            """, """\
+            ('math', 'slow') ('math', 'slow')
+            {'name': 'math', 'description': 'The math server.'}
+            /srv/math slow
+            ['math', 'slow']
+            ['add', 'echo', 'get_sum', 'lines', 'fail', 'image']
+            list_tools_sync(server) requires a server name
+            Server 'secret' is not loaded; this run has math, slow: name it in run_python's `servers`
+            Tool 'mul' not found for server math; its tools: add, echo, get-sum, lines, fail, image
+            get_sum ['a', 'b']
+            ['get-sum']
+            2 5 5
+            True
+            ['math', 'slow'] ['runtime', 'servers']
+            get-sum ['add', 'echo', 'get_sum'] ['add', 'echo', 'get_sum']
+            [{'server': 'slow', 'name': 'sleep', 'description': 'The sleep tool.'}]
+            """)
+        self.assertEqual(run.host.requests[-1], ("list_tools", {"server": "slow"}))
 
     def test_host_closes_before_run(self):
         run = self.run_code("", send_run=False)

@@ -198,10 +198,12 @@ rpc_list_servers (RunContext *run)
   for (guint i = 0; i < servers->len; i++)
     {
       McpServerInfo *info = g_ptr_array_index (servers, i);
-      json_t *server = json_pack ("{s:s, s:s?, s:s, s:b}", "name", info->name,
+      g_autoptr(McpServerConfig) config = mcp_pool_dup_config (run->code->pool, info->name, NULL);
+      json_t *server = json_pack ("{s:s, s:s?, s:s, s:b, s:s?}", "name", info->name,
                                   "description", info->description,
                                   "state", mcp_server_state_to_string (info->state),
-                                  "allowed", is_allowed (run, info->name));
+                                  "allowed", is_allowed (run, info->name),
+                                  "cwd", config != NULL ? config->cwd : NULL);
 
       json_object_set_new (server, "tools", info->n_tools >= 0 ? json_integer (info->n_tools) : json_null ());
       json_array_append_new (list, server);
@@ -393,12 +395,12 @@ mcp_code_reply_rpc (McpCode            *code,
 static const char run_python_description[] =
   "Run Python 3 code in a sandbox (no network, none of the user's files) that can call the "
   "user's MCP servers. List the servers the code uses in `servers`. Inside, tools are async "
-  "functions: `await mcp_<server>.<tool>(name=value)` (also mcp_servers[\"name\"] and "
-  "`from mcp.servers.<server> import *`). Discover with `await discovered_servers()`, "
-  "`await search_tool_docs(\"what you need\")` and `await query_tool_docs(\"server\")`. "
-  "Top-level await and asyncio.gather work, so independent calls can run at once. A result "
-  "is the tool's structured content (a dict) or its text. print() what you need: stdout and "
-  "stderr come back.";
+  "functions: `await mcp_<server>.<tool>(name=value)` gives the CallToolResult as a dict "
+  "(r['content'][0]['text']; unwrap=True for just the content). Discover with "
+  "`runtime.discovered_servers()`, `await runtime.search_tool_docs(\"query\")`, "
+  "`runtime.query_tool_docs_sync(\"server\", \"tool\", detail=\"full\")`; "
+  "print(runtime.capability_summary()) for the manual. Top-level await and asyncio.gather "
+  "work. Only what is printed comes back.";
 
 json_t *
 mcp_code_tool (McpCode *code)

@@ -14,18 +14,23 @@ The host refuses a request line longer than max_request_bytes (without its
 refused anyway gets an error with id null, since its id went with it: every
 request still waiting fails with that error.
 
-Methods: list_servers, list_tools {server?}, query_tool_docs {server, tool?,
+Methods: list_servers (every configured server: name, description, state,
+tools, allowed, cwd), list_tools {server?}, query_tool_docs {server, tool?,
 detail?}, search_tool_docs {query, limit?, detail?}, call_tool {server, tool,
 arguments}.  Replies may come in any order; several requests may be in flight.
 
 The sandbox may be started early ("warm"): everything is imported before the
-run message is read.  The code then runs with these globals: `mcp_servers`
-(name -> server), `mcp_<alias>` per allowed server, the helpers
-`discovered_servers`, `list_servers`, `list_tools`, `query_tool_docs`,
-`search_tool_docs`, `call_tool`, and the exceptions `McpError`,
-`McpRpcError`, `McpToolError`.  `mcp.servers.<alias>` is importable.
-Top-level `await` is allowed.  stdout and stderr belong to the code; the exit
-status is 0, 1 after an uncaught exception, or the code's SystemExit status.
+run message is read.  The code then runs with the API of the seed bridge
+(mcp-server-code-execution-mode): `runtime` (also `mcp.runtime`)
+with call_tool, list_servers(_sync), discovered_servers, describe_server,
+list_loaded_server_metadata, list_tools(_sync), query_tool_docs(_sync),
+search_tool_docs(_sync), capability_summary and MCPError (a RuntimeError);
+`mcp_servers` (name -> server), `LOADED_MCP_SERVERS`, `mcp_<alias>` per
+allowed server, importable as `mcp.servers.<alias>`, and the helpers as
+globals too.  A tool call gives the CallToolResult as a dict; unwrap=True
+(or runtime.unwrap_results) gives its content.  Top-level `await` is
+allowed.  stdout and stderr belong to the code; the exit status is 0, 1
+after an uncaught exception, or the code's SystemExit status.
 
 A reader thread owns the socket's input and completes one future per request
 id, so replies reach the code whether it awaits in an event loop (its own or
@@ -52,16 +57,24 @@ RUNTIME_FILENAME = __file__
 RECV_SIZE = 1 << 20
 
 
-class McpError(Exception):
-    """Base class of the errors raised by the MCP helpers."""
+class MCPError(RuntimeError):
+    """Every failure below the tool: an unknown or not-allowed server, an
+    unknown tool, a server that crashed or timed out, a refused request."""
 
 
-class McpRpcError(McpError):
+McpError = MCPError  # the earlier spelling
+
+
+class McpRpcError(MCPError):
     """The host refused or failed a request (unknown or forbidden server, ...)."""
 
 
-class McpToolError(McpError):
-    """The tool ran and reported an error (its result had isError true)."""
+class McpUnknownToolError(MCPError, AttributeError):
+    """A server has no tool of that name (also an AttributeError, for getattr)."""
+
+
+class McpToolError(MCPError):
+    """With unwrap: the tool ran and reported an error (its result had isError)."""
 
     def __init__(self, message, server=None, tool=None, result=None):
         super().__init__(message)
@@ -203,8 +216,10 @@ async def _request(method, params):
     return await asyncio.wrap_future(_rpc.request(method, params))
 
 
-def tool_result(server, tool, result):
-    """The value a tool call returns for an MCP CallToolResult, or McpToolError."""
+def unwrapped(server, tool, result):
+    """What a tool call gives with unwrap: structuredContent, else the text of
+    an all-text result, else the content; an isError result raises
+    McpToolError."""
     if not isinstance(result, dict):
         return result
     content = result.get("content") or []
@@ -221,143 +236,32 @@ def tool_result(server, tool, result):
     return content
 
 
-async def call_tool(server, tool, /, **arguments):
-    """Calls `tool` of `server` with keyword arguments; returns its result."""
-    result = await _request("call_tool", {"server": server, "tool": tool,
-                                          "arguments": arguments})
-    return tool_result(server, tool, result)
+_runtime = None  # the mcp.runtime module, set once by install_modules()
 
 
-async def list_servers():
-    """Every configured server: dicts with name, state, tools, allowed."""
-    return (await _request("list_servers", {})).get("servers", [])
+def unwrap_by_default():
+    """mcp.runtime.unwrap_results: whether tool calls unwrap their results
+    when a call does not say; the default is the CallToolResult as a dict,
+    as the seed bridge gives it."""
+    return bool(getattr(_runtime, "unwrap_results", False))
 
 
-class ServerNames(tuple):
-    """A tuple of names that may also be awaited (giving itself)."""
-
-    def __await__(self):
-        return self
-        yield  # makes __await__ a generator, as the await protocol needs
-
-
-def discovered_servers():
-    """Names of every configured server; works with or without `await`."""
-    reply = _rpc.request("list_servers", {}).result()
-    return ServerNames(server["name"] for server in reply.get("servers", []))
+def identifier(raw, default):
+    """The seed bridge's alias of a name: runs of other characters become
+    "_", lower case, "_" before a digit, "_" after a keyword."""
+    alias = re.sub(r"[^0-9a-zA-Z_]+", "_", raw.strip()).lower() or default
+    if alias[0].isdigit():
+        alias = "_" + alias
+    if keyword.iskeyword(alias):
+        alias += "_"
+    return alias
 
 
-async def list_tools(server=None):
-    """Tools the host knows of (all servers, or one): dicts with server, name, description."""
-    params = {} if server is None else {"server": server}
-    return (await _request("list_tools", params)).get("tools", [])
-
-
-async def query_tool_docs(server, tool=None, detail="summary"):
-    """Documentation of a server's tools (or of one); detail "full" adds inputSchema."""
-    params = {"server": server, "detail": detail}
-    if tool is not None:
-        params["tool"] = tool
-    return (await _request("query_tool_docs", params)).get("tools", [])
-
-
-async def search_tool_docs(query, limit=10, detail="summary"):
-    """Tools matching `query`, best first."""
-    params = {"query": query, "limit": limit, "detail": detail}
-    return (await _request("search_tool_docs", params)).get("tools", [])
-
-
-HELPERS = {helper.__name__: helper for helper in (
-    call_tool, list_servers, discovered_servers, list_tools, query_tool_docs,
-    search_tool_docs, McpError, McpRpcError, McpToolError)}
-
-
-def python_name(name):
-    """`name` as a Python identifier: other characters become "_"."""
-    name = re.sub(r"\W", "_", name, flags=re.ASCII) or "_"
-    if name[0].isdigit():
-        name = "_" + name
-    if keyword.iskeyword(name):
-        name += "_"
-    return name
-
-
-class Tool:
-    """One tool of a server: calling it with keyword arguments gives a coroutine."""
-
-    def __init__(self, server, doc):
-        self.server = server
-        self.name = doc["name"]
-        self.description = doc.get("description") or ""
-        schema = doc.get("inputSchema")
-        self.input_schema = schema if isinstance(schema, dict) else {}
-        properties = self.input_schema.get("properties")
-        self.parameters = list(properties) if isinstance(properties, dict) else []
-        self.__name__ = python_name(self.name)
-        self.__doc__ = self.description
-
-    def __call__(self, *args, **arguments):
-        if args:
-            names = ", ".join(self.parameters)
-            raise TypeError(f"{self.name}() takes keyword arguments only: {names}" if names
-                            else f"{self.name}() takes no arguments")
-        return call_tool(self.server, self.name, **arguments)
-
-    def __repr__(self):
-        return f"<MCP tool {self.server}.{self.name}({', '.join(self.parameters)})>"
-
-
-class ServerModule(types.ModuleType):
-    """An allowed server, importable as mcp.servers.<alias>; its tools are attributes."""
-
-    def __init__(self, name, alias, docs, error=None):
-        super().__init__(f"mcp.servers.{alias}", f"Tools of the MCP server {name!r}.")
-        self._mcp_name = name
-        self._mcp_alias = alias
-        self._mcp_error = error
-        self._mcp_tools = {}  # tool name -> Tool
-        for doc in docs:
-            if isinstance(doc, dict) and isinstance(doc.get("name"), str):
-                self._mcp_tools[doc["name"]] = Tool(name, doc)
-        # Exact names win over the "_" spellings of other tools' names.
-        tools = sorted(self._mcp_tools.values(), key=lambda tool: tool.name != tool.__name__)
-        names = []
-        for tool in tools:
-            if tool.__name__ not in names:
-                names.append(tool.__name__)
-                setattr(self, tool.__name__, tool)
-        self.__all__ = names
-
-    def __getattr__(self, attr):  # only reached when attr is not a tool
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        raise self._unknown_tool(attr)
-
-    def _unknown_tool(self, tool):
-        if self._mcp_error is not None:
-            return AttributeError(f"the tools of server {self._mcp_name!r} are unknown: "
-                                  f"{self._mcp_error}")
-        return AttributeError(f"server {self._mcp_name!r} has no tool {tool!r}; its tools: "
-                              f"{', '.join(self._mcp_tools) or '(none)'}")
-
-    def __dir__(self):
-        return sorted(set(self.__all__) | {"call"})
-
-    def call(self, tool, /, **arguments):
-        """Calls a tool by its MCP name, e.g. server.call("get-sum", a=1)."""
-        if self._mcp_error is None and tool not in self._mcp_tools:
-            raise self._unknown_tool(tool)
-        return call_tool(self._mcp_name, tool, **arguments)
-
-    def __repr__(self):
-        return f"<MCP server {self._mcp_name!r} tools: {', '.join(self._mcp_tools)}>"
-
-
-def unique_aliases(names):
-    """mcp_<alias> names: lower case identifiers, "_2", "_3" ... on collisions."""
+def unique_aliases(names, default):
+    """name -> alias, with "_2", "_3" ... for names that would collide."""
     aliases = {}
     for name in names:
-        base = python_name(name.lower())
+        base = identifier(name, default)
         alias, n = base, 1
         while alias in aliases.values():
             n += 1
@@ -366,42 +270,375 @@ def unique_aliases(names):
     return aliases
 
 
+class Server:
+    """A server of this run and its tools."""
+
+    def __init__(self, name, alias, docs=None, error=None):
+        self.name, self.alias = name, alias
+        self.error = error  # why its tools are unknown, or None
+        docs = [doc for doc in docs or [] if isinstance(doc, dict) and isinstance(doc.get("name"), str)]
+        aliases = unique_aliases([doc["name"] for doc in docs], "tool")
+        self.tools = []  # the seed's metadata: name, alias, description, input_schema
+        for doc in docs:
+            schema = doc.get("inputSchema")
+            self.tools.append({"name": doc["name"], "alias": aliases[doc["name"]],
+                               "description": (doc.get("description") or "").strip(),
+                               "input_schema": schema if isinstance(schema, dict) else None})
+
+    def tool(self, name):
+        """The metadata of a tool named by its name or alias (any case), or None."""
+        folded = name.lower() if isinstance(name, str) else None
+        for tool in self.tools:
+            if name in (tool["name"], tool["alias"]):
+                return tool
+        for tool in self.tools:
+            if folded in (tool["name"].lower(), tool["alias"]):
+                return tool
+        return None
+
+    def metadata(self):
+        return {"name": self.name, "alias": self.alias,
+                "tools": [dict(tool) for tool in self.tools],
+                "cwd": configured_servers().get(self.name, {}).get("cwd")}
+
+    def doc(self, tool, detail):
+        doc = {"server": self.name, "serverAlias": self.alias, "tool": tool["name"],
+               "toolAlias": tool["alias"]}
+        if tool["description"]:
+            doc["description"] = tool["description"]
+        if detail == "full" and tool["input_schema"] is not None:
+            doc["inputSchema"] = tool["input_schema"]
+        return doc
+
+
+LOADED = {}  # name -> Server, the servers of this run, in the order asked; set once
+_configured = None  # name -> the host's list_servers entry, once asked
+
+
+def configured_servers():
+    """Every configured server, name -> {name, description, state, tools,
+    allowed, cwd}: asked of the host the first time it is needed."""
+    global _configured
+    if _configured is None:
+        reply = _rpc.request("list_servers", {}).result()
+        _configured = {server["name"]: server for server in reply.get("servers", [])
+                       if isinstance(server, dict) and isinstance(server.get("name"), str)}
+    return _configured
+
+
+def server_named(name):
+    """A server of this run by name or alias; MCPError if it is none."""
+    for server in LOADED.values():
+        if name in (server.name, server.alias):
+            return server
+    raise MCPError(f"Server {name!r} is not loaded; this run has "
+                   f"{', '.join(LOADED) or '(none)'}: name it in run_python's `servers`")
+
+
+def tool_name(server, tool):
+    """The MCP name of `tool` (a name or an alias) of `server`, as given if unknown."""
+    known = LOADED.get(server)
+    found = known.tool(tool) if known is not None else None
+    return found["name"] if found is not None else tool
+
+
+def detail_of(detail):
+    return "full" if detail == "full" else "summary"
+
+
+def clamped_limit(limit):
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        return 5
+    return max(1, min(20, limit))
+
+
+async def call_tool(server, tool, arguments=None, /, *, unwrap=None, **keywords):
+    """Calls `tool` (its name or alias) of `server` with the `arguments` dict
+    (or keyword arguments); returns the CallToolResult as a dict, or with
+    unwrap=True what unwrapped() makes of it.  MCPError if the call fails
+    below the tool."""
+    if arguments is not None and not isinstance(arguments, dict):
+        raise MCPError(f"call_tool({server!r}, {tool!r}, …): the arguments must be a dict")
+    arguments = dict(arguments or {}, **keywords)
+    name = tool_name(server, tool)
+    result = await _request("call_tool", {"server": server, "tool": name, "arguments": arguments})
+    if unwrap if unwrap is not None else unwrap_by_default():
+        return unwrapped(server, name, result)
+    return result
+
+
+async def list_tools(server=None):
+    """The tools the host lists (of one server, or of all): dicts with
+    server, name, description."""
+    params = {} if server is None else {"server": server}
+    return (await _request("list_tools", params)).get("tools", [])
+
+
+class ServerNames(tuple):
+    """A tuple that may also be awaited (giving itself)."""
+
+    def __await__(self):
+        return self
+        yield  # makes __await__ a generator, as the await protocol needs
+
+
+async def list_servers():
+    """The names of this run's servers, a tuple."""
+    return tuple(LOADED)
+
+
+def list_servers_sync():
+    """The names of this run's servers, a tuple."""
+    return tuple(LOADED)
+
+
+def discovered_servers(detailed=False):
+    """Every configured server: a tuple of names, or with detailed=True of
+    {name, description}; works with or without `await`."""
+    if detailed:
+        return ServerNames({"name": name, "description": server.get("description") or ""}
+                           for name, server in configured_servers().items())
+    return ServerNames(configured_servers())
+
+
+def describe_server(name):
+    """A server of this run: {name, alias, tools, cwd}."""
+    return server_named(name).metadata()
+
+
+def list_loaded_server_metadata():
+    """describe_server() of every server of this run, a tuple."""
+    return tuple(server.metadata() for server in LOADED.values())
+
+
+def list_tools_sync(server=None):
+    """The tools of a server of this run: a tuple of {name, alias,
+    description, input_schema}."""
+    if server is None:
+        raise MCPError("list_tools_sync(server) requires a server name")
+    return tuple(dict(tool) for tool in server_named(server).tools)
+
+
+def query_tool_docs_sync(server, tool=None, detail="summary"):
+    """Docs of a run's server's tools (or of one, by name or alias): a list
+    of {server, serverAlias, tool, toolAlias, description, inputSchema?}."""
+    known = server_named(server)
+    if tool is None:
+        return [known.doc(item, detail_of(detail)) for item in known.tools]
+    if not isinstance(tool, str):
+        raise MCPError("'tool' must be a string when provided")
+    found = known.tool(tool)
+    if found is None:
+        raise MCPError(f"Tool {tool!r} not found for server {known.name}; its tools: "
+                       f"{', '.join(item['name'] for item in known.tools) or '(none)'}")
+    return [known.doc(found, detail_of(detail))]
+
+
+def seed_doc(doc, detail):
+    """A host's tool doc in the seed bridge's shape."""
+    name = str(doc.get("server"))
+    server = LOADED.get(name) or Server(name, identifier(name, "server"))
+    tool = server.tool(doc.get("name")) or Server("", "", docs=[doc]).tools[0]
+    shaped = server.doc(tool, detail)
+    if detail == "full" and isinstance(doc.get("inputSchema"), dict):
+        shaped["inputSchema"] = doc["inputSchema"]
+    return shaped
+
+
+async def query_tool_docs(server, tool=None, detail="summary"):
+    """As query_tool_docs_sync(), asked of the host (any configured server);
+    with `tool`, the one doc itself rather than a list of one."""
+    if tool is not None and not isinstance(tool, str):
+        raise MCPError("'tool' must be a string when provided")
+    detail = detail_of(detail)
+    params = {"server": server, "detail": detail}
+    if tool is not None:
+        params["tool"] = tool_name(server, tool)
+    docs = [seed_doc(doc, detail) for doc in (await _request("query_tool_docs", params)).get("tools", [])]
+    if tool is not None and not docs:
+        raise MCPError(f"Tool {tool!r} not found for server {server}")
+    return docs[0] if tool is not None and len(docs) == 1 else docs
+
+
+async def search_tool_docs(query, *, limit=5, detail="summary"):
+    """The tools of every configured server that match `query`, best first:
+    at most `limit` (1 to 20) docs as query_tool_docs gives them."""
+    detail = detail_of(detail)
+    params = {"query": query, "limit": clamped_limit(limit), "detail": detail}
+    return [seed_doc(doc, detail) for doc in (await _request("search_tool_docs", params)).get("tools", [])]
+
+
+def search_tool_docs_sync(query, *, limit=5, detail="summary"):
+    """The tools of this run's servers whose names, aliases and description
+    hold every word of `query`, in listing order, at most `limit` (1 to 20)."""
+    words = str(query).lower().split()
+    found = []
+    for server in LOADED.values():
+        for tool in server.tools:
+            text = " ".join({server.name, server.alias, tool["name"], tool["alias"],
+                             tool["description"]}).lower()
+            if all(word in text for word in words):
+                found.append(server.doc(tool, detail_of(detail)))
+                if len(found) >= clamped_limit(limit):
+                    return found
+    return found
+
+
+MANUAL = """--- PYTHON SANDBOX MANUAL (mcp-pool) ---
+Each run_python call runs its code in a fresh bubblewrap sandbox: nothing
+persists between calls.  No network, and only /tmp (and the current folder)
+are writable.  Top-level `await` works.  Only what the code prints comes
+back.
+
+Servers: name them in run_python's `servers`; each one is `mcp_<alias>`
+(also mcp_servers[name], and `import mcp.servers.<alias>`).
+  runtime.discovered_servers()            every configured server's name
+  runtime.discovered_servers(detailed=True)   with descriptions
+  runtime.list_servers_sync()             this run's servers
+  runtime.describe_server(name)           {name, alias, tools, cwd}
+  runtime.list_tools_sync(server)         a server's tools: name, alias, description
+  runtime.search_tool_docs_sync("query")  tools of this run's servers, every word matched
+  await runtime.search_tool_docs("query", limit=5)   every configured server, best first
+  runtime.query_tool_docs_sync(server, tool, detail="full")   one tool's inputSchema
+
+Calling: `result = await mcp_<alias>.<tool_alias>(arg=value)` or
+`await runtime.call_tool(server, tool, {"arg": value})`.  The result is
+the MCP CallToolResult as a dict: result["content"][0]["text"],
+result.get("structuredContent"), result.get("isError").  Pass unwrap=True
+(or set runtime.unwrap_results = True) to get the structured content or
+the text instead, with McpToolError on isError.  Failures below the tool
+(an unknown server or tool, a crash, a timeout) raise runtime.MCPError,
+a RuntimeError.  Run many calls at once with asyncio.gather().
+"""
+
+
+def capability_summary():
+    """The manual of this sandbox."""
+    return MANUAL
+
+
+HELPERS = {helper.__name__: helper for helper in (
+    call_tool, list_servers, list_servers_sync, discovered_servers, describe_server,
+    list_loaded_server_metadata, list_tools, list_tools_sync, query_tool_docs,
+    query_tool_docs_sync, search_tool_docs, search_tool_docs_sync, capability_summary,
+    MCPError, McpRpcError, McpToolError, McpUnknownToolError)}
+HELPERS["McpError"] = McpError
+
+
+class Tool:
+    """One tool of a server: calling it with keyword arguments gives a coroutine."""
+
+    def __init__(self, server, metadata):
+        self.server = server
+        self.name = metadata["name"]
+        self.alias = metadata["alias"]
+        self.description = metadata["description"]
+        self.input_schema = metadata["input_schema"] or {}
+        properties = self.input_schema.get("properties")
+        self.parameters = list(properties) if isinstance(properties, dict) else []
+        self.__name__ = self.alias
+        self.__doc__ = self.description or f"MCP tool {self.name} from {server}"
+
+    def __call__(self, *args, unwrap=None, **arguments):
+        if args:
+            names = ", ".join(self.parameters)
+            raise TypeError(f"{self.alias}() takes keyword arguments only: {names}" if names
+                            else f"{self.alias}() takes no arguments")
+        return call_tool(self.server, self.name, arguments, unwrap=unwrap)
+
+    def __repr__(self):
+        return f"<MCP tool {self.server}.{self.name}({', '.join(self.parameters)})>"
+
+
+class ServerModule(types.ModuleType):
+    """A server of this run, importable as mcp.servers.<alias>: a coroutine
+    function per tool alias, TOOLS (the tools' metadata), TOOL_MAP (alias ->
+    metadata) and list_tools()."""
+
+    def __init__(self, server):
+        super().__init__(f"mcp.servers.{server.alias}", f"MCP server '{server.name}' wrappers")
+        self._mcp_server = server
+        self.TOOLS = [dict(tool) for tool in server.tools]
+        self.TOOL_MAP = {tool["alias"]: tool for tool in self.TOOLS}
+        self.__all__ = [tool["alias"] for tool in server.tools]
+        for metadata in server.tools:
+            setattr(self, metadata["alias"], Tool(server.name, metadata))
+
+    def __getattr__(self, attr):  # only reached when attr is no tool alias
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        found = self._mcp_server.tool(attr) or self._mcp_server.tool(attr.replace("_", "-"))
+        if found is not None:
+            return getattr(self, found["alias"])
+        raise self._unknown_tool(attr)
+
+    def _unknown_tool(self, tool):
+        server = self._mcp_server
+        if server.error is not None:
+            return McpUnknownToolError(f"the tools of server {server.name!r} are unknown: {server.error}")
+        return McpUnknownToolError(f"server {server.name!r} has no tool {tool!r}; its tools: "
+                                   f"{', '.join(t['name'] for t in server.tools) or '(none)'}")
+
+    def __dir__(self):
+        return sorted(set(self.__all__) | {"call", "list_tools", "TOOLS", "TOOL_MAP"})
+
+    def call(self, tool, /, arguments=None, *, unwrap=None, **keywords):
+        """Calls a tool by its MCP name or alias, e.g. server.call("get-sum", a=1)."""
+        if self._mcp_server.error is None and self._mcp_server.tool(tool) is None:
+            raise self._unknown_tool(tool)
+        return call_tool(self._mcp_server.name, tool, arguments, unwrap=unwrap, **keywords)
+
+    async def list_tools(self):
+        """The server's tools as it lists them now."""
+        return await list_tools(self._mcp_server.name)
+
+    def __repr__(self):
+        return f"<MCP server {self._mcp_server.name!r} tools: {', '.join(self.__all__)}>"
+
+
 def load_servers(servers):
-    """Asks for every allowed server's tools at once; returns name -> ServerModule."""
-    aliases = unique_aliases(servers)
+    """Asks for every allowed server's tools at once; fills LOADED; returns
+    name -> ServerModule."""
+    aliases = unique_aliases(servers, "server")
     replies = {name: _rpc.request("query_tool_docs", {"server": name, "detail": "full"})
                for name in servers}
-    modules = {}
     for name, reply in replies.items():
         try:
             docs, error = reply.result().get("tools", []), None
         except McpRpcError as failure:
             docs, error = [], failure
-        modules[name] = ServerModule(name, aliases[name], docs, error)
-    return modules
+        LOADED[name] = Server(name, aliases[name], docs, error)
+    return {name: ServerModule(server) for name, server in LOADED.items()}
 
 
 def install_modules(modules):
     """Makes mcp, mcp.servers, mcp.servers.<alias> and mcp.runtime importable."""
+    global _runtime
     package = types.ModuleType("mcp", "MCP servers of this run.")
     package.__path__ = []
-    package.servers = types.ModuleType("mcp.servers", "One module per allowed server.")
+    package.__all__ = ["runtime", "servers"]
+    package.servers = types.ModuleType("mcp.servers", "One module per server of this run.")
     package.servers.__path__ = []
+    package.servers.__all__ = [module._mcp_server.alias for module in modules.values()]
     package.runtime = types.ModuleType("mcp.runtime", "Helpers over the mcp-pool host.")
     package.runtime.__dict__.update(HELPERS)
+    package.runtime.__all__ = list(HELPERS)
+    package.runtime.unwrap_results = False
     sys.modules.update({"mcp": package, "mcp.servers": package.servers,
                         "mcp.runtime": package.runtime})
     for module in modules.values():
-        setattr(package.servers, module._mcp_alias, module)
+        setattr(package.servers, module._mcp_server.alias, module)
         sys.modules[module.__name__] = module
     sys.meta_path.insert(0, UnknownServerFinder(modules))
+    _runtime = package.runtime
+    return package
 
 
 class UnknownServerFinder:
     """Explains a failed `import mcp.servers.<alias>` better than "No module named"."""
 
     def __init__(self, modules):
-        self._aliases = [module._mcp_alias for module in modules.values()]
+        self._aliases = [module._mcp_server.alias for module in modules.values()]
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.startswith("mcp.servers.") and fullname not in sys.modules:
@@ -412,14 +649,17 @@ class UnknownServerFinder:
         return None
 
 
-def code_globals(modules):
-    """The globals of the user's code, in a fresh __main__ module."""
+def code_globals(modules, package):
+    """The globals of the user's code, in a fresh __main__ module: the
+    helpers, `runtime`, `mcp`, `mcp_servers`, `LOADED_MCP_SERVERS` and
+    `mcp_<alias>` per server of the run."""
     main_module = types.ModuleType("__main__")
     namespace = main_module.__dict__
     namespace.update(HELPERS)
-    namespace["mcp_servers"] = types.MappingProxyType(dict(modules))
+    namespace.update(runtime=package.runtime, mcp=package, LOADED_MCP_SERVERS=tuple(modules),
+                     mcp_servers=types.MappingProxyType(dict(modules)))
     for module in modules.values():
-        namespace["mcp_" + module._mcp_alias] = module
+        namespace["mcp_" + module._mcp_server.alias] = module
     sys.modules["__main__"] = main_module
     return namespace
 
@@ -491,8 +731,7 @@ def main():
     _rpc = RpcChannel(sock, lines, max_request_bytes)
     _rpc.start()
     modules = load_servers(servers)
-    install_modules(modules)
-    return run_code(source, code_globals(modules))
+    return run_code(source, code_globals(modules, install_modules(modules)))
 
 
 if __name__ == "__main__":
