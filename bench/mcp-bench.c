@@ -826,19 +826,18 @@ run_python (McpCode     *code,
 {
   g_autoptr(json_t) arguments = json_pack ("{s:s, s:[s]}", "code", source, "servers", "example");
   gint64 start = g_get_monotonic_time ();
-  g_autoptr(json_t) result = mcp_code_run_python (code, arguments, NULL);
-  json_t *structured = json_object_get (result, "structuredContent");
+  g_autoptr(json_t) run = mcp_code_run (code, arguments, NULL);
 
   *elapsed = g_get_monotonic_time () - start;
-  if (result == NULL || json_is_true (json_object_get (result, "isError")))
+  if (g_strcmp0 (mcp_json_get_string (run, "status"), "success") != 0)
     {
-      g_autofree char *text = result ? json_dumps (result, JSON_COMPACT) : g_strdup ("no result");
+      g_autofree char *text = json_dumps (run, JSON_COMPACT);
 
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "run_python failed: %s", text);
       return FALSE;
     }
   if (output != NULL)
-    *output = g_strdup (mcp_json_get_string (structured, "stdout"));
+    *output = g_strdup (mcp_json_get_string (run, "stdout"));
   return TRUE;
 }
 

@@ -389,6 +389,18 @@ test_result_text (json_t *result)
   return mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text");
 }
 
+void
+test_assert_json (json_t     *value,
+                  const char *expected)
+{
+  g_autoptr(json_t) wanted = json_loads (expected, 0, NULL);
+  g_autofree char *text = value != NULL ? json_dumps (value, JSON_COMPACT | JSON_ENCODE_ANY) : g_strdup ("NULL");
+
+  g_assert_nonnull (wanted);
+  if (!json_equal (value, wanted))
+    g_error ("Expected %s, got %s", expected, text);
+}
+
 gboolean
 test_sandbox_skipped (json_t *result)
 {

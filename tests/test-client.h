@@ -98,6 +98,9 @@ gboolean         test_message_has_id         (json_t       *message,
 
 /* The text of a tool result's first content item; NULL if it has none. */
 const char      *test_result_text            (json_t       *result);
+/* Fails the test, showing both, unless @value equals the JSON @expected. */
+void             test_assert_json            (json_t       *value,
+                                              const char   *expected);
 /* TRUE after skipping the test: run_python's sandbox does not work here
  * (or not in time, under valgrind; it must work where
  * MCP_POOL_SANDBOX_MUST_WORK=1); @result (a run_python result) may be

@@ -1852,8 +1852,7 @@ test_everything_serve (EverythingFixture *fixture, gconstpointer data)
                                           "print(r['content'][0]['text'])\n",
                                           "servers", "everything"));
         if (!test_sandbox_skipped (run))
-          g_assert_cmpstr (mcp_json_get_string (json_object_get (run, "structuredContent"), "stdout"),
-                           ==, "Echo: from code\n");
+          g_assert_cmpstr (test_result_text (run), ==, "Echo: from code");
       }
     stop_serve (client);
   }

@@ -105,16 +105,14 @@ show_code_mode (McpSession *session)
   static const char code[] =
     "import asyncio\n"
     "replies = await asyncio.gather(*(mcp_example.echo(message=f'call {i}') for i in range(5)))\n"
-    "print(len(replies), 'tool calls from inside the sandbox, e.g.', replies[0])\n";
+    "print(len(replies), 'tool calls from inside the sandbox, e.g.', replies[0]['content'][0]['text'])\n";
   g_autoptr(json_t) params = json_pack ("{s:s, s:{s:s, s:[s]}}", "name", "run_python",
                                         "arguments", "code", code, "servers", "example");
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) result = NULL;
   gint64 start = g_get_monotonic_time ();
-  json_t *output;
 
   result = mcp_session_call (session, "tools/call", params, 0, &error);
-  output = json_object_get (result, "structuredContent");
   if (result == NULL || json_is_true (json_object_get (result, "isError")))
     {
       printf (_("\nrun_python is not available here: %s\n"),
@@ -123,7 +121,9 @@ show_code_mode (McpSession *session)
       return;
     }
   printf (_("\nrun_python, code in a bubblewrap sandbox (%.1f ms):\n  %s"),
-          (g_get_monotonic_time () - start) / 1000.0, mcp_json_get_string (output, "stdout"));
+          (g_get_monotonic_time () - start) / 1000.0,
+          mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0), "text"));
+  putchar ('\n');
 }
 
 /* Drives `mcp-pool serve` over its stdio exactly as an MCP client does,

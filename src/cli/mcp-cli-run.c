@@ -23,19 +23,17 @@ typedef struct {
   double        timeout_s;
 } RunJob;
 
-/* Prints what the code printed; the exit status of the run. */
+/* Prints what the code printed (@run, a record of mcp-run-format.h); the
+ * exit status of the run. */
 static int
-report_run (json_t *result)
+report_run (json_t *run)
 {
-  json_t *structured = json_object_get (result, "structuredContent");
-  const char *status;
+  const char *status = mcp_json_get_string (run, "status");
 
-  if (structured == NULL)
-    return mcp_cli_fail ("%s", mcp_json_get_string (json_array_get (json_object_get (result, "content"), 0),
-                                                    "text"));
-  fputs (mcp_json_get_string (structured, "stdout"), stdout);
-  fputs (mcp_json_get_string (structured, "stderr"), stderr);
-  status = mcp_json_get_string (structured, "status");
+  if (mcp_json_get_string (run, "stdout") == NULL)
+    return mcp_cli_fail ("%s", mcp_json_get_string (run, "error") ?: _("the run failed"));
+  fputs (mcp_json_get_string (run, "stdout"), stdout);
+  fputs (mcp_json_get_string (run, "stderr"), stderr);
   if (g_strcmp0 (status, "timeout") == 0)
     {
       g_printerr (_("mcp-pool run: the code ran out of time and was stopped\n"));
@@ -46,7 +44,7 @@ report_run (json_t *result)
       g_printerr (_("mcp-pool run: the code used more memory than a run may hold and was stopped\n"));
       return EXIT_MEMORY;
     }
-  return (int) json_integer_value (json_object_get (structured, "exit_code"));
+  return (int) json_integer_value (json_object_get (run, "exit_code"));
 }
 
 static int
@@ -60,8 +58,10 @@ run_code (gpointer data)
   for (char **name = names; *name != NULL; name++)
     if (g_strstrip (*name)[0] != '\0')
       json_array_append_new (json_object_get (arguments, "servers"), json_string (*name));
+  /* run_python takes whole seconds: a part of one is a second more. */
   if (job->timeout_s > 0)
-    json_object_set_new (arguments, "timeout", json_real (job->timeout_s));
+    json_object_set_new (arguments, "timeout",
+                         json_integer ((json_int_t) job->timeout_s + (job->timeout_s > (json_int_t) job->timeout_s)));
 
   if (job->common->shared)
     {
@@ -84,7 +84,7 @@ run_code (gpointer data)
       int exit_status;
 
       /* What the code printed is out before the servers are ended. */
-      result = mcp_code_run_python (code, arguments, NULL);
+      result = mcp_code_run (code, arguments, NULL);
       exit_status = report_run (result);
       mcp_code_free (code);
       mcp_cli_pool_free (cli);

@@ -556,7 +556,7 @@ static GVariant *
 work_run_python (DaemonCall  *call,
                  GError     **error)
 {
-  return json_reply (mcp_code_run_python (call->daemon->code, call->args, &(McpCallOptions) { .cancellable = call->cancellable }));
+  return json_reply (mcp_code_run (call->daemon->code, call->args, &(McpCallOptions) { .cancellable = call->cancellable }));
 }
 
 /* Login: the URL goes to the caller, who prints and opens it; the daemon

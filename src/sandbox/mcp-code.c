@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "sandbox/mcp-code.h"
+#include "sandbox/mcp-run-format.h"
 
 #include <glib/gi18n-lib.h>
 
@@ -405,51 +406,73 @@ static const char run_python_description[] =
 json_t *
 mcp_code_tool (McpCode *code)
 {
-  return json_pack ("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:{s:s}, s:s}, s:{s:s, s:s}}, s:[s]}}",
+  return json_pack ("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:{s:s}, s:s}, s:{s:s, s:i, s:I, s:I, s:s}}, s:[s]}}",
                     "name", "run_python", "description", run_python_description,
                     "inputSchema", "type", "object", "properties",
                     "code", "type", "string", "description", "Python 3 source",
                     "servers", "type", "array", "items", "type", "string",
                     "description", "MCP servers the code may call",
-                    "timeout", "type", "number",
-                    "description", "Seconds before the sandbox is killed (default 30, at most 120)",
+                    "timeout", "type", "integer", "minimum", 1,
+                    "maximum", (json_int_t) code->options.max_timeout_s,
+                    "default", (json_int_t) code->options.timeout_s,
+                    "description", "Execution timeout in seconds",
                     "required", "code");
 }
 
+/* The record (mcp-run-format.h) of a run that did not start: @status
+ * "validation_error" or "error", and why. */
 static json_t *
-error_result (const char *text)
+failure_record (const char *status,
+                const char *error,
+                json_t     *servers)
 {
-  return json_pack ("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text, "isError", TRUE);
+  return json_pack ("{s:s, s:s, s:O?}", "status", status, "error", error, "servers", servers);
 }
 
+/* The record of a run that ran, with the servers it could call and the
+ * limit it had. */
 static json_t *
-run_result (const McpRunResult *result)
+run_record (const McpRunResult *result,
+            json_t             *servers,
+            gint64              timeout_s)
 {
-  const char *status = mcp_run_status_to_string (result->status);
-  g_autofree char *text = g_strdup_printf ("status: %s\nexit code: %d\n--- stdout ---\n%s--- stderr ---\n%s",
-                                           status, result->exit_code,
-                                           result->stdout_text, result->stderr_text);
+  json_t *record = json_pack ("{s:s, s:i, s:s, s:s, s:O}", "status", mcp_run_status_to_string (result->status),
+                              "exit_code", result->exit_code, "stdout", result->stdout_text,
+                              "stderr", result->stderr_text, "servers", servers);
 
-  return json_pack ("{s:[{s:s, s:s}], s:{s:s, s:i, s:s, s:s}, s:b}",
-                    "content", "type", "text", "text", text,
-                    "structuredContent", "status", status, "exit_code", result->exit_code,
-                    "stdout", result->stdout_text, "stderr", result->stderr_text,
-                    "isError", result->status != MCP_RUN_SUCCESS);
+  if (record == NULL)
+    {
+      /* Output that is not UTF-8 goes as what it can be read as. */
+      g_autofree char *out = g_utf8_make_valid (result->stdout_text, -1);
+      g_autofree char *err = g_utf8_make_valid (result->stderr_text, -1);
+
+      record = json_pack ("{s:s, s:i, s:s, s:s, s:O}", "status", mcp_run_status_to_string (result->status),
+                          "exit_code", result->exit_code, "stdout", out, "stderr", err, "servers", servers);
+    }
+  if (result->status == MCP_RUN_TIMEOUT)
+    json_object_set_new (record, "timeout_seconds", json_integer (timeout_s));
+  if (result->status == MCP_RUN_MEMORY)
+    json_object_set_new (record, "error",
+                         json_string ("The run's processes held more memory than a run may "
+                                      "(MCP_BRIDGE_MEMORY) and were stopped"));
+  return record;
 }
 
-/* Reads `servers`, a list of configured server names. */
+/* Reads `servers`, a list of configured server names; NULL with why. */
 static GStrv
 read_servers (McpCode  *code,
               json_t   *value,
-              char    **problem)
+              char    **problem,
+              gboolean *invalid)
 {
   g_autoptr(GStrvBuilder) servers = g_strv_builder_new ();
   json_t *item;
   size_t index;
 
+  *invalid = TRUE;
   if (value != NULL && !json_is_array (value) && !json_is_null (value))
     {
-      *problem = g_strdup (_("run_python: “servers” must be a list of server names"));
+      *problem = g_strdup ("'servers' must be a list");
       return NULL;
     }
   json_array_foreach (value, index, item)
@@ -458,12 +481,13 @@ read_servers (McpCode  *code,
 
       if (!json_is_string (item))
         {
-          *problem = g_strdup (_("run_python: “servers” must be a list of server names"));
+          *problem = g_strdup ("'servers' must be a list of server names");
           return NULL;
         }
       if (!mcp_pool_has_server (code->pool, json_string_value (item), &error))
         {
-          *problem = g_strdup_printf ("run_python: %s", error->message);
+          *invalid = FALSE;
+          *problem = g_strdup (error->message);
           return NULL;
         }
       g_strv_builder_add (servers, json_string_value (item));
@@ -471,53 +495,81 @@ read_servers (McpCode  *code,
   return g_strv_builder_end (servers);
 }
 
+/* Reads `timeout`, whole seconds, clamped to 1..max; FALSE if it is not
+ * a whole number. */
+static gboolean
+read_timeout (McpCode *code,
+              json_t  *value,
+              gint64  *timeout_s)
+{
+  double seconds = json_number_value (value);
+
+  *timeout_s = code->options.timeout_s;
+  if (value == NULL || json_is_null (value))
+    return TRUE;
+  if (!json_is_number (value) || seconds != (double) (gint64) seconds)
+    return FALSE;
+  *timeout_s = CLAMP ((gint64) seconds, 1, code->options.max_timeout_s);
+  return TRUE;
+}
+
 json_t *
-mcp_code_run_python (McpCode              *code,
-                     json_t               *arguments,
-                     const McpCallOptions *options)
+mcp_code_run (McpCode              *code,
+              json_t               *arguments,
+              const McpCallOptions *options)
 {
   GCancellable *cancellable = options != NULL ? options->cancellable : NULL;
   const char *source = mcp_json_get_string (arguments, "code");
-  json_t *timeout_value = json_object_get (arguments, "timeout");
+  g_autofree char *stripped = g_strstrip (g_strdup (source != NULL ? source : ""));
   g_autofree char *problem = NULL;
   g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) allowed = json_array ();
   g_auto(GStrv) servers = NULL;
   McpRunResult result = { 0 };
   McpSandbox *sandbox;
   RunContext run;
-  double timeout_s = code->options.timeout_s;
-  json_t *reply;
+  gint64 timeout_s;
+  gboolean invalid;
+  json_t *record;
 
-  if (source == NULL)
-    return error_result (_("run_python: the argument “code” is required (a string of Python source)"));
-  if (timeout_value != NULL)
-    {
-      if (!json_is_number (timeout_value) || json_number_value (timeout_value) <= 0)
-        return error_result (_("run_python: “timeout” must be a positive number of seconds"));
-      timeout_s = MIN (json_number_value (timeout_value), (double) code->options.max_timeout_s);
-    }
-  servers = read_servers (code, json_object_get (arguments, "servers"), &problem);
+  if (*stripped == '\0')
+    return failure_record ("validation_error", "Missing 'code' argument", NULL);
+  servers = read_servers (code, json_object_get (arguments, "servers"), &problem, &invalid);
   if (servers == NULL)
-    return error_result (problem);
+    return failure_record (invalid ? "validation_error" : "error", problem, NULL);
+  if (!read_timeout (code, json_object_get (arguments, "timeout"), &timeout_s))
+    return failure_record ("validation_error", "'timeout' must be an integer", NULL);
+  for (char **server = servers; *server != NULL; server++)
+    json_array_append_new (allowed, json_string (*server));
 
   sandbox = take_sandbox (code, &error);
   if (sandbox == NULL)
-    return error_result (error->message);
+    return failure_record ("error", error->message, allowed);
 
   run = (RunContext) {
     code, servers, g_cancellable_new (),
     options != NULL ? options->progress : NULL, options != NULL ? options->progress_data : NULL, 0,
   };
-  if (!mcp_sandbox_run (sandbox, source, (const char * const *) servers, (gint64) (timeout_s * 1000),
+  if (!mcp_sandbox_run (sandbox, source, (const char * const *) servers, timeout_s * 1000,
                         handle_rpc, &run, cancellable, &result, &error))
-    reply = error_result (error->message);
+    record = failure_record ("error", error->message, allowed);
   else
-    reply = run_result (&result);
+    record = run_record (&result, allowed, timeout_s);
   /* Tool calls the code left behind end now; freeing waits for the RPC
    * requests still being served, which use @run. */
   g_cancellable_cancel (run.calls);
   mcp_sandbox_free (sandbox);
   g_object_unref (run.calls);
   mcp_run_result_clear (&result);
-  return reply;
+  return record;
+}
+
+json_t *
+mcp_code_run_python (McpCode              *code,
+                     json_t               *arguments,
+                     const McpCallOptions *options)
+{
+  g_autoptr(json_t) record = mcp_code_run (code, arguments, options);
+
+  return mcp_run_format_result (record, mcp_run_format_from_env ());
 }

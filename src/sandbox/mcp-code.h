@@ -6,8 +6,8 @@
  * started and waiting ("warm"), so a run does not pay the interpreter's
  * start-up; each sandbox serves exactly one run.
  *
- * Threads: mcp_code_run_python() blocks and runs on workers, several at
- * once; the sandboxes' I/O runs on the pool's context.
+ * Threads: mcp_code_run() and mcp_code_run_python() block and run on
+ * workers, several at once; the sandboxes' I/O runs on the pool's context.
  */
 #pragma once
 
@@ -37,10 +37,19 @@ McpCode *mcp_code_new         (McpPool               *pool,
                                const McpCodeOptions  *options);
 /* The tool entry for tools/list. */
 json_t  *mcp_code_tool        (McpCode               *code);
-/* A tools/call result: isError unless the code succeeded.  @options
- * (may be NULL): its cancellable ends the run; with its progress set, the
- * progress of the tools the code calls reaches it, on the pool's context,
- * as progress of the run (a count, and a message naming the tool). */
+/* Runs run_python's @arguments (code, servers, timeout in whole seconds)
+ * and returns the run's record (mcp-run-format.h): what the code wrote
+ * and how it ended, or why it did not run ("validation_error" for bad
+ * arguments, "error" for an unknown server or a sandbox that failed).
+ * @options (may be NULL): its cancellable ends the run; with its progress
+ * set, the progress of the tools the code calls reaches it, on the pool's
+ * context, as progress of the run (a count, and a message naming the
+ * tool). */
+json_t  *mcp_code_run         (McpCode               *code,
+                               json_t                *arguments,
+                               const McpCallOptions  *options);
+/* The same run as a tools/call result, in the format that
+ * MCP_BRIDGE_OUTPUT_MODE names; isError unless the code succeeded. */
 json_t  *mcp_code_run_python  (McpCode               *code,
                                json_t                *arguments,
                                const McpCallOptions  *options);
