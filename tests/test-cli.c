@@ -714,6 +714,47 @@ test_run_memory (void)
   test_assert_no_children ();
 }
 
+/* The seed bridge's knobs: MCP_BRIDGE_CPUS is the run's affinity,
+ * MCP_BRIDGE_MEMORY its memory, MCP_BRIDGE_PIDS its processes. */
+static void
+test_run_bridge_knobs (void)
+{
+  g_autofree char *script = write_home_file ("knobs.py",
+                                             "import os, time\n"
+                                             "print('cpus', len(os.sched_getaffinity(0)))\n"
+                                             "try:\n"
+                                             "    block = bytearray(300 << 20)\n"
+                                             "    print('allocated')\n"
+                                             "except MemoryError:\n"
+                                             "    print('MemoryError')\n"
+                                             "forked = 0\n"
+                                             "try:\n"
+                                             "    for _ in range(200):\n"
+                                             "        if os.fork() == 0:\n"
+                                             "            time.sleep(30)\n"
+                                             "            os._exit(0)\n"
+                                             "        forked += 1\n"
+                                             "except OSError:\n"
+                                             "    pass\n"
+                                             "print('forks', 0 < forked <= 16)\n");
+  g_autofree char *config = write_config ("fixture", "[]");
+  const char * const environment[] = { "MCP_BRIDGE_CPUS=0.5", "MCP_BRIDGE_MEMORY=200m", "MCP_BRIDGE_PIDS=16", NULL };
+  const char * const arguments[] = { "run", "--config", config, script, NULL };
+  g_auto(RunResult) result = { 0 };
+
+  run_argv (&result, environment, arguments);
+  if (strstr (result.err, "user namespaces") != NULL &&
+      g_strcmp0 (g_getenv ("MCP_POOL_SANDBOX_MUST_WORK"), "1") != 0)
+    {
+      g_test_skip (result.err);
+      return;
+    }
+  g_assert_cmpstr (result.out, ==, "cpus 1\nMemoryError\nforks True\n");
+  g_assert_cmpint (result.status, ==, 0);
+  g_unlink (config);
+  test_assert_no_children ();
+}
+
 /* How many processes below @ancestor run mcp-pool itself (a keeper,
  * forked without exec, is named mcp-pool-keep and not counted). */
 static guint
@@ -1030,6 +1071,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cli/evict", test_evict);
   g_test_add_func ("/cli/run", test_run);
   g_test_add_func ("/cli/run/memory", test_run_memory);
+  g_test_add_func ("/cli/run/bridge-knobs", test_run_bridge_knobs);
   g_test_add_func ("/cli/self-entries", test_self_entries);
   g_test_add_func ("/cli/server-environment", test_server_environment);
   g_test_add_func ("/cli/unset-variables", test_unset_variables);

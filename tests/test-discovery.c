@@ -291,6 +291,26 @@ test_folder_order (Fixture       *fixture,
   g_assert_null (find_source (discovery, notes));
 }
 
+/* $MCP_SERVERS_CONFIG, the seed bridge's extra file, comes last: its new
+ * names are added, a name found before keeps its first place. */
+static void
+test_servers_config_env (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  g_autofree char *first = write_json (fixture->home, "MCPs/a.json", "{'mcpServers': {'dup': {'command': 'first'}}}");
+  g_autofree char *extra = write_json (fixture->cwd, "elsewhere/extra.json",
+                                       "{'mcpServers': {'dup': {'command': 'later'}, 'added': {'command': 'a'}}}");
+  g_autofree char *setting = g_strconcat ("MCP_SERVERS_CONFIG=", extra, NULL);
+  const char * const envp[] = { setting, NULL };
+  g_autoptr(McpDiscovery) discovery = NULL;
+
+  fixture->options.envp = envp;
+  discovery = discover (fixture);
+  g_assert_cmpstr (find_server (discovery, "dup")->command, ==, "first");
+  g_assert_cmpstr (find_server (discovery, "added")->source, ==, extra);
+  assert_skipped (discovery, "dup", extra, first);
+}
+
 static void
 test_first_wins (Fixture       *fixture,
                  gconstpointer  data)
@@ -1259,6 +1279,7 @@ main (int argc, char **argv)
   add_test ("/discovery/nothing", NULL, test_nothing);
   add_test ("/discovery/folder-order", NULL, test_folder_order);
   add_test ("/discovery/first-wins", NULL, test_first_wins);
+  add_test ("/discovery/servers-config-env", NULL, test_servers_config_env);
   add_test ("/discovery/home-is-cwd", NULL, test_home_is_cwd);
   add_test ("/discovery/config-exclusive", NULL, test_config_exclusive);
   g_test_add_func ("/discovery/expand/text", test_expand_text);

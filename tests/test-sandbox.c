@@ -218,7 +218,9 @@ test_isolation (Fixture *fixture, gconstpointer data)
     "    except OSError as e:\n"
     "        print('socket refused', e.errno)\n"
     "open('/work/scratch', 'w').write('ok')\n"
-    "print('scratch', open('/work/scratch').read())\n",
+    "print('scratch', open('/work/scratch').read())\n"
+    "open('/workspace/seed', 'w').write('written')\n"
+    "print('workspace', open('/work/seed').read())\n",
     host_file, canary, g_get_home_dir (), port);
 
   out = run_ok (fixture, source, "secretive", 0);
@@ -233,6 +235,8 @@ test_isolation (Fixture *fixture, gconstpointer data)
   g_assert_nonnull (strstr (out, " False"));
   g_assert_null (strstr (out, " True"));
   g_assert_null (strstr (out, "socket opened"));
+  /* The seed bridge's folder is the scratch folder too. */
+  g_assert_nonnull (strstr (out, "workspace written"));
   g_assert_nonnull (strstr (out, "scratch ok"));
   /* The sandbox's own init and python, nothing of the host. */
   g_assert_nonnull (strstr (out, "pids 2"));

@@ -1329,6 +1329,7 @@ test_code_resources (Fixture       *fixture,
   g_autoptr(json_t) read = test_client_result (client, "resources/read",
                                                json_pack ("{s:s}", "uri", "mcp-pool://capabilities"));
   g_autoptr(json_t) unknown = NULL;
+  g_autoptr(json_t) seed = NULL;
   json_t *resource = json_array_get (json_object_get (listed, "resources"), 0);
   json_t *contents = json_array_get (json_object_get (read, "contents"), 0);
   const char *text = mcp_json_get_string (contents, "text");
@@ -1343,6 +1344,10 @@ test_code_resources (Fixture       *fixture,
   g_assert_nonnull (text);
   g_assert_nonnull (strstr (text, "alpha"));
   g_assert_nonnull (strstr (text, "beta"));
+  /* The seed bridge's name for it reads the same. */
+  seed = test_client_result (client, "resources/read",
+                             json_pack ("{s:s}", "uri", "resource://mcp-server-code-execution-mode/capabilities"));
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (seed, "contents"), 0), "text"), ==, text);
 
   unknown = test_client_read_reply (client,
                                     test_client_request (client, "resources/read",

@@ -27,6 +27,8 @@ mcp_process_init (void)
 void
 mcp_process_set_verbose (gboolean verbose)
 {
-  if (verbose || g_strcmp0 (g_getenv ("MCP_POOL_VERBOSE"), "1") == 0)
+  /* MCP_BRIDGE_LOG_LEVEL=DEBUG is the seed bridge's way to ask. */
+  if (verbose || g_strcmp0 (g_getenv ("MCP_POOL_VERBOSE"), "1") == 0 ||
+      g_ascii_strcasecmp (g_getenv ("MCP_BRIDGE_LOG_LEVEL") ?: "", "debug") == 0)
     g_log_set_debug_enabled (TRUE);
 }

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
@@ -105,6 +106,23 @@ child_setup (gpointer user_data)
       struct rlimit limit = { setup->request->rlimits[i].limit, setup->request->rlimits[i].limit };
 
       if (setrlimit (setup->request->rlimits[i].resource, &limit) != 0)
+        _exit (126);
+    }
+  if (setup->request->cpus > 0)
+    {
+      cpu_set_t allowed, kept;
+      guint n = 0;
+
+      CPU_ZERO (&kept);
+      if (sched_getaffinity (0, sizeof allowed, &allowed) != 0)
+        _exit (126);
+      for (int cpu = 0; cpu < CPU_SETSIZE && n < setup->request->cpus; cpu++)
+        if (CPU_ISSET (cpu, &allowed))
+          {
+            CPU_SET (cpu, &kept);
+            n++;
+          }
+      if (sched_setaffinity (0, sizeof kept, &kept) != 0)
         _exit (126);
     }
   /* Before PR_SET_PDEATHSIG: the kernel clears it when the ids change. */

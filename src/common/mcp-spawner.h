@@ -61,6 +61,7 @@ typedef struct {
   const McpRlimit    *rlimits;
   gsize               n_rlimits;
   const McpCredentials *credentials; /* NULL: the pool's */
+  guint               cpus;       /* run on at most this many of the pool's CPUs; 0: all */
 } McpSpawnRequest;
 
 /* Any thread; blocks until the spawner thread has forked.  The child's pipes

@@ -1036,11 +1036,13 @@ mcp_expose_read_resource (McpExpose            *expose,
                           const McpCallOptions *options,
                           GError              **error)
 {
+  gboolean ours = g_strcmp0 (uri, MCP_EXPOSE_CAPABILITIES_URI) == 0 ||
+                  g_strcmp0 (uri, MCP_EXPOSE_SEED_CAPABILITIES_URI) == 0;
   g_autofree char *text = NULL;
 
-  if (uri != NULL && expose->resources != NULL && strcmp (uri, MCP_EXPOSE_CAPABILITIES_URI) != 0)
+  if (uri != NULL && expose->resources != NULL && !ours)
     return mcp_resources_read (expose->resources, uri, options, error);
-  if (g_strcmp0 (uri, MCP_EXPOSE_CAPABILITIES_URI) != 0)
+  if (!ours)
     {
       g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_RESOURCE,
                    _("Unknown resource “%s”; resources/list shows %s (the servers' own resources "
@@ -1049,8 +1051,7 @@ mcp_expose_read_resource (McpExpose            *expose,
       return NULL;
     }
   text = capabilities_text (expose);
-  return json_pack ("{s:[{s:s, s:s, s:s}]}", "contents", "uri", MCP_EXPOSE_CAPABILITIES_URI,
-                    "mimeType", "text/markdown", "text", text);
+  return json_pack ("{s:[{s:s, s:s, s:s}]}", "contents", "uri", uri, "mimeType", "text/markdown", "text", text);
 }
 
 char *

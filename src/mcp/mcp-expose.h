@@ -43,6 +43,8 @@ typedef enum {
 } McpExposeError;
 
 #define MCP_EXPOSE_CAPABILITIES_URI "mcp-pool://capabilities"
+/* The seed bridge's name for it, read as the same resource. */
+#define MCP_EXPOSE_SEED_CAPABILITIES_URI "resource://mcp-server-code-execution-mode/capabilities"
 
 typedef struct _McpExpose McpExpose;
 

@@ -60,6 +60,11 @@ static const SourceSpec explicit_spec = {
   N_("--config"), FALSE, NULL, LAYOUT_FILE, FORMAT_ANY, FALSE, TRUE
 };
 
+/* The seed bridge's one extra file, read after every source above. */
+static const SourceSpec extra_spec = {
+  N_("MCP_SERVERS_CONFIG"), FALSE, NULL, LAYOUT_FILE, FORMAT_ANY, FALSE, TRUE
+};
+
 typedef McpServerConfig *(*EntryParser) (const char          *name,
                                          json_t              *entry,
                                          const char          *source,
@@ -882,8 +887,18 @@ mcp_config_discover (const McpDiscoveryOptions *options)
     }
   else
     {
+      const char *extra = options->envp != NULL ? g_environ_getenv ((char **) options->envp, "MCP_SERVERS_CONFIG")
+                                                : g_getenv ("MCP_SERVERS_CONFIG");
+
       for (gsize i = 0; i < G_N_ELEMENTS (source_specs); i++)
         read_spec (&d, &source_specs[i]);
+      if (extra != NULL && extra[0] != '\0')
+        {
+          g_autofree char *path = g_canonicalize_filename (extra, cwd);
+
+          add_watch_path (&d, path);
+          read_file (&d, path, &extra_spec);
+        }
     }
   return d.result;
 }

@@ -48,13 +48,48 @@ typedef struct {
 } InnerCall;
 
 static gint64
-env_seconds (const char *name,
-             gint64      fallback)
+env_positive (const char *name,
+              gint64      fallback)
 {
   const char *value = g_getenv (name);
   gint64 seconds = value != NULL ? g_ascii_strtoll (value, NULL, 10) : 0;
 
   return seconds > 0 ? seconds : fallback;
+}
+
+/* $MCP_BRIDGE_MEMORY, as the seed bridge gives it to podman: bytes, or a
+ * number with k, m or g; 0 if unset or not that. */
+static guint64
+env_memory_bytes (void)
+{
+  const char *value = g_getenv ("MCP_BRIDGE_MEMORY");
+  char *end = NULL;
+  guint64 bytes;
+
+  if (value == NULL || !g_ascii_isdigit (value[0]))
+    return 0;
+  bytes = g_ascii_strtoull (value, &end, 10);
+  switch (g_ascii_tolower (*end))
+    {
+    case 'g': bytes <<= 30; end++; break;
+    case 'm': bytes <<= 20; end++; break;
+    case 'k': bytes <<= 10; end++; break;
+    default: break;
+    }
+  if (g_ascii_tolower (*end) == 'b')
+    end++;
+  return *end == '\0' ? bytes : 0;
+}
+
+/* $MCP_BRIDGE_CPUS: podman's --cpus, a share of CPUs; here the run's
+ * affinity, so a part of a CPU is one more. */
+static guint
+env_cpus (void)
+{
+  const char *value = g_getenv ("MCP_BRIDGE_CPUS");
+  double cpus = value != NULL ? g_ascii_strtod (value, NULL) : 0;
+
+  return cpus > 0 ? (guint) cpus + ((double) (guint) cpus < cpus) : 0;
 }
 
 /* Warm sandboxes */
@@ -149,9 +184,16 @@ mcp_code_new (McpPool               *pool,
   code->context = context;
   code->options = *options;
   code->options.timeout_s = options->timeout_s > 0 ? options->timeout_s
-                            : env_seconds ("MCP_BRIDGE_TIMEOUT", MCP_CODE_TIMEOUT_DEFAULT_S);
+                            : env_positive ("MCP_BRIDGE_TIMEOUT", MCP_CODE_TIMEOUT_DEFAULT_S);
   code->options.max_timeout_s = options->max_timeout_s > 0 ? options->max_timeout_s
-                                : env_seconds ("MCP_BRIDGE_MAX_TIMEOUT", MCP_CODE_TIMEOUT_MAX_S);
+                                : env_positive ("MCP_BRIDGE_MAX_TIMEOUT", MCP_CODE_TIMEOUT_MAX_S);
+  /* The seed bridge's knobs, where the caller set nothing. */
+  if (code->options.limits.memory_bytes == 0)
+    code->options.limits.memory_bytes = env_memory_bytes ();
+  if (code->options.limits.processes == 0)
+    code->options.limits.processes = (guint) env_positive ("MCP_BRIDGE_PIDS", 0);
+  if (code->options.limits.cpus == 0)
+    code->options.limits.cpus = env_cpus ();
   g_mutex_init (&code->lock);
   g_cond_init (&code->changed);
   if (options->keep_warm)

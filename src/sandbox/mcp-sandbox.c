@@ -52,7 +52,7 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 #define CPU_DEFAULT         130
 #define OUTPUT_CAP_DEFAULT  (1024 * 1024)
 /* Processes the sandbox may add to those of the user it runs as. */
-#define EXTRA_PROCESSES     128
+#define PROCESSES_DEFAULT   128
 /* Open files of each process: this bounds what pipes, socket buffers and
  * fds in flight on sockets can hold. */
 #define OPEN_FILES          256
@@ -493,9 +493,10 @@ sandbox_credentials (McpCredentials *credentials)
 }
 
 /* RLIMIT_NPROC counts every process of the real user, inside and outside
- * the sandbox; so the limit is what @uid runs now plus a margin. */
+ * the sandbox; so the limit is what @uid runs now plus a run's @processes. */
 static rlim_t
-process_limit (uid_t uid)
+process_limit (uid_t uid,
+               guint processes)
 {
   g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
   const char *name;
@@ -509,7 +510,7 @@ process_limit (uid_t uid)
       if (g_ascii_isdigit (name[0]) && g_stat (path, &info) == 0 && info.st_uid == uid)
         count++;
     }
-  return count + EXTRA_PROCESSES;
+  return count + processes;
 }
 
 static GStrv
@@ -544,6 +545,8 @@ build_argv (const McpSandboxLimits *limits)
   g_strv_builder_add_many (argv, "--size", scratch, "--tmpfs", "/dev/shm",
                            "--size", scratch, "--tmpfs", "/tmp",
                            "--size", scratch, "--tmpfs", "/work", "--chdir", "/work",
+                           /* The seed bridge's code writes to /workspace. */
+                           "--symlink", "work", "/workspace",
                            /* A copy of what the host read: a root pool's sandbox
                             * runs as a uid that need not reach the host's file. */
                            "--perms", "0444", "--ro-bind-data", runtime_fd, runtime, NULL);
@@ -670,7 +673,8 @@ set_rlimits (const McpSandboxLimits *limits,
   rlimits[0] = (McpRlimit) { RLIMIT_AS, limits->memory_bytes };
   rlimits[1] = (McpRlimit) { RLIMIT_FSIZE, limits->file_bytes };
   rlimits[2] = (McpRlimit) { RLIMIT_CPU, limits->cpu_seconds };
-  rlimits[3] = (McpRlimit) { RLIMIT_NPROC, process_limit (credentials ? credentials->uid : getuid ()) };
+  rlimits[3] = (McpRlimit) { RLIMIT_NPROC, process_limit (credentials ? credentials->uid : getuid (),
+                                                          limits->processes) };
   rlimits[4] = (McpRlimit) { RLIMIT_NOFILE, OPEN_FILES };
   /* POSIX message queues and locked pages hold memory outside the
    * address space limit. */
@@ -711,6 +715,7 @@ spawn_bwrap (McpSandbox  *sandbox,
     .argv = (const char * const *) argv, .envp = (const char * const[]) { NULL },
     .source_fds = source_fds, .target_fds = target_fds, .n_fds = G_N_ELEMENTS (source_fds),
     .rlimits = rlimits, .n_rlimits = N_RLIMITS, .credentials = credentials,
+    .cpus = sandbox->limits.cpus,
   };
   sandbox->child = mcp_spawner_spawn (&request, &stdin_fd, stdout_fd, stderr_fd, error);
   if (sandbox->child == NULL)
@@ -762,6 +767,7 @@ sandbox_new (const McpSandboxLimits *limits,
   if (sandbox->limits.file_bytes == 0) sandbox->limits.file_bytes = FILE_DEFAULT;
   if (sandbox->limits.scratch_bytes == 0) sandbox->limits.scratch_bytes = SCRATCH_DEFAULT;
   if (sandbox->limits.cpu_seconds == 0) sandbox->limits.cpu_seconds = CPU_DEFAULT;
+  if (sandbox->limits.processes == 0) sandbox->limits.processes = PROCESSES_DEFAULT;
   if (sandbox->limits.output_cap == 0) sandbox->limits.output_cap = OUTPUT_CAP_DEFAULT;
   sandbox->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
   sandbox->rpc_fd = -1;

@@ -49,6 +49,8 @@ typedef struct {
   guint64     file_bytes;       /* largest file written; 0: 64 MiB */
   guint64     scratch_bytes;    /* each of /tmp, /work and /dev/shm; 0: 64 MiB */
   guint       cpu_seconds;      /* 0: 130 */
+  guint       processes;        /* a run's processes at once; 0: 128 */
+  guint       cpus;             /* CPUs a run may use (its affinity); 0: all */
   gsize       output_cap;       /* of stdout and of stderr; 0: 1 MiB */
 } McpSandboxLimits;
 
