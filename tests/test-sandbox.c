@@ -319,6 +319,32 @@ test_limits (Fixture *fixture, gconstpointer data)
   assert_pool_serves (fixture);
 }
 
+/* Ordinary threaded code runs: many threads' stacks are address space,
+ * which the memory limit does not count. */
+static void
+test_threads (Fixture *fixture, gconstpointer data)
+{
+  g_autofree char *out = NULL;
+
+  if (!require_sandbox ())
+    return;
+  out = run_ok (fixture,
+                "import threading\n"
+                "barrier = threading.Barrier(64)\n"
+                "done = []\n"
+                "def work(i):\n"
+                "    barrier.wait()\n"
+                "    done.append(sum(range(i * 1000)))\n"
+                "threads = [threading.Thread(target=work, args=(i,)) for i in range(64)]\n"
+                "for t in threads:\n"
+                "    t.start()\n"
+                "for t in threads:\n"
+                "    t.join()\n"
+                "print('threads', len(done))\n",
+                NULL, 0);
+  g_assert_cmpstr (out, ==, "threads 64\n");
+}
+
 /* A fork bomb meets the process limit and dies with its sandbox. */
 static void
 test_fork_bomb (Fixture *fixture, gconstpointer data)
@@ -1302,6 +1328,7 @@ main (int argc, char **argv)
   ADD ("/sandbox/timeout", NULL, test_timeout);
   ADD ("/sandbox/output-cap", NULL, test_output_cap);
   ADD ("/sandbox/limits", NULL, test_limits);
+  ADD ("/sandbox/threads", NULL, test_threads);
   ADD ("/sandbox/fork-bomb", NULL, test_fork_bomb);
   ADD ("/sandbox/not-host-root", NULL, test_not_host_root);
   ADD ("/sandbox/host-ids", NULL, test_host_ids);

@@ -47,6 +47,12 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 #define RUNTIME_FILENAME    "mcp_runtime.py"
 
 #define MEMORY_DEFAULT      (512 * 1024 * 1024ull)
+/* A process's address space, in memory limits: thread stacks and the
+ * allocator's reservations are address space, not memory, and ordinary
+ * threaded code needs a great deal of them; what memory the run holds,
+ * the memory watch counts.  The cap still stops one allocation far
+ * beyond the limit at once, with a MemoryError. */
+#define ADDRESS_SPACE_FACTOR 4
 #define FILE_DEFAULT        (64 * 1024 * 1024ull)
 #define SCRATCH_DEFAULT     (64 * 1024 * 1024ull)
 #define CPU_DEFAULT         130
@@ -554,6 +560,9 @@ build_argv (const McpSandboxLimits *limits)
   g_strv_builder_add_many (argv, "--clearenv", "--setenv", "PATH", "/usr/bin",
                            "--setenv", "HOME", "/work", "--setenv", "LANG", "C.UTF-8",
                            "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+                           /* glibc reserves 64 MiB of address space per
+                            * thread's arena otherwise. */
+                           "--setenv", "MALLOC_ARENA_MAX", "2",
                            "--setenv", "MCP_POOL_RPC_FD", rpc_fd,
                            "--seccomp", seccomp_fd, "--info-fd", info_fd,
                            "--", limits->python ? limits->python : PYTHON3_PATH,
@@ -670,7 +679,7 @@ set_rlimits (const McpSandboxLimits *limits,
              const McpCredentials   *credentials,
              McpRlimit               rlimits[N_RLIMITS])
 {
-  rlimits[0] = (McpRlimit) { RLIMIT_AS, limits->memory_bytes };
+  rlimits[0] = (McpRlimit) { RLIMIT_AS, limits->memory_bytes * ADDRESS_SPACE_FACTOR };
   rlimits[1] = (McpRlimit) { RLIMIT_FSIZE, limits->file_bytes };
   rlimits[2] = (McpRlimit) { RLIMIT_CPU, limits->cpu_seconds };
   rlimits[3] = (McpRlimit) { RLIMIT_NPROC, process_limit (credentials ? credentials->uid : getuid (),

@@ -44,8 +44,9 @@ typedef struct {
   const char *bwrap;            /* NULL: $MCP_POOL_BWRAP, else the configured path */
   const char *python;           /* NULL: the configured python3 */
   const char *runtime_dir;      /* NULL: $MCP_POOL_RUNTIME_DIR, else pkgdatadir */
-  guint64     memory_bytes;     /* address space of a process, and what all the
-                                 * processes of a run hold together; 0: 512 MiB */
+  guint64     memory_bytes;     /* what all the processes of a run hold together
+                                 * (a process's address space may be 4 times
+                                 * that); 0: 512 MiB */
   guint64     file_bytes;       /* largest file written; 0: 64 MiB */
   guint64     scratch_bytes;    /* each of /tmp, /work and /dev/shm; 0: 64 MiB */
   guint       cpu_seconds;      /* 0: 130 */
