@@ -383,6 +383,19 @@ class RuntimeTest(unittest.TestCase):
         run = self.run_code("import sys\nprint('out')\nsys.exit('failed')")
         self.assertEqual((run.status, run.stdout, run.stderr), (1, "out\n", "failed\n"))
 
+    def test_exit_waits_for_threads_and_atexit(self):
+        # The runtime skips the interpreter's module teardown, not what an
+        # exit owes the code.
+        self.assertRuns("""
+            import atexit, threading, time
+            atexit.register(lambda: print("atexit ran"))
+            def late():
+                time.sleep(0.2)
+                print("thread done")
+            threading.Thread(target=late).start()
+            print("code done")
+            """, "code done\nthread done\natexit ran\n")
+
     def test_large_lines(self):
         run = self.assertRuns("""
             reply = await mcp_math.echo(message="x" * 20_000_000, unwrap=True)
