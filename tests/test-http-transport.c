@@ -943,7 +943,10 @@ fault_pool (Fixture                *fixture,
             const McpPoolCallbacks *callbacks)
 {
   g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
-  McpPoolOptions options = { .backoff_initial_ms = 200, .backoff_max_ms = 1600, .relist_debounce_ms = 10 };
+  /* A backoff long enough that a call right after a failure meets it on
+   * the slowest host. */
+  McpPoolOptions options = { .backoff_initial_ms = test_timeout_ms (2000), .backoff_max_ms = test_timeout_ms (4000),
+                             .relist_debounce_ms = 10 };
   McpPool *pool = mcp_pool_new (test_io_thread_get_context (fixture->io), &options, callbacks);
   McpServerConfig *config = fault_config (fixture, "/mcp");
 

@@ -99,6 +99,7 @@ child_setup (gpointer user_data)
   const ChildSetup *setup = user_data;
   pid_t parent = setup->parent;
   const McpCredentials *credentials = setup->request->credentials;
+  cpu_set_t allowed, kept;
   sigset_t none;
 
   for (gsize i = 0; i < setup->request->n_rlimits; i++)
@@ -108,20 +109,25 @@ child_setup (gpointer user_data)
       if (setrlimit (setup->request->rlimits[i].resource, &limit) != 0)
         _exit (126);
     }
-  if (setup->request->cpus > 0)
+  /* The CPUs kept start at one chosen by the child's pid, so that runs
+   * side by side do not all share the first.  A host with more CPUs than a
+   * cpu_set_t holds keeps them all. */
+  if (setup->request->cpus > 0 && sched_getaffinity (0, sizeof allowed, &allowed) == 0 &&
+      (guint) CPU_COUNT (&allowed) > setup->request->cpus)
     {
-      cpu_set_t allowed, kept;
-      guint n = 0;
+      int n_allowed = CPU_COUNT (&allowed), skip = getpid () % n_allowed, seen = 0;
+      guint kept_n = 0;
 
       CPU_ZERO (&kept);
-      if (sched_getaffinity (0, sizeof allowed, &allowed) != 0)
-        _exit (126);
-      for (int cpu = 0; cpu < CPU_SETSIZE && n < setup->request->cpus; cpu++)
-        if (CPU_ISSET (cpu, &allowed))
-          {
-            CPU_SET (cpu, &kept);
-            n++;
-          }
+      for (int i = 0; i < 2 * CPU_SETSIZE && kept_n < setup->request->cpus; i++)
+        {
+          int cpu = i % CPU_SETSIZE;
+
+          if (!CPU_ISSET (cpu, &allowed) || seen++ < skip)
+            continue;
+          CPU_SET (cpu, &kept);
+          kept_n++;
+        }
       if (sched_setaffinity (0, sizeof kept, &kept) != 0)
         _exit (126);
     }

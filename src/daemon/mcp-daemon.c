@@ -867,8 +867,9 @@ handle_run_python (McpDBusPool1          *skeleton,
 
   for (const char * const *server = servers; *server != NULL; server++)
     json_array_append_new (json_object_get (args, "servers"), json_string (*server));
+  /* run_python takes whole seconds: a part of one is a second more. */
   if (timeout_ms > 0)
-    json_object_set_new (args, "timeout", json_real (timeout_ms / 1000.0));
+    json_object_set_new (args, "timeout", json_integer (((json_int_t) timeout_ms + 999) / 1000));
   return start_call (daemon, invocation, work_run_python, args);
 }
 

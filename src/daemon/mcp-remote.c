@@ -254,6 +254,9 @@ on_daemon_appeared (GDBusConnection *connection,
 {
   McpRemote *remote = user_data;
 
+  /* A daemon that replaced the one that asked: the old one's requests go. */
+  if (remote->daemon_owner != NULL && g_strcmp0 (remote->daemon_owner, owner) != 0)
+    end_server_requests (remote);
   g_free (remote->daemon_owner);
   remote->daemon_owner = g_strdup (owner);
 }
@@ -266,6 +269,9 @@ on_daemon_vanished (GDBusConnection *connection,
   McpRemote *remote = user_data;
 
   g_clear_pointer (&remote->daemon_owner, g_free);
+  /* Nobody reads their answers any more, and a new daemon numbers its
+   * requests from 1 again. */
+  end_server_requests (remote);
 }
 
 /* Whether @invocation comes from the daemon, the owner of its name.  The
@@ -294,7 +300,8 @@ answer_server_request (json_t     *result,
   g_autofree char *text = response != NULL ? json_dumps (response, JSON_COMPACT) : NULL;
 
   g_mutex_lock (&request->remote->lock);
-  g_hash_table_remove (request->remote->server_requests, GUINT_TO_POINTER (request->number));
+  if (g_hash_table_lookup (request->remote->server_requests, GUINT_TO_POINTER (request->number)) == request)
+    g_hash_table_remove (request->remote->server_requests, GUINT_TO_POINTER (request->number));
   g_mutex_unlock (&request->remote->lock);
   /* Takes the invocation. */
   if (text == NULL)

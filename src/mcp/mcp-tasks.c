@@ -84,8 +84,12 @@ mcp_tasks_call_tool (McpTasks             *tasks,
   return result;
 }
 
+/* The most pages of one server's tasks read for one tasks/list. */
+#define TASK_PAGES_MAX 100
+
 /* Appends every page of @server's tasks to @listed, routing them as
- * listed, until MCP_TASKS_ROUTES_MAX tasks are listed in all. */
+ * listed, until MCP_TASKS_ROUTES_MAX tasks are listed in all, the server
+ * gives the same cursor again or TASK_PAGES_MAX pages were read. */
 static void
 list_server (McpTasks             *tasks,
              const char           *server,
@@ -93,6 +97,7 @@ list_server (McpTasks             *tasks,
              const McpCallOptions *options)
 {
   g_autofree char *cursor = NULL;
+  guint pages = 0;
 
   do
     {
@@ -114,10 +119,12 @@ list_server (McpTasks             *tasks,
           remember (tasks, server, task);
           json_array_append (listed, task);
         }
+      if (g_strcmp0 (cursor, mcp_json_get_string (result, "nextCursor")) == 0)
+        return;
       g_free (cursor);
       cursor = g_strdup (mcp_json_get_string (result, "nextCursor"));
     }
-  while (cursor != NULL && *cursor != '\0');
+  while (cursor != NULL && *cursor != '\0' && ++pages < TASK_PAGES_MAX);
 }
 
 /* Every task of every running server that lists tasks, in one page. */

@@ -187,6 +187,7 @@ mcp_code_new (McpPool               *pool,
                             : env_positive ("MCP_BRIDGE_TIMEOUT", MCP_CODE_TIMEOUT_DEFAULT_S);
   code->options.max_timeout_s = options->max_timeout_s > 0 ? options->max_timeout_s
                                 : env_positive ("MCP_BRIDGE_MAX_TIMEOUT", MCP_CODE_TIMEOUT_MAX_S);
+  code->options.timeout_s = MIN (code->options.timeout_s, code->options.max_timeout_s);
   /* The seed bridge's knobs, where the caller set nothing. */
   if (code->options.limits.memory_bytes == 0)
     code->options.limits.memory_bytes = env_memory_bytes ();
@@ -549,7 +550,7 @@ read_timeout (McpCode *code,
   *timeout_s = code->options.timeout_s;
   if (value == NULL || json_is_null (value))
     return TRUE;
-  if (!json_is_number (value) || seconds != (double) (gint64) seconds)
+  if (!json_is_number (value) || seconds < G_MININT32 || seconds > G_MAXINT32 || seconds != (double) (gint64) seconds)
     return FALSE;
   *timeout_s = CLAMP ((gint64) seconds, 1, code->options.max_timeout_s);
   return TRUE;

@@ -21,9 +21,10 @@
  * when nothing else said it, "exit: N" before them for a non-zero exit and
  * "status: X" before all when the run did not succeed; structuredContent
  * keeps only what is not implied (no status on success, no exit code 0).
- * toon and json: the text is the whole payload in a fenced block, TOON or
- * indented JSON, and structuredContent is the payload.  isError is set
- * unless the run succeeded.
+ * toon and json: the text is the whole payload in a fenced block, TOON (in
+ * the payload's order) or indented JSON (keys sorted, as the seed's
+ * json.dumps(sort_keys=True)), and structuredContent is the payload.
+ * isError is set unless the run succeeded.
  */
 #pragma once
 

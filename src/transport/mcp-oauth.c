@@ -643,10 +643,14 @@ const char *
 mcp_oauth_login_state (const McpServerConfig *config)
 {
   g_autoptr(json_t) record = NULL;
+  g_autoptr(GError) error = NULL;
 
   if (config == NULL || config->transport == MCP_TRANSPORT_STDIO ||
       g_strcmp0 (mcp_server_config_auth_name (config), "headers") == 0)
     return NULL;
-  record = mcp_token_store_load (config->url, NULL, NULL);
-  return record != NULL ? "stored" : "none";
+  record = mcp_token_store_load (config->url, NULL, &error);
+  if (record != NULL)
+    return "stored";
+  /* A keyring that did not answer says nothing either way. */
+  return g_error_matches (error, MCP_TOKEN_STORE_ERROR, MCP_TOKEN_STORE_ERROR_NOT_FOUND) ? "none" : NULL;
 }

@@ -126,7 +126,7 @@ gboolean mcp_oauth_logout             (const McpServerConfig      *config,
                                        GError                    **error);
 /* Blocking: whether `mcp-pool auth` stored tokens for @config, "stored" or
  * "none"; NULL for a server that logs in by no OAuth (stdio, or headers
- * of its own). */
+ * of its own), or when the keyring cannot tell. */
 const char *mcp_oauth_login_state     (const McpServerConfig      *config);
 
 G_END_DECLS
