@@ -63,19 +63,10 @@ set_json_body (SoupMessage *msg,
   soup_message_set_request_body_from_bytes (msg, "application/json", bytes);
 }
 
-/* The parameters of a Bearer challenge, or NULL if @header is none. */
-static GHashTable *
-parse_bearer_challenge (const char *header)
-{
-  if (header == NULL || g_ascii_strncasecmp (header, "Bearer", 6) != 0)
-    return NULL;
-  return soup_header_parse_param_list (header + 6);
-}
-
 static GHashTable *
 bearer_challenge (SoupMessage *msg)
 {
-  return parse_bearer_challenge (soup_message_headers_get_one (soup_message_get_response_headers (msg),
+  return mcp_oauth_parse_bearer_challenge (soup_message_headers_get_one (soup_message_get_response_headers (msg),
                                                                "WWW-Authenticate"));
 }
 
@@ -625,7 +616,7 @@ on_probed (Flow        *flow,
 static void
 login_probe (Flow *flow)
 {
-  g_autoptr(GHashTable) challenge = parse_bearer_challenge (flow->challenge);
+  g_autoptr(GHashTable) challenge = mcp_oauth_parse_bearer_challenge (flow->challenge);
   SoupMessage *msg;
 
   /* The refusal that called for this login says what it wants already. */
@@ -671,7 +662,7 @@ on_login_refreshed (Flow        *flow,
 static gboolean
 is_step_up (const char *header)
 {
-  g_autoptr(GHashTable) challenge = parse_bearer_challenge (header);
+  g_autoptr(GHashTable) challenge = mcp_oauth_parse_bearer_challenge (header);
 
   return challenge != NULL && g_strcmp0 (g_hash_table_lookup (challenge, "error"), "insufficient_scope") == 0;
 }

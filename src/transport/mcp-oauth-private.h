@@ -74,4 +74,8 @@ void mcp_oauth_flow_refresh (Flow *flow, FlowReply reply);
 Flow *mcp_oauth_flow_new (McpServerConfig *config, GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data, gpointer source_tag);
 gboolean mcp_oauth_job_load (Flow *flow, GError **error);
 
+/* The parameters of a Bearer challenge (a WWW-Authenticate value), or
+ * NULL if @header is none. */
+GHashTable *mcp_oauth_parse_bearer_challenge (const char *header);
+
 G_END_DECLS

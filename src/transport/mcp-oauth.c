@@ -575,15 +575,21 @@ mcp_oauth_refresh_finish (GAsyncResult *result,
   return g_task_propagate_pointer (G_TASK (result), error);
 }
 
+GHashTable *
+mcp_oauth_parse_bearer_challenge (const char *header)
+{
+  if (header == NULL || g_ascii_strncasecmp (header, "Bearer", 6) != 0 ||
+      (header[6] != '\0' && !g_ascii_isspace (header[6])))
+    return NULL;
+  return soup_header_parse_param_list (header + 6);
+}
+
 char *
 mcp_oauth_step_up_scope (const char *challenge)
 {
-  g_autoptr(GHashTable) params = NULL;
+  g_autoptr(GHashTable) params = mcp_oauth_parse_bearer_challenge (challenge);
 
-  if (challenge == NULL || g_ascii_strncasecmp (challenge, "Bearer", 6) != 0)
-    return NULL;
-  params = soup_header_parse_param_list (challenge + 6);
-  if (g_strcmp0 (g_hash_table_lookup (params, "error"), "insufficient_scope") != 0)
+  if (params == NULL || g_strcmp0 (g_hash_table_lookup (params, "error"), "insufficient_scope") != 0)
     return NULL;
   return g_strdup (g_hash_table_lookup (params, "scope"));
 }
