@@ -390,6 +390,36 @@ test_result_text (json_t *result)
 }
 
 void
+test_client_check_request_cancelled_by_crash (TestClient *client,
+                                              const char *server)
+{
+  g_autofree char *ask_tool = g_strconcat (server, "__ask_client", NULL);
+  g_autofree char *crash_tool = g_strconcat (server, "__crash", NULL);
+  g_autoptr(json_t) crashed = NULL;
+  g_autoptr(json_t) answered = NULL;
+  json_t *asked, *cancelled;
+  json_int_t ask;
+
+  client->on_request = test_never_answer;
+  ask = test_client_request (client, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", ask_tool,
+                                                              "arguments", "method", "roots/list"));
+  test_client_wait_request (client, "roots/list");
+  asked = g_ptr_array_index (client->requests, client->requests->len - 1);
+  crashed = test_client_read_reply (client, test_client_request (client, "tools/call",
+                                                                 json_pack ("{s:s, s:{}}", "name", crash_tool,
+                                                                            "arguments")));
+  /* It may have come with the reply to the crash already. */
+  if (test_client_count_notifications (client, "notifications/cancelled") == 0)
+    test_client_wait_notification (client, "notifications/cancelled");
+  cancelled = test_client_last_notification (client, "notifications/cancelled");
+  answered = test_client_read_reply (client, ask);
+
+  g_assert_true (json_equal (json_object_get (cancelled, "requestId"), json_object_get (asked, "id")));
+  g_assert_nonnull (json_object_get (crashed, "result"));
+  g_assert_nonnull (json_object_get (answered, "result"));
+}
+
+void
 test_assert_json (json_t     *value,
                   const char *expected)
 {

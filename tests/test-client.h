@@ -98,6 +98,13 @@ gboolean         test_message_has_id         (json_t       *message,
 
 /* The text of a tool result's first content item; NULL if it has none. */
 const char      *test_result_text            (json_t       *result);
+/* Through @client (an MCP client that declared roots, of a proxy of the
+ * fixture server @server): the server asks the client for its roots
+ * during a call, the client does not answer, and the server dies; the
+ * client must be told with notifications/cancelled of the id it was
+ * asked under, and both calls answered. */
+void             test_client_check_request_cancelled_by_crash (TestClient *client,
+                                                               const char *server);
 /* Fails the test, showing both, unless @value equals the JSON @expected. */
 void             test_assert_json            (json_t       *value,
                                               const char   *expected);

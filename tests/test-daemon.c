@@ -1532,28 +1532,8 @@ test_shared_client_request_cancelled (Fixture       *fixture,
 {
   TestClient *asking = launch_client ((const char * const *) fixture->envp, TRUE, "--expose", "proxy", "mcp-pool",
                                       json_pack ("{s:{}}", "roots"));
-  g_autoptr(json_t) crashed = NULL;
-  g_autoptr(json_t) answered = NULL;
-  json_t *asked, *cancelled;
-  json_int_t ask;
 
-  asking->on_request = test_never_answer;
-  ask = test_client_request (asking, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", "fix__ask_client",
-                                                              "arguments", "method", "roots/list"));
-  test_client_wait_request (asking, "roots/list");
-  asked = g_ptr_array_index (asking->requests, asking->requests->len - 1);
-  crashed = test_client_read_reply (asking, test_client_request (asking, "tools/call",
-                                                                 json_pack ("{s:s, s:{}}", "name", "fix__crash",
-                                                                            "arguments")));
-  /* It may have come with the reply to the crash already. */
-  if (test_client_count_notifications (asking, "notifications/cancelled") == 0)
-    test_client_wait_notification (asking, "notifications/cancelled");
-  cancelled = test_client_last_notification (asking, "notifications/cancelled");
-  answered = test_client_read_reply (asking, ask);
-
-  g_assert_true (json_equal (json_object_get (cancelled, "requestId"), json_object_get (asked, "id")));
-  g_assert_nonnull (json_object_get (crashed, "result"));
-  g_assert_nonnull (json_object_get (answered, "result"));
+  test_client_check_request_cancelled_by_crash (asking, "fix");
   end_client (asking);
 }
 

@@ -918,32 +918,9 @@ static void
 test_proxy_client_request_cancelled (Fixture       *fixture,
                                      gconstpointer  data)
 {
-  TestClient *client = fixture->client;
-  g_autoptr(json_t) again = NULL;
-  g_autoptr(json_t) asking = NULL;
-  g_autoptr(json_t) crashed = NULL;
-  json_t *asked, *cancelled;
-  json_int_t ask;
+  g_autoptr(json_t) again = serve_initialize_with (fixture->client, "2025-11-25", json_pack ("{s:{}}", "roots"));
 
-  client->on_request = test_never_answer;
-  again = serve_initialize_with (client, "2025-11-25", json_pack ("{s:{}}", "roots"));
-  ask = test_client_request (client, "tools/call",
-                             json_pack ("{s:s, s:{s:s}}", "name", "fixture__ask_client", "arguments",
-                                        "method", "roots/list"));
-  test_client_wait_request (client, "roots/list");
-  asked = g_ptr_array_index (client->requests, client->requests->len - 1);
-  crashed = test_client_read_reply (client, test_client_request (client, "tools/call",
-                                                                 json_pack ("{s:s, s:{}}", "name", "fixture__crash",
-                                                                            "arguments")));
-  /* It may have come with the reply to the crash already. */
-  if (test_client_count_notifications (client, "notifications/cancelled") == 0)
-    test_client_wait_notification (client, "notifications/cancelled");
-  cancelled = test_client_last_notification (client, "notifications/cancelled");
-  asking = test_client_read_reply (client, ask);
-
-  g_assert_true (json_equal (json_object_get (cancelled, "requestId"), json_object_get (asked, "id")));
-  g_assert_nonnull (json_object_get (crashed, "result"));
-  g_assert_nonnull (json_object_get (asking, "result"));
+  test_client_check_request_cancelled_by_crash (fixture->client, "fixture");
 }
 
 /* --server: one server as it is.  Its own handshake and names, pages
