@@ -194,8 +194,12 @@ async function connect (label, exposure, capabilities = {}, handlers = []) {
       session.traffic.shift ();
   };
 
-  if (process.env.MCP_POOL_VERBOSE)
-    env.MCP_POOL_VERBOSE = process.env.MCP_POOL_VERBOSE;
+  /* What the C tests give mcp-pool under a sanitizer (its suppressions,
+   * its exit status) holds for the mcp-pool started here too. */
+  for (const name of ['MCP_POOL_VERBOSE', 'TSAN_OPTIONS', 'ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS',
+                      'G_SLICE', 'G_DEBUG', 'MCP_POOL_ENV_PASSTHROUGH'])
+    if (process.env[name] !== undefined)
+      env[name] = process.env[name];
   session.transport = new StdioClientTransport ({
     command: mcpPool,
     /* The daemon reads the config itself. */
