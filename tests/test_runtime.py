@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import unittest
 
@@ -60,6 +61,7 @@ class FakeHost:
 
     def __init__(self, allowed):
         self.allowed = list(allowed)
+        self.done = asyncio.Queue()  # the statuses of a session's "done" notifications
         self.requests = []  # (method, params) in arrival order
         self.in_flight = 0
         self.max_in_flight = 0
@@ -67,7 +69,11 @@ class FakeHost:
     async def serve(self, reader, writer):
         tasks = set()
         while line := await reader.readline():
-            task = asyncio.create_task(self.answer(json.loads(line), writer))
+            message = json.loads(line)
+            if "id" not in message:
+                self.done.put_nowait(message["params"]["status"])
+                continue
+            task = asyncio.create_task(self.answer(message, writer))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         for task in tasks:
@@ -141,14 +147,21 @@ class Run:
         self.status, self.stdout, self.stderr, self.host = status, stdout, stderr, host
 
 
-async def run_sandbox(code, servers, send_run=True, max_request_bytes=None):
+def runtime_env(child, state_dir):
+    env = {"MCP_POOL_RPC_FD": str(child.fileno())}
+    if state_dir is not None:
+        env["MCP_POOL_STATE_DIR"] = state_dir
+    return env
+
+
+async def run_sandbox(code, servers, send_run=True, max_request_bytes=None, state_dir=None):
     host = FakeHost(servers)
     parent, child = socket.socketpair()
     try:
         process = await asyncio.create_subprocess_exec(
             PYTHON, "-I", "-X", "utf8", RUNTIME, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={"MCP_POOL_RPC_FD": str(child.fileno())}, pass_fds=(child.fileno(),))
+            env=runtime_env(child, state_dir), pass_fds=(child.fileno(),))
     finally:
         child.close()
     reader, writer = await asyncio.open_unix_connection(sock=parent, limit=LINE_LIMIT)
@@ -169,6 +182,59 @@ async def run_sandbox(code, servers, send_run=True, max_request_bytes=None):
             await process.wait()
         writer.close()
     return Run(process.returncode, stdout.decode(), stderr.decode(), host)
+
+
+def drain(fd):
+    """What a non-blocking pipe holds now."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode()
+
+
+async def run_session(runs, state_dir=None):
+    """Runs each (code, servers) of `runs` in one runtime kept as a session,
+    as the host does: each run's output is what the pipes hold once its
+    "done" came.  Returns [(status, stdout, stderr)] and the exit status
+    after the host closed the channel."""
+    host = FakeHost([name for _, servers in runs for name in servers])
+    parent, child = socket.socketpair()
+    try:
+        process = subprocess.Popen(
+            [PYTHON, "-I", "-X", "utf8", RUNTIME], stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=runtime_env(child, state_dir), pass_fds=(child.fileno(),))
+    finally:
+        child.close()
+    for pipe in (process.stdout, process.stderr):
+        os.set_blocking(pipe.fileno(), False)
+    reader, writer = await asyncio.open_unix_connection(sock=parent, limit=LINE_LIMIT)
+    results = []
+    try:
+        serving = asyncio.create_task(host.serve(reader, writer))
+        for code, servers in runs:
+            run = {"method": "run", "params": {"code": textwrap.dedent(code),
+                                               "servers": list(servers), "keep": True}}
+            writer.write(json.dumps(run).encode() + b"\n")
+            status = await asyncio.wait_for(host.done.get(), RUN_TIMEOUT)
+            results.append((status, drain(process.stdout.fileno()), drain(process.stderr.fileno())))
+        writer.write_eof()
+        exit_status = await asyncio.wait_for(asyncio.to_thread(process.wait), RUN_TIMEOUT)
+        await asyncio.wait_for(serving, RUN_TIMEOUT)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+        process.stderr.close()
+        writer.close()
+    return results, exit_status
 
 
 class RuntimeTest(unittest.TestCase):
@@ -498,6 +564,149 @@ class RuntimeTest(unittest.TestCase):
     def test_host_closes_before_run(self):
         run = self.run_code("", send_run=False)
         self.assertEqual((run.status, run.stdout, run.stderr), (0, "", ""))
+
+    def state_dir(self):
+        folder = tempfile.TemporaryDirectory()
+        self.addCleanup(folder.cleanup)
+        return folder.name
+
+    def test_memory(self):
+        state = self.state_dir()
+        self.assertRuns("""
+            print(save_memory("project context", {"goal": "API", "steps": [1, 2]}, metadata={"tags": ["x"]}))
+            print(load_memory("project context"), load_memory("nothing", default="fallback"))
+            print(memory_exists("project context"), memory_exists("nothing"))
+            print(update_memory("counter", lambda v: (v or 0) + 1), update_memory("counter", lambda v: v + 1))
+            print(runtime.save_memory("key/with/slashes", 3), load_memory("key/with/slashes"))
+            print([(m["key"], m["metadata"]) for m in list_memories()])
+            info = get_memory_info("project context")
+            print(sorted(info), info["created_at"] <= info["updated_at"], get_memory_info("nothing"))
+            print(delete_memory("counter"), delete_memory("counter"))
+            try:
+                save_memory("  ", 1)
+            except ValueError as error:
+                print(error)
+            """, """\
+            Memory 'project context' saved.
+            {'goal': 'API', 'steps': [1, 2]} fallback
+            True False
+            1 2
+            Memory 'key/with/slashes' saved. 3
+            [('counter', {}), ('key/with/slashes', {}), ('project context', {'tags': ['x']})]
+            ['created_at', 'key', 'metadata', 'updated_at'] True None
+            Memory 'counter' deleted. Memory 'counter' not found.
+            Memory key cannot be empty
+            """, state_dir=state)
+        self.assertEqual(sorted(os.listdir(os.path.join(state, "memory"))),
+                         ["key_with_slashes.json", "project_context.json"])
+        with open(os.path.join(state, "memory", "project_context.json")) as file:
+            record = json.load(file)
+        self.assertEqual((record["key"], record["value"]), ("project context", {"goal": "API", "steps": [1, 2]}))
+        # The next run (another process) reads what this one kept.
+        self.assertRuns('print(load_memory("project context")["goal"])', "API\n", state_dir=state)
+
+    def test_memory_limits(self):
+        self.assertRuns("""
+            try:
+                save_memory("big", "x" * (2 << 20))
+            except runtime.MCPError as error:
+                import re
+                print(re.sub(r"take [0-9]{7} bytes", "take N bytes", str(error).split(";")[0]))
+            print(memory_exists("big"))
+            """, """\
+            memory 'big' would take N bytes, more than the limit of 1048576
+            False
+            """, state_dir=self.state_dir())
+
+    def test_no_state_dir(self):
+        self.assertRuns("""
+            try:
+                save_memory("k", 1)
+            except RuntimeError as error:
+                print(type(error).__name__, "/projects" in str(error))
+            """, "MCPError True\n")
+
+    def test_save_tool(self):
+        state = self.state_dir()
+        self.assertRuns("""
+            async def total(a, b):
+                \"\"\"Sums with the math server.\"\"\"
+                return (await mcp_math.add(a=a, b=b, unwrap=True))["sum"]
+            print(save_tool(total).split(";")[0].endswith("user_tools.py"))
+            for bad in (len, lambda: 1):
+                try:
+                    save_tool(bad)
+                except ValueError as error:
+                    print(error)
+            """, """\
+            True
+            save_tool() needs a function defined with def
+            save_tool() needs a function defined with def, not a lambda
+            """, state_dir=state)
+        # A later run has it as a global and as user_tools, and it calls the
+        # servers of that run.
+        self.assertRuns("""
+            import user_tools
+            print(await total(2, 3), await user_tools.total(1, 1), total.__doc__)
+            """, "5 2 Sums with the math server.\n", state_dir=state)
+
+    def test_broken_user_tools_are_reported(self):
+        state = self.state_dir()
+        with open(os.path.join(state, "user_tools.py"), "w") as file:
+            file.write("def broken(:\n")
+        run = self.run_code('print("still runs")', state_dir=state)
+        self.assertEqual((run.status, run.stdout), (0, "still runs\n"))
+        self.assertIn("cannot be loaded: SyntaxError", run.stderr)
+        self.assertIn("fix or remove that file", run.stderr)
+
+    def test_session_keeps_state(self):
+        results, exit_status = asyncio.run(run_session([
+            ("x = 42\nimport statistics\nprint('set')", ["math"]),
+            ("print(x, statistics.mean([1, 3]))\nruntime.unwrap_results = True", ["math"]),
+            ("print(await mcp_math.add(a=1, b=2))", ["math"]),
+        ]))
+        self.assertEqual(results, [(0, "set\n", ""), (0, "42 2\n", ""), (0, "{'sum': 3}\n", "")])
+        self.assertEqual(exit_status, 0)
+
+    def test_session_runs_see_their_own_servers(self):
+        results, _ = asyncio.run(run_session([
+            ("print(sorted(mcp_servers), 'mcp_slow' in globals())", ["math", "slow"]),
+            ("""
+             print(sorted(mcp_servers), 'mcp_slow' in globals())
+             try:
+                 import mcp.servers.slow
+             except ModuleNotFoundError as error:
+                 print(str(error).split(":")[0])
+             """, ["math"]),
+        ]))
+        self.assertEqual(results, [
+            (0, "['math', 'slow'] True\n", ""),
+            (0, "['math'] False\nno module 'mcp.servers.slow'\n", "")])
+
+    def test_session_errors_and_exit(self):
+        results, exit_status = asyncio.run(run_session([
+            ("def f():\n    raise ValueError('one')\nf()", []),
+            ("f()", []),
+            ("raise SystemExit(3)", []),
+            ("print(capability_summary().splitlines()[1])", []),
+        ]))
+        statuses = [status for status, _, _ in results]
+        self.assertEqual(statuses, [1, 1, 3, 0])
+        self.assertIn('File "<code>", line 2, in f', results[0][2])
+        # The second run's traceback shows the first run's lines.
+        self.assertIn('File "<code 2>", line 1, in <module>', results[1][2])
+        self.assertIn("raise ValueError('one')", results[1][2])
+        self.assertEqual(results[3][1], "This is a persistent session, like a notebook: variables, imports and\n")
+        self.assertEqual(exit_status, 0)
+
+    def test_session_saves_a_function_of_an_earlier_run(self):
+        state = self.state_dir()
+        results, _ = asyncio.run(run_session([
+            ("def double(n):\n    return 2 * n", []),
+            ("print('x'); print(save_tool(double).startswith(\"Tool 'double' saved\"))", []),
+        ], state_dir=state))
+        self.assertEqual(results[1], (0, "x\nTrue\n", ""))
+        self.assertRuns("print(double(21))", "42\n", state_dir=state)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,20 @@
-"""mcp-pool code execution runtime: runs one `run_python` snippet inside the sandbox.
+"""mcp-pool code execution runtime: runs `run_python` code inside the sandbox.
 
 The host starts `python3 -I -X utf8 mcp_runtime.py` inside bubblewrap with
 MCP_POOL_RPC_FD naming a connected AF_UNIX stream socket.  Both directions
 carry compact JSON objects, one per "\\n"-terminated UTF-8 line, of any size.
 
-  host -> runtime, once:  {"method":"run","params":{"code":"...","servers":["a"],
-                                                "max_request_bytes":N}}
-  runtime -> host:        {"id":N,"method":M,"params":{...}}
-  host -> runtime:        {"id":N,"result":...} or {"id":N,"error":{"message":"..."}}
+  host -> runtime:  {"method":"run","params":{"code":"...","servers":["a"],
+                                          "max_request_bytes":N,"keep":B}}
+  runtime -> host:  {"id":N,"method":M,"params":{...}}
+  host -> runtime:  {"id":N,"result":...} or {"id":N,"error":{"message":"..."}}
+  runtime -> host:  {"method":"done","params":{"status":S}}   (keep only)
+
+Without "keep" the process runs the code and exits with its status.  With
+it (a session) the code runs in the namespace of the runs before it; the
+runtime flushes stdout and stderr, sends "done" with the status, and waits
+for the next run message; EOF ends the session.  The host reads the output
+written before "done" as that run's.
 
 The host refuses a request line longer than max_request_bytes (without its
 "\n"); the runtime refuses such a request itself, at once.  A line the host
@@ -20,7 +27,7 @@ detail?}, search_tool_docs {query, limit?, detail?}, call_tool {server, tool,
 arguments}.  Replies may come in any order; several requests may be in flight.
 
 The sandbox may be started early ("warm"): everything is imported before the
-run message is read.  The code then runs with the API of the seed bridge
+first run message is read.  The code then runs with the API of the seed bridge
 (mcp-server-code-execution-mode): `runtime` (also `mcp.runtime`)
 with call_tool, list_servers(_sync), discovered_servers, describe_server,
 list_loaded_server_metadata, list_tools(_sync), query_tool_docs(_sync),
@@ -28,7 +35,9 @@ search_tool_docs(_sync), capability_summary and MCPError (a RuntimeError);
 `mcp_servers` (name -> server), `LOADED_MCP_SERVERS`, `mcp_<alias>` per
 allowed server, importable as `mcp.servers.<alias>`, and the helpers as
 globals too.  A tool call gives the CallToolResult as a dict; unwrap=True
-(or runtime.unwrap_results) gives its content.  Top-level `await` is
+(or runtime.unwrap_results) gives its content.  The memory store
+(save_memory ...) and save_tool() keep JSON values and functions in
+MCP_POOL_STATE_DIR, the one persistent folder.  Top-level `await` is
 allowed.  stdout and stderr belong to the code; the exit status is 0, 1
 after an uncaught exception, or the code's SystemExit status.
 
@@ -41,15 +50,22 @@ import ast
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
+import fcntl
+import importlib.util
+import inspect
 import itertools
 import json
 import keyword
 import linecache
 import os
+import queue
 import re
 import socket
 import sys
+import textwrap
 import threading
+import time
 import traceback
 import types
 
@@ -116,6 +132,7 @@ class RpcChannel:
         self._sock = sock
         self._lines = lines
         self._max_request_bytes = max_request_bytes
+        self._runs = queue.SimpleQueue()  # the host's later run messages; None at the end
         self._ids = itertools.count(1)
         self._send_lock = threading.Lock()  # keeps whole lines together on the socket
         self._lock = threading.Lock()
@@ -150,6 +167,20 @@ class RpcChannel:
             self._close(f"cannot reach the mcp-pool host: {error}")
         return future
 
+    def notify(self, method, params):
+        """Sends a notification (no reply comes)."""
+        line = json.dumps({"method": method, "params": params}, separators=(",", ":")).encode() + b"\n"
+        try:
+            with self._send_lock:
+                self._sock.sendall(line)
+        except OSError as error:
+            self._close(f"cannot reach the mcp-pool host: {error}")
+
+    def next_run(self):
+        """Waits for the host's next run message of a session: a RunRequest,
+        or None once the host closed the channel (the session ends)."""
+        return self._runs.get()
+
     def _read_replies(self):
         try:
             while (line := self._lines.readline()) is not None:
@@ -158,10 +189,14 @@ class RpcChannel:
         except OSError as error:
             reason = f"lost the connection to the mcp-pool host: {error}"
         self._close(reason)
+        self._runs.put(None)
 
     def _dispatch(self, line):
         try:
             message = json.loads(line)
+            if isinstance(message, dict) and message.get("method") == "run":
+                self._runs.put(RunRequest.parse(message))
+                return
             request_id = message["id"]
         except (ValueError, TypeError, KeyError):
             return  # not a reply: nothing waits for it
@@ -485,44 +520,285 @@ def search_tool_docs_sync(query, *, limit=5, detail="summary"):
     return found
 
 
+# The state that outlives a run: the memory store and the saved tools, in
+# the one persistent folder the host mounts (MCP_POOL_STATE_DIR, /projects
+# as in the seed bridge), shared by every run of the pool's user.
+MEMORY_KEY_MAX = 100
+MEMORY_RECORD_MAX = 1 << 20   # bytes of one memory's JSON
+MEMORY_ENTRIES_MAX = 1000
+USER_TOOLS_MAX = 1 << 20      # bytes of user_tools.py
+
+
+def state_dir():
+    """The persistent folder; MCPError if the host mounted none."""
+    folder = os.environ.get("MCP_POOL_STATE_DIR")
+    if not folder or not os.path.isdir(folder):
+        raise MCPError("this sandbox has no persistent folder (the mcp-pool host mounts one at "
+                       "/projects when its state dir, MCP_BRIDGE_STATE_DIR, can be used)")
+    return folder
+
+
+_state_locks = threading.local()  # per thread: the held lock file's fd and depth
+
+
+@contextlib.contextmanager
+def state_lock():
+    """Holds the state folder's lock file (flock) so that no other run or
+    thread changes the store in between; a thread may take it again."""
+    if getattr(_state_locks, "depth", 0) > 0:
+        _state_locks.depth += 1
+        try:
+            yield
+        finally:
+            _state_locks.depth -= 1
+        return
+    fd = os.open(os.path.join(state_dir(), ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o660)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _state_locks.depth = 1
+        try:
+            yield
+        finally:
+            _state_locks.depth = 0
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path, data):
+    """Writes `data` (bytes) to `path` by a rename, so that a reader sees the
+    old file or the new one, never a part."""
+    temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        with open(temporary, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def memory_folder():
+    folder = os.path.join(state_dir(), "memory")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+def memory_file(key):
+    """The file of a memory key, as the seed bridge names it: other
+    characters than letters, digits, "_" and "-" become "_", at most 100."""
+    sanitized = re.sub(r"[^a-zA-Z0-9_-]", "_", str(key).strip())[:MEMORY_KEY_MAX]
+    if not sanitized:
+        raise ValueError("Memory key cannot be empty")
+    return os.path.join(memory_folder(), sanitized + ".json")
+
+
+def read_memory(path):
+    """A memory's record, or None if there is none (or it cannot be read)."""
+    try:
+        with open(path, "rb") as file:
+            record = json.loads(file.read())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def save_memory(key, value, *, metadata=None):
+    """Keeps `value` (anything JSON can hold; other objects as their str())
+    under `key` for later runs; returns "Memory 'key' saved."."""
+    path = memory_file(key)
+    with state_lock():
+        now = time.time()
+        old = read_memory(path)
+        if old is None and len(list_memory_files()) >= MEMORY_ENTRIES_MAX:
+            raise MCPError(f"the memory store holds {MEMORY_ENTRIES_MAX} entries, its limit; "
+                           f"delete_memory() some first")
+        record = {"key": key, "value": value, "metadata": metadata or {},
+                  "created_at": old.get("created_at", now) if old else now, "updated_at": now}
+        data = json.dumps(record, indent=2, default=str).encode()
+        if len(data) > MEMORY_RECORD_MAX:
+            raise MCPError(f"memory {key!r} would take {len(data)} bytes, more than the limit of "
+                           f"{MEMORY_RECORD_MAX}; keep less under one key")
+        write_atomically(path, data)
+    return f"Memory '{key}' saved."
+
+
+def load_memory(key, *, default=None):
+    """The value saved under `key`, or `default`."""
+    record = read_memory(memory_file(key))
+    return record.get("value", default) if record is not None else default
+
+
+def delete_memory(key):
+    """Forgets `key`: "Memory 'key' deleted." or "Memory 'key' not found."."""
+    path = memory_file(key)
+    with state_lock():
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return f"Memory '{key}' not found."
+    return f"Memory '{key}' deleted."
+
+
+def list_memory_files():
+    folder = memory_folder()
+    return sorted(name for name in os.listdir(folder) if name.endswith(".json"))
+
+
+def memory_info(name, record):
+    if record is None:
+        return {"key": name[:-len(".json")], "error": "Failed to read"}
+    return {key: record.get(key) for key in ("key", "metadata", "created_at", "updated_at")}
+
+
+def list_memories():
+    """Every saved memory: a list of {key, metadata, created_at, updated_at}."""
+    folder = memory_folder()
+    return [memory_info(name, read_memory(os.path.join(folder, name))) for name in list_memory_files()]
+
+
+def update_memory(key, updater):
+    """Saves updater(the value under `key`, or None), keeping its metadata,
+    and returns it; no other run changes the store in between."""
+    with state_lock():
+        record = read_memory(memory_file(key))
+        value = updater(record.get("value") if record is not None else None)
+        save_memory(key, value, metadata=record.get("metadata") if record is not None else None)
+    return value
+
+
+def memory_exists(key):
+    """Whether something is saved under `key`."""
+    return os.path.exists(memory_file(key))
+
+
+def get_memory_info(key):
+    """{key, metadata, created_at, updated_at} of `key`, or None."""
+    path = memory_file(key)
+    record = read_memory(path)
+    return memory_info(os.path.basename(path), record) if record is not None else None
+
+
+def user_tools_file():
+    return os.path.join(state_dir(), "user_tools.py")
+
+
+def save_tool(func):
+    """Appends the source of `func`, a function defined with `def` (in this
+    code or earlier), to user_tools.py in the persistent folder; later runs
+    have it as a global and as `import user_tools`."""
+    if not inspect.isfunction(func):
+        raise ValueError("save_tool() needs a function defined with def")
+    if func.__name__ == "<lambda>":
+        raise ValueError("save_tool() needs a function defined with def, not a lambda")
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError) as error:
+        raise MCPError(f"the source of {func.__name__}() cannot be found ({error}); define it "
+                       f"with def in the code of a run_python call") from None
+    path = user_tools_file()
+    with state_lock():
+        try:
+            with open(path, "rb") as file:
+                saved = file.read()
+        except FileNotFoundError:
+            saved = b""
+        data = saved + b"\n\n" + source.encode()
+        if len(data) > USER_TOOLS_MAX:
+            raise MCPError(f"user_tools.py would grow past {USER_TOOLS_MAX} bytes; edit it down "
+                           f"(it is {path} in the sandbox)")
+        write_atomically(path, data)
+    return (f"Tool '{func.__name__}' saved to {path}; later runs have it as "
+            f"{func.__name__}() and in `import user_tools`.")
+
+
+_user_tools_stamp = None  # (mtime_ns, size) of the user_tools.py last loaded
+
+
+def load_user_tools(namespace, names):
+    """Imports user_tools.py, if there is one, again when it changed, with
+    the run's `names` (helpers, servers) as its globals too, and gives the
+    code its public names that the code has not defined itself."""
+    global _user_tools_stamp
+    try:
+        path = user_tools_file()
+        info = os.stat(path)
+    except (MCPError, OSError):
+        return
+    stamp = (info.st_mtime_ns, info.st_size)
+    module = sys.modules.get("user_tools")
+    if module is None or stamp != _user_tools_stamp:
+        spec = importlib.util.spec_from_file_location("user_tools", path)
+        module = importlib.util.module_from_spec(spec)
+        module.__dict__.update(names)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:
+            sys.stderr.write(f"mcp-pool: the saved tools in {path} cannot be loaded: "
+                             f"{type(error).__name__}: {error}; fix or remove that file\n")
+            return
+        sys.modules["user_tools"] = module
+        _user_tools_stamp = stamp
+    else:
+        enter_run(module.__dict__, names)
+    for name, value in vars(module).items():
+        if not name.startswith("_") and name not in namespace and name not in names:
+            namespace[name] = value
+
+
 MANUAL = """--- PYTHON SANDBOX MANUAL (mcp-pool) ---
-Each run_python call runs its code in a fresh bubblewrap sandbox: nothing
-persists between calls.  No network, and only /tmp (and the current folder)
-are writable.  Top-level `await` works.  Only what the code prints comes
-back.
+{state}  No network; /tmp and the current folder are scratch space.
+Top-level `await` works.  Only what the code prints comes back.
 
 Servers: name them in run_python's `servers`; each one is `mcp_<alias>`
 (also mcp_servers[name], and `import mcp.servers.<alias>`).
   runtime.discovered_servers()            every configured server's name
   runtime.discovered_servers(detailed=True)   with descriptions
   runtime.list_servers_sync()             this run's servers
-  runtime.describe_server(name)           {name, alias, tools, cwd}
+  runtime.describe_server(name)           {{name, alias, tools, cwd}}
   runtime.list_tools_sync(server)         a server's tools: name, alias, description
   runtime.search_tool_docs_sync("query")  tools of this run's servers, every word matched
   await runtime.search_tool_docs("query", limit=5)   every configured server, best first
   runtime.query_tool_docs_sync(server, tool, detail="full")   one tool's inputSchema
 
 Calling: `result = await mcp_<alias>.<tool_alias>(arg=value)` or
-`await runtime.call_tool(server, tool, {"arg": value})`.  The result is
+`await runtime.call_tool(server, tool, {{"arg": value}})`.  The result is
 the MCP CallToolResult as a dict: result["content"][0]["text"],
 result.get("structuredContent"), result.get("isError").  Pass unwrap=True
 (or set runtime.unwrap_results = True) to get the structured content or
 the text instead, with McpToolError on isError.  Failures below the tool
 (an unknown server or tool, a crash, a timeout) raise runtime.MCPError,
 a RuntimeError.  Run many calls at once with asyncio.gather().
+
+Kept across calls and sessions, in /projects:
+  save_memory(key, value, metadata=None), load_memory(key, default=None),
+  update_memory(key, fn), delete_memory(key), memory_exists(key),
+  list_memories(), get_memory_info(key)   JSON values by key
+  save_tool(func)   a def'd function, given to every later run (and `import user_tools`)
 """
+SESSION_STATE = """\
+This is a persistent session, like a notebook: variables, imports and
+functions stay for this client's next run_python call, until the session
+ends (idle for a while, a timeout, or the client gone); `fresh: true` runs
+one call in a sandbox of its own."""
+FRESH_STATE = """\
+This run has a fresh sandbox: nothing stays for the next call but what is
+saved in /projects."""
+
+session_kept = False  # whether this process stays for the session's next run
 
 
 def capability_summary():
     """The manual of this sandbox."""
-    return MANUAL
+    return MANUAL.format(state=SESSION_STATE if session_kept else FRESH_STATE)
 
 
 HELPERS = {helper.__name__: helper for helper in (
     call_tool, list_servers, list_servers_sync, discovered_servers, describe_server,
     list_loaded_server_metadata, list_tools, list_tools_sync, query_tool_docs,
     query_tool_docs_sync, search_tool_docs, search_tool_docs_sync, capability_summary,
-    MCPError, McpRpcError, McpToolError, McpUnknownToolError)}
+    save_tool, save_memory, load_memory, delete_memory, list_memories, update_memory,
+    memory_exists, get_memory_info, MCPError, McpRpcError, McpToolError, McpUnknownToolError)}
 HELPERS["McpError"] = McpError
 
 
@@ -598,11 +874,14 @@ class ServerModule(types.ModuleType):
 
 
 def load_servers(servers):
-    """Asks for every allowed server's tools at once; fills LOADED; returns
-    name -> ServerModule."""
+    """Asks for every allowed server's tools at once; fills LOADED anew;
+    returns name -> ServerModule."""
+    global _configured
+    _configured = None  # the list is asked again in each run
     aliases = unique_aliases(servers, "server")
     replies = {name: _rpc.request("query_tool_docs", {"server": name, "detail": "full"})
                for name in servers}
+    LOADED.clear()
     for name, reply in replies.items():
         try:
             docs, error = reply.result().get("tools", []), None
@@ -612,63 +891,82 @@ def load_servers(servers):
     return {name: ServerModule(server) for name, server in LOADED.items()}
 
 
-def install_modules(modules):
-    """Makes mcp, mcp.servers, mcp.servers.<alias> and mcp.runtime importable."""
+def make_package():
+    """The mcp package with mcp.runtime and mcp.servers, importable; once
+    per process, so that runtime.unwrap_results lasts a session."""
     global _runtime
     package = types.ModuleType("mcp", "MCP servers of this run.")
     package.__path__ = []
     package.__all__ = ["runtime", "servers"]
-    package.servers = types.ModuleType("mcp.servers", "One module per server of this run.")
-    package.servers.__path__ = []
-    package.servers.__all__ = [module._mcp_server.alias for module in modules.values()]
     package.runtime = types.ModuleType("mcp.runtime", "Helpers over the mcp-pool host.")
     package.runtime.__dict__.update(HELPERS)
     package.runtime.__all__ = list(HELPERS)
     package.runtime.unwrap_results = False
-    sys.modules.update({"mcp": package, "mcp.servers": package.servers,
-                        "mcp.runtime": package.runtime})
+    package.servers = None
+    sys.modules.update({"mcp": package, "mcp.runtime": package.runtime})
+    sys.meta_path.insert(0, UnknownServerFinder(package))
+    _runtime = package.runtime
+    return package
+
+
+def install_servers(package, modules):
+    """Makes this run's servers importable as mcp.servers.<alias>, and only them."""
+    for name in [name for name in sys.modules if name.startswith("mcp.servers.")]:
+        del sys.modules[name]
+    package.servers = types.ModuleType("mcp.servers", "One module per server of this run.")
+    package.servers.__path__ = []
+    package.servers.__all__ = [module._mcp_server.alias for module in modules.values()]
+    sys.modules["mcp.servers"] = package.servers
     for module in modules.values():
         setattr(package.servers, module._mcp_server.alias, module)
         sys.modules[module.__name__] = module
-    sys.meta_path.insert(0, UnknownServerFinder(modules))
-    _runtime = package.runtime
-    return package
 
 
 class UnknownServerFinder:
     """Explains a failed `import mcp.servers.<alias>` better than "No module named"."""
 
-    def __init__(self, modules):
-        self._aliases = [module._mcp_server.alias for module in modules.values()]
+    def __init__(self, package):
+        self._package = package
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.startswith("mcp.servers.") and fullname not in sys.modules:
+            aliases = self._package.servers.__all__ if self._package.servers else []
             raise ModuleNotFoundError(
                 f"no module {fullname!r}: this run allows the servers "
-                f"{', '.join(self._aliases) or '(none)'}; name a server in "
+                f"{', '.join(aliases) or '(none)'}; name a server in "
                 f"run_python's `servers` to import it", name=fullname)
         return None
 
 
-def code_globals(modules, package):
-    """The globals of the user's code, in a fresh __main__ module: the
-    helpers, `runtime`, `mcp`, `mcp_servers`, `LOADED_MCP_SERVERS` and
-    `mcp_<alias>` per server of the run."""
+def new_namespace():
+    """The globals of the user's code, in a fresh __main__ module."""
     main_module = types.ModuleType("__main__")
-    namespace = main_module.__dict__
-    namespace.update(HELPERS)
-    namespace.update(runtime=package.runtime, mcp=package, LOADED_MCP_SERVERS=tuple(modules),
-                     mcp_servers=types.MappingProxyType(dict(modules)))
-    for module in modules.values():
-        namespace["mcp_" + module._mcp_server.alias] = module
     sys.modules["__main__"] = main_module
-    return namespace
+    return main_module.__dict__
+
+
+def run_names(modules, package):
+    """What each run gives its code: the helpers, `runtime`, `mcp`,
+    `mcp_servers`, `LOADED_MCP_SERVERS` and `mcp_<alias>` per server of the run."""
+    names = dict(HELPERS, runtime=package.runtime, mcp=package, LOADED_MCP_SERVERS=tuple(modules),
+                 mcp_servers=types.MappingProxyType(dict(modules)))
+    for module in modules.values():
+        names["mcp_" + module._mcp_server.alias] = module
+    return names
+
+
+def enter_run(namespace, names):
+    """Gives the code this run's names; a session's earlier servers go."""
+    for name, value in list(namespace.items()):
+        if isinstance(value, ServerModule) and name.startswith("mcp_"):
+            del namespace[name]
+    namespace.update(names)
 
 
 def user_traceback(te):
     """Trims runtime frames from a TracebackException and its chained ones."""
     frames = list(te.stack)
-    first = next((i for i, f in enumerate(frames) if f.filename == CODE_FILENAME), 0)
+    first = next((i for i, f in enumerate(frames) if is_code_file(f.filename)), 0)
     kept = []
     for frame in frames[first:]:
         if frame.filename == RUNTIME_FILENAME:
@@ -681,11 +979,21 @@ def user_traceback(te):
     return te
 
 
-def run_code(source, namespace):
+def code_filename(number):
+    """The file name of a session's run `number` (1, 2, ...): each run keeps
+    its source, so that tracebacks and save_tool() find the lines of any."""
+    return CODE_FILENAME if number == 1 else f"<code {number}>"
+
+
+def is_code_file(filename):
+    return filename == CODE_FILENAME or filename.startswith("<code ")
+
+
+def run_code(source, namespace, filename=CODE_FILENAME):
     """Runs the code; returns the exit status (SystemExit passes through)."""
-    linecache.cache[CODE_FILENAME] = (len(source), None, source.splitlines(True), CODE_FILENAME)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     try:
-        code = compile(source, CODE_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        code = compile(source, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
         coroutine = eval(code, namespace)  # a coroutine only if the code awaits at top level
         if coroutine is not None:
             asyncio.run(coroutine)
@@ -698,27 +1006,54 @@ def run_code(source, namespace):
     return 0
 
 
+class RunRequest:
+    """The host's run message: the code, the servers it may call, the host's
+    limit on a request line, and whether the process stays for another run
+    (a session)."""
+
+    def __init__(self, code, servers, max_request_bytes, keep):
+        self.code, self.servers = code, servers
+        self.max_request_bytes, self.keep = max_request_bytes, keep
+
+    @classmethod
+    def parse(cls, message):
+        params = message.get("params") if isinstance(message, dict) else None
+        if not isinstance(params, dict) or message.get("method") != "run" \
+                or not isinstance(params.get("code"), str):
+            raise ValueError(f"expected a run message, got {str(message)[:200]!r}")
+        servers = dict.fromkeys(str(name) for name in params.get("servers") or [])
+        limit = params.get("max_request_bytes")
+        limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+        return cls(params["code"], list(servers), limit, params.get("keep") is True)
+
+
 def read_run_request(lines):
-    """Waits for the host's run message; returns (code, servers, max_request_bytes),
-    or None at EOF."""
+    """Waits for the host's first run message; a RunRequest, or None at EOF."""
     line = lines.readline()
     if line is None:
         return None
-    message = json.loads(line)
-    params = message.get("params") if isinstance(message, dict) else None
-    if not isinstance(params, dict) or message.get("method") != "run" \
-            or not isinstance(params.get("code"), str):
-        raise ValueError(f"expected a run message, got {line[:200]!r}")
-    servers = dict.fromkeys(str(name) for name in params.get("servers") or [])
-    limit = params.get("max_request_bytes")
-    limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
-    return params["code"], list(servers), limit
+    try:
+        message = json.loads(line)
+    except ValueError:
+        raise ValueError(f"expected a run message, got {line[:200]!r}") from None
+    return RunRequest.parse(message)
+
+
+def flush_output():
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
 
 
 def main():
-    global _rpc
+    global _rpc, session_kept
     # Output the host kills on timeout must already be in its pipe.
     sys.stdout.reconfigure(line_buffering=True)
+    # The persistent folder is shared by the pool's runs (as root, by its
+    # group); what they write stays theirs to change.
+    os.umask(0o007)
     sock = socket.socket(fileno=int(os.environ["MCP_POOL_RPC_FD"]))
     lines = LineReader(sock)
     try:
@@ -728,12 +1063,28 @@ def main():
         return 2
     if request is None:
         return 0  # a warm sandbox discarded unused
-    source, servers, max_request_bytes = request
-    _rpc = RpcChannel(sock, lines, max_request_bytes)
+    _rpc = RpcChannel(sock, lines, request.max_request_bytes)
     _rpc.start()
-    modules = load_servers(servers)
-    return run_code(source, code_globals(modules, install_modules(modules)))
-
+    package = make_package()
+    namespace = new_namespace()
+    for number in itertools.count(1):
+        session_kept = request.keep
+        modules = load_servers(request.servers)
+        install_servers(package, modules)
+        names = run_names(modules, package)
+        enter_run(namespace, names)
+        load_user_tools(namespace, names)
+        if not request.keep:
+            return run_code(request.code, namespace)
+        try:
+            status = run_code(request.code, namespace, code_filename(number))
+        except SystemExit as exit:
+            status = exit_status(exit)
+        flush_output()
+        _rpc.notify("done", {"status": status & 0xff})
+        request = _rpc.next_run()
+        if request is None:
+            return 0  # the session ended
 
 def exit_status(exit):
     """The status a SystemExit ends the process with, as the interpreter
