@@ -12,9 +12,11 @@
 #include <glib/gstdio.h>
 
 #include "sandbox/mcp-code.h"
+#include "sandbox/mcp-run-format.h"
 #include "common/mcp-jsonrpc.h"
 #include "sandbox/mcp-memory-watch.h"
 #include "common/mcp-spawner.h"
+#include "test-files.h"
 #include "test-io-thread.h"
 #include "test-procs.h"
 #include "test-wait.h"
@@ -23,8 +25,14 @@ typedef struct {
   TestIoThread *io;
   McpPool      *pool;
   McpCode      *code;
+  char         *state_dir;    /* the runs' persistent folder, removed after */
+  const char   *client;       /* "session" fixtures: the client whose session runs use */
   guint         fds_before;
 } Fixture;
+
+/* Fixture data: a warm sandbox kept, or one session for the runs. */
+#define WARM    "warm"
+#define SESSION "session"
 
 static gboolean sandbox_works;
 static char *sandbox_problem;
@@ -33,10 +41,14 @@ static void
 setup (Fixture *fixture, gconstpointer data)
 {
   g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
-  McpCodeOptions options = { .keep_warm = data != NULL };
+  McpCodeOptions options = { .keep_warm = g_strcmp0 (data, WARM) == 0,
+                             .sessions = g_strcmp0 (data, SESSION) == 0 };
   McpServerConfig *secretive = test_fixture_config ("secretive", NULL);
 
   fixture->fds_before = test_count_open_fds ();
+  fixture->state_dir = g_dir_make_tmp ("mcp-pool-state-XXXXXX", NULL);
+  fixture->client = options.sessions ? "test-client" : NULL;
+  options.state_dir = fixture->state_dir;
   fixture->io = test_io_thread_new ();
   fixture->pool = mcp_pool_new (test_io_thread_get_context (fixture->io), NULL, NULL);
   g_ptr_array_add (configs, test_fixture_config ("fx", NULL));
@@ -56,6 +68,8 @@ teardown (Fixture *fixture, gconstpointer data)
   g_clear_pointer (&fixture->pool, mcp_pool_free);
   test_assert_no_children ();
   g_clear_pointer (&fixture->io, test_io_thread_free);
+  test_remove_tree (fixture->state_dir);
+  g_clear_pointer (&fixture->state_dir, g_free);
   test_assert_open_fds (fixture->fds_before);
 }
 
@@ -92,7 +106,7 @@ run (Fixture *fixture, const char *source, const char *servers, double timeout_s
    * does not meet its timeout on a slow host. */
   if (timeout_s > 0)
     json_object_set_new (arguments, "timeout", json_real (timeout_s * test_timeout_ms (1000) / 1000.0));
-  return mcp_code_run (fixture->code, arguments, NULL);
+  return mcp_code_run (fixture->code, arguments, &(McpCallOptions) { .client = fixture->client });
 }
 
 /* What the tests read of a run: its record as it is. */
@@ -243,6 +257,199 @@ test_isolation (Fixture *fixture, gconstpointer data)
   g_unlink (host_file);
   g_rmdir (host_dir);
   g_unlink (canary);
+  assert_pool_serves (fixture);
+}
+
+/* Runs @source as @client (NULL: a run of its own) with @fresh; the record. */
+static json_t *
+run_as (Fixture    *fixture,
+        const char *client,
+        const char *source,
+        gboolean    fresh)
+{
+  g_autoptr(json_t) arguments = json_pack ("{s:s, s:b}", "code", source, "fresh", fresh);
+
+  return mcp_code_run (fixture->code, arguments, &(McpCallOptions) { .client = client });
+}
+
+static void
+assert_prints (json_t *result, const char *expected)
+{
+  assert_success (result);
+  g_assert_cmpstr (stdout_of (result), ==, expected);
+}
+
+static void
+assert_name_error (json_t *result)
+{
+  g_assert_cmpstr (mcp_json_get_string (result, "status"), ==, "error");
+  g_assert_nonnull (strstr (mcp_json_get_string (result, "stderr"), "NameError"));
+}
+
+static gboolean
+no_sessions (gpointer data)
+{
+  return mcp_code_count_sessions (data) == 0;
+}
+
+/* A client's runs share its session; a fresh run, another client and a
+ * client whose session was ended see none of it. */
+static void
+test_session_state (Fixture *fixture, gconstpointer data)
+{
+  json_t *result;
+
+  if (!require_sandbox ())
+    return;
+  assert_prints ((result = run_as (fixture, "one", "import statistics\nx = 42\nprint('set')", FALSE)), "set\n");
+  json_decref (result);
+  assert_prints ((result = run_as (fixture, "one", "print(x, statistics.mean([1, 3]))", FALSE)), "42 2\n");
+  json_decref (result);
+  assert_name_error ((result = run_as (fixture, "one", "print(x)", TRUE)));
+  json_decref (result);
+  assert_name_error ((result = run_as (fixture, "two", "print(x)", FALSE)));
+  json_decref (result);
+  assert_name_error ((result = run_as (fixture, NULL, "print(x)", FALSE)));
+  json_decref (result);
+  g_assert_cmpuint (mcp_code_count_sessions (fixture->code), ==, 2);
+  /* An exception leaves the session as it was. */
+  result = run_as (fixture, "one", "x += 1\nraise ValueError('kept')", FALSE);
+  g_assert_cmpstr (mcp_json_get_string (result, "status"), ==, "error");
+  g_assert_null (json_object_get (result, "session_ended"));
+  json_decref (result);
+  assert_prints ((result = run_as (fixture, "one", "print(x)", FALSE)), "43\n");
+  json_decref (result);
+
+  mcp_code_end_session (fixture->code, "one");
+  assert_name_error ((result = run_as (fixture, "one", "print(x)", FALSE)));
+  json_decref (result);
+  mcp_code_end_session (fixture->code, "one");
+  mcp_code_end_session (fixture->code, "two");
+  g_assert_true (test_wait_for (no_sessions, fixture->code, 10000));
+  assert_pool_serves (fixture);
+}
+
+/* A timeout ends the session and says so; the next run has a new one. */
+static void
+test_session_timeout (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) set = NULL;
+  g_autoptr(json_t) spin = NULL;
+  g_autoptr(json_t) after = NULL;
+  g_autoptr(json_t) spin_arguments = json_pack ("{s:s, s:i}", "code", "while True:\n    pass\n", "timeout", 1);
+  g_autoptr(json_t) shown = NULL;
+  const McpCallOptions as_one = { .client = "one" };
+
+  if (!require_sandbox ())
+    return;
+  assert_prints ((set = run_as (fixture, "one", "x = 1\nprint(x)", FALSE)), "1\n");
+  spin = mcp_code_run (fixture->code, spin_arguments, &as_one);
+  g_assert_cmpstr (mcp_json_get_string (spin, "status"), ==, "timeout");
+  g_assert_true (json_is_true (json_object_get (spin, "session_ended")));
+  shown = mcp_run_format_result (spin, MCP_RUN_FORMAT_COMPACT);
+  g_assert_nonnull (strstr (json_string_value (json_object_get (json_array_get (json_object_get (shown, "content"), 0), "text")),
+                            "Execution timed out after 1s; the Python session ended with it"));
+  assert_name_error ((after = run_as (fixture, "one", "print(x)", FALSE)));
+  assert_pool_serves (fixture);
+}
+
+/* Whether a child of this process named @data has exited and waits to be
+ * reaped. */
+static gboolean
+child_exited (gpointer data)
+{
+  g_autoptr(GDir) proc = g_dir_open ("/proc", 0, NULL);
+  g_autofree char *wanted = g_strdup_printf ("(%s) Z %d ", (const char *) data, (int) getpid ());
+  const char *name;
+
+  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
+    {
+      g_autofree char *path = g_build_filename ("/proc", name, "stat", NULL);
+      g_autofree char *stat = NULL;
+
+      if (g_ascii_isdigit (name[0]) && g_file_get_contents (path, &stat, NULL, NULL) &&
+          strstr (stat, wanted) != NULL)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* A session whose interpreter is gone between runs is replaced, and
+ * the run says so. */
+static void
+test_session_restarted (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) set = NULL;
+  g_autoptr(json_t) killed = NULL;
+  g_autoptr(json_t) after = NULL;
+
+  if (!require_sandbox ())
+    return;
+  assert_prints ((set = run_as (fixture, "one", "x = 1\nprint(x)", FALSE)), "1\n");
+  /* Exits after its run said it was done. */
+  killed = run_as (fixture, "one",
+                   "import os, threading, time\n"
+                   "threading.Thread(target=lambda: (time.sleep(0.2), os._exit(9))).start()\n"
+                   "print('later')\n", FALSE);
+  assert_prints (killed, "later\n");
+  g_assert_true (test_wait_for (child_exited, "bwrap", 10000));
+  after = run_as (fixture, "one", "print('new')", FALSE);
+  assert_prints (after, "new\n");
+  g_assert_nonnull (strstr (mcp_json_get_string (after, "stderr"), "the Python session had ended"));
+}
+
+/* The session ends after its idle time. */
+static void
+test_session_idle (void)
+{
+  g_autoptr(json_t) arguments = json_pack ("{s:s}", "code", "print(1)");
+  g_autoptr(json_t) result = NULL;
+  McpCodeOptions options = { .sessions = TRUE, .session_idle_s = 1 };
+  g_autofree char *state = NULL;
+  TestIoThread *io;
+  McpPool *pool;
+  McpCode *code;
+
+  if (!require_sandbox ())
+    return;
+  state = g_dir_make_tmp ("mcp-pool-state-XXXXXX", NULL);
+  options.state_dir = state;
+  io = test_io_thread_new ();
+  pool = mcp_pool_new (test_io_thread_get_context (io), NULL, NULL);
+  code = mcp_code_new (pool, test_io_thread_get_context (io), &options);
+  result = mcp_code_run (code, arguments, &(McpCallOptions) { .client = "idle" });
+  assert_prints (result, "1\n");
+  g_assert_cmpuint (mcp_code_count_sessions (code), ==, 1);
+  g_assert_true (test_wait_for (no_sessions, code, 20000));
+  mcp_code_free (code);
+  mcp_pool_shutdown (pool, 200 * 1000, 200 * 1000);
+  mcp_pool_free (pool);
+  test_io_thread_free (io);
+  test_assert_no_children ();
+  test_remove_tree (state);
+}
+
+/* The state dir is the runs' one persistent folder: what one run saves
+ * (memory, tools) the next, in a sandbox of its own, finds. */
+static void
+test_state_dir (Fixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) saved = NULL;
+  g_autoptr(json_t) loaded = NULL;
+  g_autofree char *memory = g_build_filename (fixture->state_dir, "memory", "plan.json", NULL);
+  g_autofree char *tools = g_build_filename (fixture->state_dir, "user_tools.py", NULL);
+
+  if (!require_sandbox ())
+    return;
+  saved = run_as (fixture, NULL,
+                  "def twice(n):\n    return 2 * n\n"
+                  "print(save_memory('plan', {'steps': [1, 2]}))\n"
+                  "print(save_tool(twice).split(';')[0])\n", TRUE);
+  assert_prints (saved, "Memory 'plan' saved.\nTool 'twice' saved to /projects/user_tools.py\n");
+  g_assert_true (g_file_test (memory, G_FILE_TEST_IS_REGULAR));
+  g_assert_true (g_file_test (tools, G_FILE_TEST_IS_REGULAR));
+  loaded = run_as (fixture, NULL, "print(load_memory('plan')['steps'], twice(21), list_memories()[0]['key'])", TRUE);
+  assert_prints (loaded, "[1, 2] 42 plan\n");
   assert_pool_serves (fixture);
 }
 
@@ -567,7 +774,7 @@ test_process_limit_per_run (Fixture *fixture, gconstpointer data)
                                   "        os._exit(0)\n"
                                   "    os.waitpid(pid, 0)\n"
                                   "print('forked 20')\n",
-                                  NULL, test_timeout_ms (20000), NULL, NULL, NULL, &result, &error));
+                                  NULL, test_timeout_ms (20000), FALSE, NULL, NULL, NULL, &result, &error));
   g_assert_no_error (error);
   if (result.status != MCP_RUN_SUCCESS)
     g_error ("The earlier run could not fork: %s", result.stderr_text);
@@ -1036,7 +1243,7 @@ run_flood_thread (gpointer data)
   FloodRun *flood = data;
   McpRunResult result = { 0 };
 
-  flood->ran = mcp_sandbox_run (flood->sandbox, flood->source, NULL, test_timeout_ms (120 * 1000),
+  flood->ran = mcp_sandbox_run (flood->sandbox, flood->source, NULL, test_timeout_ms (120 * 1000), FALSE,
                                 hold_request, flood->held, flood->cancellable, &result, &flood->error);
   mcp_run_result_clear (&result);
   return NULL;
@@ -1343,12 +1550,28 @@ main (int argc, char **argv)
   ADD ("/sandbox/tools", NULL, test_tools);
   ADD ("/sandbox/allow-list", NULL, test_allow_list);
   ADD ("/sandbox/tool-search-arguments", NULL, test_tool_search_arguments);
-  ADD ("/sandbox/warm", "warm", test_warm);
-  ADD ("/sandbox/warm-concurrent", "warm", test_warm_concurrent);
+  ADD ("/sandbox/warm", WARM, test_warm);
+  ADD ("/sandbox/warm-concurrent", WARM, test_warm_concurrent);
   ADD ("/sandbox/rpc/flood", NULL, test_rpc_flood);
   ADD ("/sandbox/rpc/flood-bytes", NULL, test_rpc_flood_bytes);
   ADD ("/sandbox/rpc/too-long", NULL, test_rpc_too_long);
   ADD ("/sandbox/rpc/too-long-raw", NULL, test_rpc_too_long_raw);
+  ADD ("/sandbox/state-dir", NULL, test_state_dir);
+  ADD ("/sandbox/session/state", SESSION, test_session_state);
+  ADD ("/sandbox/session/timeout", SESSION, test_session_timeout);
+  ADD ("/sandbox/session/restarted", SESSION, test_session_restarted);
+  g_test_add_func ("/sandbox/session/idle", test_session_idle);
+  /* The attacks again, from a persistent session. */
+  ADD ("/sandbox/session/isolation", SESSION, test_isolation);
+  ADD ("/sandbox/session/seccomp", SESSION, test_seccomp);
+  ADD ("/sandbox/session/timeout-kills", SESSION, test_timeout);
+  ADD ("/sandbox/session/output-cap", SESSION, test_output_cap);
+  ADD ("/sandbox/session/limits", SESSION, test_limits);
+  ADD ("/sandbox/session/fork-bomb", SESSION, test_fork_bomb);
+  ADD ("/sandbox/session/not-host-root", SESSION, test_not_host_root);
+  ADD ("/sandbox/session/memory-bypass", SESSION, test_memory_bypass);
+  ADD ("/sandbox/session/fd-limit", SESSION, test_fd_limit);
+  ADD ("/sandbox/session/allow-list", SESSION, test_allow_list);
   g_test_add_func ("/sandbox/memory-interval", test_memory_interval);
   g_test_add_func ("/sandbox/tool-entry", test_tool_entry);
   g_test_add_func ("/sandbox/unavailable", test_unavailable);

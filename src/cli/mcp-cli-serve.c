@@ -150,6 +150,7 @@ mcp_cli_serve (int    argc,
   g_auto(GStrv) storage = NULL;
   gint64 max_message = 0;
   gint64 max_pending = 0;
+  gboolean fresh_python = FALSE;
   GOptionEntry entries[] = {
     { "expose", 'e', 0, G_OPTION_ARG_STRING, &expose,
       N_("What the client sees: code, gateway, proxy, comma-separated (default code; $MCP_POOL_EXPOSE)"),
@@ -164,6 +165,9 @@ mcp_cli_serve (int    argc,
     { "max-pending", 0, 0, G_OPTION_ARG_INT64, &max_pending,
       N_("Answer “busy” to requests beyond this many in flight (default 1024; $MCP_POOL_MAX_PENDING)"),
       N_("N") },
+    { "fresh-python", 0, 0, G_OPTION_ARG_NONE, &fresh_python,
+      N_("Run each run_python call in a fresh sandbox instead of the client's persistent Python "
+         "session ($MCP_POOL_PYTHON_SESSIONS=0)"), NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context =
@@ -192,6 +196,7 @@ mcp_cli_serve (int    argc,
       !read_bounds (max_message, max_pending, &options))
     return 2;
   options.server = server;
+  options.fresh_python = fresh_python;
 
   g_log_set_writer_func (log_to_stderr, NULL, NULL);
   if (!resolve_shared (&common))

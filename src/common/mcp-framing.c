@@ -356,6 +356,27 @@ mcp_chunk_reader_new (int             fd,
   return &self->source;
 }
 
+void
+mcp_chunk_reader_drain (GSource *reader,
+                        gsize    max_bytes)
+{
+  McpFdSource *self = (McpFdSource *) reader;
+  char buffer[READ_CHUNK];
+  gsize taken = 0;
+
+  while (taken < max_bytes && !g_source_is_destroyed (reader))
+    {
+      ssize_t n = read (self->fd, buffer, MIN (sizeof buffer, max_bytes - taken));
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;  /* empty now; an end or error is the next dispatch's */
+      self->on_chunk (buffer, n, self->user_data);
+      taken += n;
+    }
+}
+
 gsize
 mcp_line_reader_get_line_length (GSource *reader)
 {

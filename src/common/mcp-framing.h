@@ -115,5 +115,10 @@ GSource *mcp_chunk_reader_new (int             fd,
                                McpStreamFunc   on_closed,
                                gpointer        user_data,
                                GDestroyNotify  destroy);
+/* On the reader's context: hands over what the fd holds now (at most
+ * @max_bytes), as if it had been dispatched, so that what a peer wrote
+ * before it said so elsewhere is read before that is acted on. */
+void     mcp_chunk_reader_drain (GSource     *reader,
+                                 gsize        max_bytes);
 
 G_END_DECLS

@@ -133,7 +133,7 @@ child_setup (gpointer user_data)
     }
   /* Before PR_SET_PDEATHSIG: the kernel clears it when the ids change. */
   if (credentials != NULL &&
-      (setgroups (0, NULL) != 0 ||
+      (setgroups (credentials->group != 0 ? 1 : 0, &credentials->group) != 0 ||
        setresgid (credentials->gid, credentials->gid, credentials->gid) != 0 ||
        setresuid (credentials->uid, credentials->uid, credentials->uid) != 0))
     _exit (126);

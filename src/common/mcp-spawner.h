@@ -44,11 +44,12 @@ typedef struct {
   rlim_t  limit;       /* soft and hard */
 } McpRlimit;
 
-/* The host ids a child takes on before exec; all supplementary groups
- * are dropped.  Only a root pool can do that. */
+/* The host ids a child takes on before exec; the supplementary groups
+ * are dropped but for @group.  Only a root pool can do that. */
 typedef struct {
   uid_t   uid;
   gid_t   gid;
+  gid_t   group;          /* one supplementary group to keep; 0: none */
 } McpCredentials;
 
 typedef struct {

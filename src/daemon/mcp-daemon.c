@@ -218,6 +218,8 @@ forget_client (McpDaemon  *daemon,
     if (g_str_has_prefix (key, prefix))
       g_cancellable_cancel (((DaemonCall *) call)->cancellable);
 
+  if (daemon->code != NULL)
+    mcp_code_end_session (daemon->code, name);
   if (g_hash_table_remove (daemon->client_capabilities, name))
     declare_client_capabilities (daemon);
   if (g_hash_table_remove (daemon->log_levels, name) && lowest_log_level (daemon) >= 0)
@@ -603,7 +605,9 @@ static GVariant *
 work_handle_request (DaemonCall  *call,
                      GError     **error)
 {
-  return json_reply (mcp_upstream_handle_request (call->expose, call->args, call->timeout_ms, call->cancellable,
+  return json_reply (mcp_upstream_handle_request (call->expose, call->args,
+                                                  g_dbus_method_invocation_get_sender (call->invocation),
+                                                  call->timeout_ms, call->cancellable,
                                                   call->route.destination != NULL ? send_progress : NULL,
                                                   &call->route));
 }
@@ -1497,7 +1501,7 @@ mcp_daemon_run (McpDaemon *daemon)
     .user_data = daemon,
   };
   /* Many clients never run code: Python is paid for once one has. */
-  McpCodeOptions code_options = { .keep_warm = TRUE, .warm_after_first_run = TRUE };
+  McpCodeOptions code_options = { .keep_warm = TRUE, .warm_after_first_run = TRUE, .sessions = TRUE };
   g_autofree char *address = NULL;
   g_autoptr(GError) error = NULL;
   int signals[] = { SIGTERM, SIGINT };

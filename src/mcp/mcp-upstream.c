@@ -138,6 +138,7 @@ static json_t *
 handle_tools_call (McpExpose       *expose,
                    json_t          *id,
                    json_t          *params,
+                   const char      *client,
                    gint64           timeout_ms,
                    GCancellable    *cancellable,
                    McpProgressFunc  progress,
@@ -147,7 +148,7 @@ handle_tools_call (McpExpose       *expose,
   json_t *arguments = json_object_get (params, "arguments");
   json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
   ProgressForward forward = { progress, progress_data, token };
-  McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable };
+  McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable, .client = client };
   g_autoptr(GError) error = NULL;
   json_t *result;
 
@@ -181,6 +182,7 @@ handle_tools_call (McpExpose       *expose,
 json_t *
 mcp_upstream_handle_request (McpExpose       *expose,
                              json_t          *request,
+                             const char      *client,
                              gint64           timeout_ms,
                              GCancellable    *cancellable,
                              McpProgressFunc  progress,
@@ -206,7 +208,7 @@ mcp_upstream_handle_request (McpExpose       *expose,
   if (g_str_equal (method, "tools/list"))
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "tools", mcp_expose_list_tools (expose)));
   if (g_str_equal (method, "tools/call"))
-    return handle_tools_call (expose, id, params, timeout_ms, cancellable, progress, progress_data);
+    return handle_tools_call (expose, id, params, client, timeout_ms, cancellable, progress, progress_data);
   if (g_str_equal (method, "prompts/list"))
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "prompts", mcp_expose_list_prompts (expose, &options)));
   if (g_str_equal (method, "prompts/get"))

@@ -24,12 +24,14 @@ G_BEGIN_DECLS
 gboolean mcp_upstream_is_quick        (McpExpose       *expose,
                                        const char      *method);
 
-/* The JSON-RPC reply to @request (a valid request).  Tool calls take
- * @timeout_ms (0: the exposure's default).  Progress of a tools/call that
- * asked for it reaches @progress as the params of an upstream
- * notifications/progress, under the client's token. */
+/* The JSON-RPC reply to @request (a valid request) of @client (a name
+ * unique among the front's clients, McpCallOptions.client; NULL: none).
+ * Tool calls take @timeout_ms (0: the exposure's default).  Progress of a
+ * tools/call that asked for it reaches @progress as the params of an
+ * upstream notifications/progress, under the client's token. */
 json_t  *mcp_upstream_handle_request  (McpExpose       *expose,
                                        json_t          *request,
+                                       const char      *client,
                                        gint64           timeout_ms,
                                        GCancellable    *cancellable,
                                        McpProgressFunc  progress,

@@ -61,6 +61,10 @@ typedef struct {
    * those.  Not with progress. */
   const char      *arguments_text;
   gsize            arguments_length;
+  /* The upstream client the call is made for, by a name unique among
+   * the front's clients: code mode keeps each one's Python session by
+   * it.  NULL: no client's (a run of its own).  The pool ignores it. */
+  const char      *client;
 } McpCallOptions;
 
 /* TRUE for failures after which a session cannot be trusted (a timeout,

@@ -1,34 +1,51 @@
 /* mcp-code.c — code execution mode: the `run_python` tool.
  *
- * Locking: code->lock guards the warm sandbox and the warmer's state; no
- * lock is held while a sandbox starts, runs or ends, and nothing is waited
- * for under it but code->changed.  One long-lived warmer thread starts the
- * warm sandboxes, so a run never joins a thread.  The RPC handler runs on
- * the sandbox's workers with a RunContext that outlives the run.
+ * Locking: code->lock guards the warm sandbox, the keeper's state and the
+ * sessions; no lock is held while a sandbox starts, runs or ends, and
+ * nothing is waited for under it but code->changed.  One long-lived
+ * keeper thread starts the warm sandboxes and ends the sessions that are
+ * idle or dropped, so a run never joins a thread and no context blocks on
+ * a sandbox's end.  The RPC handler runs on the sandbox's workers with a
+ * RunContext that outlives the run.
  */
 #include "config.h"
 
 #include "sandbox/mcp-code.h"
 #include "sandbox/mcp-run-format.h"
 
+#include <unistd.h>
+
 #include <glib/gi18n-lib.h>
 
 #include "common/mcp-jsonrpc.h"
 #include "pool/mcp-tool-search.h"
 
+#define SESSION_IDLE_DEFAULT_S 600
+
+/* One client's persistent Python. */
+typedef struct {
+  McpSandbox *sandbox;    /* protected by code->lock: between runs; NULL while one runs, or before the first */
+  gboolean    busy;       /* protected by code->lock: a run has it */
+  gboolean    dropped;    /* protected by code->lock: out of the table; the run that has it ends it */
+  gint64      idle_since; /* protected by code->lock */
+} CodeSession;
+
 struct _McpCode {
   McpPool        *pool;           /* a reference */
   GMainContext   *context;        /* immutable */
-  McpCodeOptions  options;        /* immutable */
-  GThread        *warmer;         /* with keep_warm; set by new, joined by free */
+  McpCodeOptions  options;        /* immutable; state_dir NULL or code->state_dir */
+  char           *state_dir;      /* immutable: ready for the sandboxes, or NULL */
+  GThread        *keeper;         /* with keep_warm or sessions; set by new, joined by free */
 
   GMutex          lock;
   GCond           changed;        /* any field below changed */
   McpSandbox     *warm;           /* protected by lock */
-  gboolean        wanted;         /* protected by lock: the warmer should start one */
-  gboolean        warming;        /* protected by lock: the warmer is starting one */
+  gboolean        wanted;         /* protected by lock: the keeper should start one */
+  gboolean        warming;        /* protected by lock: the keeper is starting one */
   gboolean        claimed;        /* protected by lock: a run waits for that one */
   gboolean        closing;        /* protected by lock */
+  GHashTable     *sessions;       /* protected by lock: client -> CodeSession */
+  GPtrArray      *ending;         /* protected by lock: sandboxes of ended sessions, for the keeper */
 };
 
 typedef struct {
@@ -92,57 +109,140 @@ env_cpus (void)
   return cpus > 0 ? (guint) cpus + ((double) (guint) cpus < cpus) : 0;
 }
 
-/* Warm sandboxes */
+/* The state dir: @path, else $MCP_BRIDGE_STATE_DIR (a leading ~ is the
+ * home folder), else mcp-pool's own under $XDG_STATE_HOME; made ready for
+ * the sandboxes, or NULL (with a warning) if it cannot be. */
+static char *
+ready_state_dir (const char *path)
+{
+  const char *from_env = g_getenv ("MCP_BRIDGE_STATE_DIR");
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = NULL;
 
-/* The warmer thread: starts a sandbox whenever one is wanted and none is
- * warm, and keeps it for the next run. */
+  if (path != NULL)
+    dir = g_strdup (path);
+  else if (from_env != NULL && *from_env != '\0')
+    dir = g_str_has_prefix (from_env, "~/") ? g_build_filename (g_get_home_dir (), from_env + 2, NULL)
+                                           : g_strdup (from_env);
+  else if (geteuid () == 0)
+    dir = g_strdup (MCP_SANDBOX_ROOT_STATE_DIR);
+  else
+    dir = g_build_filename (g_get_user_state_dir (), "mcp-pool", "code", NULL);
+  if (!mcp_sandbox_prepare_state_dir (dir, &error))
+    {
+      g_warning ("%s", error->message);
+      return NULL;
+    }
+  return g_steal_pointer (&dir);
+}
+
+/* Warm sandboxes and idle sessions */
+
+static void
+session_free (CodeSession *session)
+{
+  g_assert (session->sandbox == NULL);
+  g_free (session);
+}
+
+/* Moves the sandboxes of sessions idle past their time to code->ending;
+ * returns when the next one will be, or G_MAXINT64.  Called with
+ * code->lock held. */
+static gint64
+expire_sessions_locked (McpCode *code,
+                        gint64   now)
+{
+  gint64 idle_us = code->options.session_idle_s * G_USEC_PER_SEC;
+  gint64 next = G_MAXINT64;
+  GHashTableIter iter;
+  CodeSession *session;
+
+  g_hash_table_iter_init (&iter, code->sessions);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &session))
+    {
+      if (session->busy)
+        continue;
+      if (now - session->idle_since >= idle_us)
+        {
+          if (session->sandbox != NULL)
+            g_ptr_array_add (code->ending, g_steal_pointer (&session->sandbox));
+          g_hash_table_iter_remove (&iter);
+        }
+      else
+        next = MIN (next, session->idle_since + idle_us);
+    }
+  return next;
+}
+
+/* Frees what code->ending holds, with code->lock let go meanwhile. */
+static void
+end_sandboxes_locked (McpCode *code)
+{
+  g_autoptr(GPtrArray) ending = g_steal_pointer (&code->ending);
+
+  code->ending = g_ptr_array_new ();
+  g_mutex_unlock (&code->lock);
+  for (guint i = 0; i < ending->len; i++)
+    mcp_sandbox_free (g_ptr_array_index (ending, i));
+  g_mutex_lock (&code->lock);
+}
+
+/* Starts a warm sandbox; called with code->lock held, let go meanwhile. */
+static void
+warm_one_locked (McpCode *code)
+{
+  g_autoptr(GError) error = NULL;
+  McpSandbox *sandbox;
+
+  /* One attempt per run that takes a sandbox: a failure is not retried
+   * in a loop, the next run tries again. */
+  code->wanted = FALSE;
+  code->warming = TRUE;
+  g_mutex_unlock (&code->lock);
+
+  sandbox = mcp_sandbox_start (&code->options.limits, code->context, &error);
+  if (sandbox == NULL)
+    g_debug ("No warm sandbox: %s", error->message);
+
+  g_mutex_lock (&code->lock);
+  code->warming = FALSE;
+  if (code->warm == NULL && !code->closing)
+    code->warm = g_steal_pointer (&sandbox);
+  g_cond_broadcast (&code->changed);
+  if (sandbox != NULL)
+    g_ptr_array_add (code->ending, sandbox);
+}
+
+/* The keeper thread: ends the sessions that are dropped or idle, and
+ * starts a sandbox whenever one is wanted and none is warm. */
 static gpointer
-warm_up (gpointer data)
+keep (gpointer data)
 {
   McpCode *code = data;
 
   g_mutex_lock (&code->lock);
   while (!code->closing)
     {
-      g_autoptr(GError) error = NULL;
-      McpSandbox *sandbox;
+      gint64 next = expire_sessions_locked (code, g_get_monotonic_time ());
 
-      if (!code->wanted || code->warm != NULL)
-        {
-          g_cond_wait (&code->changed, &code->lock);
-          continue;
-        }
-      /* One attempt per run that takes a sandbox: a failure is not
-       * retried in a loop, the next run tries again. */
-      code->wanted = FALSE;
-      code->warming = TRUE;
-      g_mutex_unlock (&code->lock);
-
-      sandbox = mcp_sandbox_start (&code->options.limits, code->context, &error);
-      if (sandbox == NULL)
-        g_debug ("No warm sandbox: %s", error->message);
-
-      g_mutex_lock (&code->lock);
-      code->warming = FALSE;
-      if (code->warm == NULL && !code->closing)
-        code->warm = g_steal_pointer (&sandbox);
-      g_cond_broadcast (&code->changed);
-      if (sandbox != NULL)
-        {
-          g_mutex_unlock (&code->lock);
-          mcp_sandbox_free (sandbox);
-          g_mutex_lock (&code->lock);
-        }
+      if (code->ending->len > 0)
+        end_sandboxes_locked (code);
+      else if (code->options.keep_warm && code->wanted && code->warm == NULL)
+        warm_one_locked (code);
+      else if (next == G_MAXINT64)
+        g_cond_wait (&code->changed, &code->lock);
+      else
+        g_cond_wait_until (&code->changed, &code->lock, next);
     }
   g_mutex_unlock (&code->lock);
   return NULL;
 }
 
-/* Asks the warmer for the next warm sandbox.  Called with code->lock held. */
+/* Asks the keeper for the next warm sandbox.  Called with code->lock held. */
 static void
 refill_locked (McpCode *code)
 {
-  if (code->warmer == NULL)
+  if (!code->options.keep_warm)
     return;
   code->wanted = TRUE;
   g_cond_broadcast (&code->changed);
@@ -173,6 +273,118 @@ take_sandbox (McpCode  *code,
   return sandbox;
 }
 
+/* Sessions */
+
+static void
+wake_waiters (GCancellable *cancellable,
+              gpointer      data)
+{
+  McpCode *code = data;
+
+  g_mutex_lock (&code->lock);
+  g_cond_broadcast (&code->changed);
+  g_mutex_unlock (&code->lock);
+}
+
+/* @client's session, made if need be, for one run: while another run has
+ * it, this one waits.  Sets @sandbox to the session's (NULL: none yet).
+ * NULL if @cancellable is cancelled first. */
+static CodeSession *
+claim_session (McpCode       *code,
+               const char    *client,
+               GCancellable  *cancellable,
+               McpSandbox   **sandbox)
+{
+  gulong handler = cancellable != NULL ? g_cancellable_connect (cancellable, G_CALLBACK (wake_waiters), code, NULL) : 0;
+  CodeSession *session = NULL;
+
+  g_mutex_lock (&code->lock);
+  while (!g_cancellable_is_cancelled (cancellable))
+    {
+      session = g_hash_table_lookup (code->sessions, client);
+      if (session == NULL)
+        {
+          session = g_new0 (CodeSession, 1);
+          g_hash_table_insert (code->sessions, g_strdup (client), session);
+        }
+      if (!session->busy)
+        break;
+      session = NULL;
+      g_cond_wait (&code->changed, &code->lock);
+    }
+  if (session != NULL)
+    {
+      session->busy = TRUE;
+      *sandbox = g_steal_pointer (&session->sandbox);
+    }
+  g_mutex_unlock (&code->lock);
+  if (handler != 0)
+    g_cancellable_disconnect (cancellable, handler);
+  return session;
+}
+
+/* After a run of @client's @session: keeps @sandbox (taken; may be NULL)
+ * for the next run, unless it is gone or the session was dropped; else
+ * the keeper ends it.  Returns whether the session ended with the run. */
+static gboolean
+release_session (McpCode     *code,
+                 const char  *client,
+                 CodeSession *session,
+                 McpSandbox  *sandbox)
+{
+  gboolean alive = sandbox != NULL && mcp_sandbox_is_alive (sandbox);
+
+  g_mutex_lock (&code->lock);
+  session->busy = FALSE;
+  session->idle_since = g_get_monotonic_time ();
+  if (alive && !session->dropped)
+    session->sandbox = sandbox;
+  else if (sandbox != NULL)
+    g_ptr_array_add (code->ending, sandbox);
+  if (session->dropped)
+    session_free (session);
+  else if (!alive)
+    g_hash_table_remove (code->sessions, client);
+  g_cond_broadcast (&code->changed);
+  g_mutex_unlock (&code->lock);
+  return !alive;
+}
+
+void
+mcp_code_end_session (McpCode    *code,
+                      const char *client)
+{
+  gpointer key;
+  CodeSession *session;
+
+  g_mutex_lock (&code->lock);
+  if (g_hash_table_steal_extended (code->sessions, client, &key, (gpointer *) &session))
+    {
+      g_free (key);
+      if (session->busy)
+        session->dropped = TRUE;
+      else
+        {
+          if (session->sandbox != NULL)
+            g_ptr_array_add (code->ending, g_steal_pointer (&session->sandbox));
+          session_free (session);
+        }
+      g_cond_broadcast (&code->changed);
+    }
+  g_mutex_unlock (&code->lock);
+}
+
+guint
+mcp_code_count_sessions (McpCode *code)
+{
+  guint n;
+
+  g_mutex_lock (&code->lock);
+  n = g_hash_table_size (code->sessions);
+  g_mutex_unlock (&code->lock);
+  return n;
+}
+
 McpCode *
 mcp_code_new (McpPool               *pool,
               GMainContext          *context,
@@ -195,13 +407,20 @@ mcp_code_new (McpPool               *pool,
     code->options.limits.processes = (guint) env_positive ("MCP_BRIDGE_PIDS", 0);
   if (code->options.limits.cpus == 0)
     code->options.limits.cpus = env_cpus ();
+  if (g_strcmp0 (g_getenv ("MCP_POOL_PYTHON_SESSIONS"), "0") == 0)
+    code->options.sessions = FALSE;
+  if (code->options.session_idle_s <= 0)
+    code->options.session_idle_s = SESSION_IDLE_DEFAULT_S;
+  code->state_dir = ready_state_dir (options->state_dir);
+  code->options.state_dir = code->state_dir;
+  code->options.limits.state_dir = code->state_dir;
   g_mutex_init (&code->lock);
   g_cond_init (&code->changed);
-  if (options->keep_warm)
-    {
-      code->wanted = !options->warm_after_first_run;
-      code->warmer = g_thread_new ("mcp-warm-sandbox", warm_up, code);
-    }
+  code->sessions = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) session_free);
+  code->ending = g_ptr_array_new ();
+  code->wanted = options->keep_warm && !options->warm_after_first_run;
+  if (options->keep_warm || code->options.sessions)
+    code->keeper = g_thread_new ("mcp-code-keeper", keep, code);
   return code;
 }
 
@@ -214,10 +433,24 @@ mcp_code_free (McpCode *code)
   code->closing = TRUE;
   g_cond_broadcast (&code->changed);
   g_mutex_unlock (&code->lock);
-  /* The warmer ends once its sandbox, if it is starting one, has started. */
-  if (code->warmer != NULL)
-    g_thread_join (code->warmer);
+  /* The keeper ends once its sandbox, if it is starting one, has started. */
+  if (code->keeper != NULL)
+    g_thread_join (code->keeper);
+  /* No run is left: whoever ran code has returned. */
   mcp_sandbox_free (code->warm);
+  {
+    GHashTableIter iter;
+    CodeSession *session;
+
+    g_hash_table_iter_init (&iter, code->sessions);
+    while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &session))
+      g_clear_pointer (&session->sandbox, mcp_sandbox_free);
+  }
+  g_hash_table_unref (code->sessions);
+  for (guint i = 0; i < code->ending->len; i++)
+    mcp_sandbox_free (g_ptr_array_index (code->ending, i));
+  g_ptr_array_unref (code->ending);
+  g_free (code->state_dir);
   mcp_pool_unref (code->pool);
   g_cond_clear (&code->changed);
   g_mutex_clear (&code->lock);
@@ -436,30 +669,43 @@ mcp_code_reply_rpc (McpCode            *code,
 
 /* The tool */
 
+/* The first sentence of the description says whether state persists. */
+static const char run_python_sessions[] =
+  "Run Python 3 in a sandbox (no network, no user files) that calls the user's MCP "
+  "servers; state persists between calls (fresh=true: a clean one).";
+static const char run_python_fresh[] =
+  "Run Python 3 in a fresh sandbox (no network, no user files) that calls the "
+  "user's MCP servers.";
 static const char run_python_description[] =
-  "Run Python 3 code in a sandbox (no network, none of the user's files) that can call the "
-  "user's MCP servers. List the servers the code uses in `servers`. Inside, tools are async "
-  "functions: `await mcp_<server>.<tool>(name=value)` gives the CallToolResult as a dict "
-  "(r['content'][0]['text']; unwrap=True for just the content). Discover with "
+  " Name the servers used in `servers`. Tools are async: "
+  "`await mcp_<server>.<tool>(name=value)` gives the CallToolResult dict "
+  "(r['content'][0]['text']). Discover: "
   "`runtime.discovered_servers()`, `await runtime.search_tool_docs(\"query\")`, "
   "`runtime.query_tool_docs_sync(\"server\", \"tool\", detail=\"full\")`; "
-  "print(runtime.capability_summary()) for the manual. Top-level await and asyncio.gather "
-  "work. Only what is printed comes back.";
+  "print(runtime.capability_summary()) for the manual. Top-level await works. "
+  "Only printed output returns.";
 
 json_t *
 mcp_code_tool (McpCode *code)
 {
-  return json_pack ("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:{s:s}, s:s}, s:{s:s, s:i, s:I, s:I, s:s}}, s:[s]}}",
-                    "name", "run_python", "description", run_python_description,
-                    "inputSchema", "type", "object", "properties",
-                    "code", "type", "string", "description", "Python 3 source",
-                    "servers", "type", "array", "items", "type", "string",
-                    "description", "MCP servers the code may call",
-                    "timeout", "type", "integer", "minimum", 1,
-                    "maximum", (json_int_t) code->options.max_timeout_s,
-                    "default", (json_int_t) code->options.timeout_s,
-                    "description", "Execution timeout in seconds",
-                    "required", "code");
+  g_autofree char *description = g_strconcat (code->options.sessions ? run_python_sessions : run_python_fresh,
+                                              run_python_description, NULL);
+  json_t *tool = json_pack ("{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:{s:s}, s:s}, s:{s:s, s:i, s:I, s:I, s:s}}, s:[s]}}",
+                            "name", "run_python", "description", description,
+                            "inputSchema", "type", "object", "properties",
+                            "code", "type", "string", "description", "Python 3 source",
+                            "servers", "type", "array", "items", "type", "string",
+                            "description", "MCP servers the code may call",
+                            "timeout", "type", "integer", "minimum", 1,
+                            "maximum", (json_int_t) code->options.max_timeout_s,
+                            "default", (json_int_t) code->options.timeout_s,
+                            "description", "Execution timeout in seconds",
+                            "required", "code");
+
+  if (code->options.sessions)
+    json_object_set_new (json_object_get (json_object_get (tool, "inputSchema"), "properties"), "fresh",
+                         json_pack ("{s:s}", "type", "boolean"));
+  return tool;
 }
 
 /* The record (mcp-run-format.h) of a run that did not start: @status
@@ -477,7 +723,8 @@ failure_record (const char *status,
 static json_t *
 run_record (const McpRunResult *result,
             json_t             *servers,
-            gint64              timeout_s)
+            gint64              timeout_s,
+            gboolean            session_ended)
 {
   json_t *record = json_pack ("{s:s, s:i, s:s, s:s, s:O}", "status", mcp_run_status_to_string (result->status),
                               "exit_code", result->exit_code, "stdout", result->stdout_text,
@@ -498,6 +745,8 @@ run_record (const McpRunResult *result,
     json_object_set_new (record, "error",
                          json_string ("The run's processes held more memory than a run may "
                                       "(MCP_BRIDGE_MEMORY) and were stopped"));
+  if (session_ended)
+    json_object_set_new (record, "session_ended", json_true ());
   return record;
 }
 
@@ -556,20 +805,30 @@ read_timeout (McpCode *code,
   return TRUE;
 }
 
+/* The note a run gets when its session's sandbox had gone since the
+ * last run (a process of the code killed it, or its CPU time ran out). */
+#define SESSION_RESTARTED_NOTE \
+  "[mcp-pool: the Python session had ended since the last call (its sandbox was gone); " \
+  "this run started a new one, without the earlier variables]\n"
+
 json_t *
 mcp_code_run (McpCode              *code,
               json_t               *arguments,
               const McpCallOptions *options)
 {
   GCancellable *cancellable = options != NULL ? options->cancellable : NULL;
+  const char *client = options != NULL ? options->client : NULL;
   const char *source = mcp_json_get_string (arguments, "code");
+  json_t *fresh = json_object_get (arguments, "fresh");
   g_autofree char *stripped = g_strstrip (g_strdup (source != NULL ? source : ""));
   g_autofree char *problem = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) allowed = json_array ();
   g_auto(GStrv) servers = NULL;
   McpRunResult result = { 0 };
-  McpSandbox *sandbox;
+  McpSandbox *sandbox = NULL;
+  CodeSession *session = NULL;
+  gboolean restarted = FALSE, ended = FALSE;
   RunContext run;
   gint64 timeout_s;
   gboolean invalid;
@@ -582,26 +841,67 @@ mcp_code_run (McpCode              *code,
     return failure_record (invalid ? "validation_error" : "error", problem, NULL);
   if (!read_timeout (code, json_object_get (arguments, "timeout"), &timeout_s))
     return failure_record ("validation_error", "'timeout' must be an integer", NULL);
+  if (fresh != NULL && !json_is_boolean (fresh) && !json_is_null (fresh))
+    return failure_record ("validation_error", "'fresh' must be true or false", NULL);
   for (char **server = servers; *server != NULL; server++)
     json_array_append_new (allowed, json_string (*server));
 
-  sandbox = take_sandbox (code, &error);
+  if (code->options.sessions && client != NULL && !json_is_true (fresh))
+    {
+      session = claim_session (code, client, cancellable, &sandbox);
+      if (session == NULL)
+        return failure_record ("error", "The run was cancelled while it waited for the previous "
+                               "run of its session", allowed);
+      if (sandbox != NULL && !mcp_sandbox_is_alive (sandbox))
+        {
+          release_session (code, client, session, sandbox);
+          session = claim_session (code, client, cancellable, &sandbox);
+          if (session == NULL)
+            return failure_record ("error", "The run was cancelled while it waited for its session", allowed);
+          restarted = TRUE;
+        }
+    }
   if (sandbox == NULL)
-    return failure_record ("error", error->message, allowed);
+    sandbox = take_sandbox (code, &error);
+  if (sandbox == NULL)
+    {
+      if (session != NULL)
+        release_session (code, client, session, NULL);
+      return failure_record ("error", error->message, allowed);
+    }
 
   run = (RunContext) {
     code, servers, g_cancellable_new (),
     options != NULL ? options->progress : NULL, options != NULL ? options->progress_data : NULL, 0,
   };
-  if (!mcp_sandbox_run (sandbox, source, (const char * const *) servers, timeout_s * 1000,
+  if (!mcp_sandbox_run (sandbox, source, (const char * const *) servers, timeout_s * 1000, session != NULL,
                         handle_rpc, &run, cancellable, &result, &error))
     record = failure_record ("error", error->message, allowed);
   else
-    record = run_record (&result, allowed, timeout_s);
-  /* Tool calls the code left behind end now; freeing waits for the RPC
-   * requests still being served, which use @run. */
+    record = NULL;
+  /* Tool calls the code left behind end now; the sandbox is let go once
+   * the RPC requests still being served, which use @run, are done. */
   g_cancellable_cancel (run.calls);
-  mcp_sandbox_free (sandbox);
+  if (session != NULL)
+    {
+      mcp_sandbox_end_run (sandbox);
+      ended = release_session (code, client, session, sandbox);
+    }
+  else
+    mcp_sandbox_free (sandbox);
+  if (record == NULL)
+    {
+      if (restarted)
+        {
+          g_autofree char *err = g_strconcat (SESSION_RESTARTED_NOTE, result.stderr_text, NULL);
+
+          g_free (result.stderr_text);
+          result.stderr_text = g_steal_pointer (&err);
+        }
+      record = run_record (&result, allowed, timeout_s, ended);
+    }
+  else if (ended)
+    json_object_set_new (record, "session_ended", json_true ());
   g_object_unref (run.calls);
   mcp_run_result_clear (&result);
   return record;

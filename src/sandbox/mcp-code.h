@@ -1,13 +1,25 @@
 /* mcp-code.h — code execution mode: the `run_python` tool.
  *
- * The model writes Python; it runs in a fresh bubblewrap sandbox (see
+ * The model writes Python; it runs in a bubblewrap sandbox (see
  * mcp-sandbox.h) and reaches the pool's tools over the sandbox's RPC
  * channel, only those of the servers it names.  One sandbox is kept
  * started and waiting ("warm"), so a run does not pay the interpreter's
- * start-up; each sandbox serves exactly one run.
+ * start-up.
+ *
+ * Sessions: with `sessions` on, the runs of one upstream client
+ * (McpCallOptions.client) share a persistent Python session, a sandbox of
+ * that client's alone: its variables and imports stay from one call to
+ * the next, one run at a time.  It ends when the client goes
+ * (mcp_code_end_session()), after session_idle_s without a run, or with
+ * a run that times out, passes the memory limit, is cancelled or kills
+ * the interpreter; the run's result says so.  A run with `"fresh": true`,
+ * or of no client, gets a sandbox of its own, as every run does with
+ * sessions off.  The state dir (MCP_BRIDGE_STATE_DIR) is the one thing
+ * every run shares, sessions or not.
  *
  * Threads: mcp_code_run() and mcp_code_run_python() block and run on
  * workers, several at once; the sandboxes' I/O runs on the pool's context.
+ * One keeper thread starts the warm sandboxes and ends idle sessions.
  */
 #pragma once
 
@@ -28,6 +40,9 @@ typedef struct {
   gint64           max_timeout_s;   /* 0: $MCP_BRIDGE_MAX_TIMEOUT, else 120 */
   gboolean         keep_warm;
   gboolean         warm_after_first_run;  /* with keep_warm: no sandbox until code has run once */
+  gboolean         sessions;        /* a client's runs share a session; off with $MCP_POOL_PYTHON_SESSIONS=0 */
+  gint64           session_idle_s;  /* 0: 600 */
+  const char      *state_dir;       /* NULL: $MCP_BRIDGE_STATE_DIR, else $XDG_STATE_HOME/mcp-pool/code */
 } McpCodeOptions;
 
 typedef struct _McpCode McpCode;
@@ -37,10 +52,11 @@ McpCode *mcp_code_new         (McpPool               *pool,
                                const McpCodeOptions  *options);
 /* The tool entry for tools/list. */
 json_t  *mcp_code_tool        (McpCode               *code);
-/* Runs run_python's @arguments (code, servers, timeout in whole seconds)
- * and returns the run's record (mcp-run-format.h): what the code wrote
- * and how it ended, or why it did not run ("validation_error" for bad
- * arguments, "error" for an unknown server or a sandbox that failed).
+/* Runs run_python's @arguments (code, servers, timeout in whole seconds,
+ * fresh) and returns the run's record (mcp-run-format.h): what the code
+ * wrote and how it ended, or why it did not run ("validation_error" for
+ * bad arguments, "error" for an unknown server or a sandbox that failed);
+ * "session_ended" when the run ended its session.
  * @options (may be NULL): its cancellable ends the run; with its progress
  * set, the progress of the tools the code calls reaches it, on the pool's
  * context, as progress of the run (a count, and a message naming the
@@ -59,7 +75,13 @@ json_t  *mcp_code_run_python  (McpCode               *code,
 json_t  *mcp_code_reply_rpc   (McpCode               *code,
                                const char * const    *servers,
                                json_t                *request);
-/* Blocking: ends the warm sandbox. */
+/* Any thread, does not block: ends @client's session (its sandbox goes
+ * on the keeper thread, or once its run is over). */
+void     mcp_code_end_session (McpCode               *code,
+                               const char            *client);
+/* The sessions that exist now, for tests. */
+guint    mcp_code_count_sessions (McpCode            *code);
+/* Blocking: ends the warm sandbox and every session. */
 void     mcp_code_free        (McpCode               *code);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (McpCode, mcp_code_free)

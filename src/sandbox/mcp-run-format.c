@@ -78,6 +78,15 @@ mcp_run_format_payload (json_t *run)
       summary = g_strdup_printf ("Sandbox error: %s", error != NULL ? error : "the run failed");
     }
 
+  if (json_is_true (json_object_get (run, "session_ended")))
+    {
+      char *longer = g_strconcat (error != NULL ? error : "The run ended the Python session",
+                                  "; the Python session ended with it (its variables are gone; "
+                                  "the next call starts a new one)", NULL);
+
+      g_free (own_error);
+      error = own_error = longer;
+    }
   json_object_set_new (payload, "status", json_string (status));
   json_object_set_new (payload, "summary", json_string (summary));
   /* A killed run (-1) has no exit status of its own. */

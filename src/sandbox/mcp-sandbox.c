@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -42,6 +43,9 @@ G_DEFINE_QUARK (mcp-sandbox-error-quark, mcp_sandbox_error)
 #define SANDBOX_SECCOMP_FD  10
 #define SANDBOX_INFO_FD     11
 #define SANDBOX_RUNTIME_FD  12
+#define SANDBOX_STATE_FD    13
+/* The persistent folder inside, where the seed bridge has it. */
+#define SANDBOX_STATE_DIR   "/projects"
 /* Where the runtime is, read-only. */
 #define SANDBOX_RUNTIME_DIR "/run/mcp-pool"
 #define RUNTIME_FILENAME    "mcp_runtime.py"
@@ -116,6 +120,13 @@ struct _McpSandbox {
   GQueue             rpc_backlog;    /* protected by lock: read past the bound, not handed over */
   gboolean           rpc_paused;     /* protected by lock: rpc_source does not read */
   GSource           *rpc_resume;     /* protected by lock: the idle that resumes it */
+  guint              handler_users;  /* protected by lock: RPC jobs in the handler now */
+  gboolean           running;        /* protected by lock: a run waits for its end */
+  gboolean           run_done;       /* protected by lock: the kept run said "done" */
+  int                run_status;     /* protected by lock: with the status it gave */
+  guint              drains_asked;   /* protected by lock: reads of a done run's output asked */
+  guint              drains_done;    /* protected by lock: and made */
+  int                done_fd;        /* eventfd, written once the kept run is done */
 };
 
 static McpSandbox *
@@ -134,6 +145,8 @@ sandbox_unref (McpSandbox *sandbox)
     return;
   if (sandbox->rpc_fd >= 0)
     close (sandbox->rpc_fd);
+  if (sandbox->done_fd >= 0)
+    close (sandbox->done_fd);
   g_string_free (sandbox->out, TRUE);
   g_string_free (sandbox->err, TRUE);
   g_mutex_clear (&sandbox->lock);
@@ -300,8 +313,13 @@ run_rpc_job (gpointer data,
       g_mutex_lock (&sandbox->lock);
       handler = sandbox->handler;
       handler_data = sandbox->handler_data;
+      sandbox->handler_users++;
       g_mutex_unlock (&sandbox->lock);
       reply = mcp_sandbox_rpc_reply (job->request, handler, handler_data);
+      g_mutex_lock (&sandbox->lock);
+      sandbox->handler_users--;
+      g_cond_broadcast (&sandbox->cond);
+      g_mutex_unlock (&sandbox->lock);
     }
   send_rpc_reply (sandbox, reply);
   rpc_job_done (sandbox, job->bytes);
@@ -347,12 +365,34 @@ queue_rpc_job (McpSandbox *sandbox,
     rpc_job_free (job);
 }
 
+/* On the context: a kept run's code ended with @status.  Only while a
+ * run waits (code that sends it itself ends no more than its own run). */
+static void
+on_run_done (McpSandbox *sandbox,
+             json_int_t  status)
+{
+  g_mutex_lock (&sandbox->lock);
+  if (sandbox->running && !sandbox->run_done)
+    {
+      sandbox->run_done = TRUE;
+      sandbox->run_status = (int) status;
+      eventfd_write (sandbox->done_fd, 1);
+    }
+  g_mutex_unlock (&sandbox->lock);
+}
+
 static void
 on_rpc_message (json_t   *message,
                 gpointer  user_data)
 {
   McpSandbox *sandbox = user_data;
 
+  if (mcp_jsonrpc_classify (message) == MCP_MESSAGE_NOTIFICATION &&
+      g_strcmp0 (mcp_json_get_string (message, "method"), "done") == 0)
+    {
+      on_run_done (sandbox, json_integer_value (json_object_get (json_object_get (message, "params"), "status")));
+      return;
+    }
   if (mcp_jsonrpc_classify (message) != MCP_MESSAGE_REQUEST)
     {
       g_debug ("The sandbox sent something that is not an RPC request; ignored");
@@ -485,7 +525,8 @@ open_runtime (const char  *folder,
  * then always creates its namespaces as an unprivileged user, so no
  * process in the sandbox is host root.  FALSE: the pool's own ids. */
 static gboolean
-sandbox_credentials (McpCredentials *credentials)
+sandbox_credentials (const McpSandboxLimits *limits,
+                     McpCredentials         *credentials)
 {
   static guint next_slot;     /* atomic */
   guint block = (guint) getpid () % SANDBOX_POOL_BLOCKS;
@@ -495,6 +536,7 @@ sandbox_credentials (McpCredentials *credentials)
     return FALSE;
   credentials->uid = SANDBOX_UID_BASE + block * SANDBOX_UIDS_PER_POOL + slot;
   credentials->gid = credentials->uid;
+  credentials->group = limits->state_dir != NULL ? MCP_SANDBOX_STATE_GID : 0;
   return TRUE;
 }
 
@@ -520,7 +562,8 @@ process_limit (uid_t uid,
 }
 
 static GStrv
-build_argv (const McpSandboxLimits *limits)
+build_argv (const McpSandboxLimits *limits,
+            gboolean                with_state)
 {
   g_autoptr(GStrvBuilder) argv = g_strv_builder_new ();
   g_autofree char *scratch = g_strdup_printf ("%" G_GUINT64_FORMAT, limits->scratch_bytes);
@@ -556,6 +599,8 @@ build_argv (const McpSandboxLimits *limits)
                            /* A copy of what the host read: a root pool's sandbox
                             * runs as a uid that need not reach the host's file. */
                            "--perms", "0444", "--ro-bind-data", runtime_fd, runtime, NULL);
+  if (with_state)
+    g_strv_builder_add_many (argv, "--bind-fd", G_STRINGIFY (SANDBOX_STATE_FD), SANDBOX_STATE_DIR, NULL);
   g_strv_builder_addv (argv, (const char **) read_only);
   g_strv_builder_add_many (argv, "--clearenv", "--setenv", "PATH", "/usr/bin",
                            "--setenv", "HOME", "/work", "--setenv", "LANG", "C.UTF-8",
@@ -563,7 +608,10 @@ build_argv (const McpSandboxLimits *limits)
                            /* glibc reserves 64 MiB of address space per
                             * thread's arena otherwise. */
                            "--setenv", "MALLOC_ARENA_MAX", "2",
-                           "--setenv", "MCP_POOL_RPC_FD", rpc_fd,
+                           "--setenv", "MCP_POOL_RPC_FD", rpc_fd, NULL);
+  if (with_state)
+    g_strv_builder_add_many (argv, "--setenv", "MCP_POOL_STATE_DIR", SANDBOX_STATE_DIR, NULL);
+  g_strv_builder_add_many (argv,
                            "--seccomp", seccomp_fd, "--info-fd", info_fd,
                            "--", limits->python ? limits->python : PYTHON3_PATH,
                            "-I", "-X", "utf8", runtime, NULL);
@@ -624,9 +672,10 @@ typedef struct {
   int info[2];     /* [0] read by the host, [1] bwrap's --info-fd */
   int seccomp;
   int runtime;
+  int state;       /* the state dir (O_PATH), or -1 */
 } StartFds;
 
-#define START_FDS_INIT { { -1, -1 }, { -1, -1 }, -1, -1 }
+#define START_FDS_INIT { { -1, -1 }, { -1, -1 }, -1, -1, -1 }
 
 static void
 close_if_open (int fd)
@@ -644,6 +693,7 @@ start_fds_clear (StartFds *fds)
   close_if_open (fds->info[1]);
   close_if_open (fds->seccomp);
   close_if_open (fds->runtime);
+  close_if_open (fds->state);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (StartFds, start_fds_clear)
@@ -669,6 +719,12 @@ open_start_fds (const McpSandboxLimits  *limits,
     return set_channels_error (error);
   fds->info[0] = info[0];
   fds->info[1] = info[1];
+  /* A state dir that cannot be opened leaves the run without one: the
+   * runtime's memory API then says that there is none. */
+  if (limits->state_dir != NULL &&
+      (fds->state = open (limits->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+    g_warning ("The code's state dir %s cannot be opened (%s); runs go without it",
+               limits->state_dir, g_strerror (errno));
   return TRUE;
 }
 
@@ -704,25 +760,27 @@ spawn_bwrap (McpSandbox  *sandbox,
   g_auto(StartFds) fds = START_FDS_INIT;
   g_auto(GStrv) argv = NULL;
   McpCredentials own_ids;
-  const McpCredentials *credentials = sandbox_credentials (&own_ids) ? &own_ids : NULL;
+  const McpCredentials *credentials = sandbox_credentials (&sandbox->limits, &own_ids) ? &own_ids : NULL;
   McpRlimit rlimits[N_RLIMITS];
-  int source_fds[4], target_fds[4] = {
-    SANDBOX_RPC_FD, SANDBOX_SECCOMP_FD, SANDBOX_INFO_FD, SANDBOX_RUNTIME_FD,
+  int source_fds[5], target_fds[5] = {
+    SANDBOX_RPC_FD, SANDBOX_SECCOMP_FD, SANDBOX_INFO_FD, SANDBOX_RUNTIME_FD, SANDBOX_STATE_FD,
   };
   McpSpawnRequest request;
   int stdin_fd;
 
   if (!open_start_fds (&sandbox->limits, &fds, error))
     return FALSE;
-  argv = build_argv (&sandbox->limits);
+  argv = build_argv (&sandbox->limits, fds.state >= 0);
   set_rlimits (&sandbox->limits, credentials, rlimits);
   source_fds[0] = fds.rpc[1];
   source_fds[1] = fds.seccomp;
   source_fds[2] = fds.info[1];
   source_fds[3] = fds.runtime;
+  source_fds[4] = fds.state;
   request = (McpSpawnRequest) {
     .argv = (const char * const *) argv, .envp = (const char * const[]) { NULL },
-    .source_fds = source_fds, .target_fds = target_fds, .n_fds = G_N_ELEMENTS (source_fds),
+    .source_fds = source_fds, .target_fds = target_fds,
+    .n_fds = G_N_ELEMENTS (source_fds) - (fds.state < 0),
     .rlimits = rlimits, .n_rlimits = N_RLIMITS, .credentials = credentials,
     .cpus = sandbox->limits.cpus,
   };
@@ -780,6 +838,7 @@ sandbox_new (const McpSandboxLimits *limits,
   if (sandbox->limits.output_cap == 0) sandbox->limits.output_cap = OUTPUT_CAP_DEFAULT;
   sandbox->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
   sandbox->rpc_fd = -1;
+  sandbox->done_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
   g_mutex_init (&sandbox->lock);
   g_mutex_init (&sandbox->write_lock);
   g_cond_init (&sandbox->cond);
@@ -839,13 +898,14 @@ mcp_sandbox_start (const McpSandboxLimits  *limits,
 
 typedef enum {
   RUN_ENDED,
+  RUN_DONE,         /* a kept run's code ended; the sandbox goes on */
   RUN_TIMED_OUT,
   RUN_OVER_MEMORY,
   RUN_CANCELLED,
 } RunEnd;
 
-/* Polls @fds (bwrap's pidfd, the cancellable's) and samples the memory
- * of the run in between, until one of them ends it. */
+/* Polls @fds (bwrap's pidfd, the kept run's done_fd, the cancellable's)
+ * and samples the memory of the run in between, until one of them ends it. */
 static RunEnd
 watch_run (McpSandbox    *sandbox,
            struct pollfd *fds,
@@ -867,28 +927,34 @@ watch_run (McpSandbox    *sandbox,
             return RUN_OVER_MEMORY;
           continue;
         }
-      if (poll (fds, 2, (int) ((MIN (deadline, next_sample) - now) / 1000 + 1)) > 0 && fds[0].revents != 0)
-        return RUN_ENDED;
+      if (poll (fds, 3, (int) ((MIN (deadline, next_sample) - now) / 1000 + 1)) > 0)
+        {
+          if (fds[0].revents != 0)
+            return RUN_ENDED;
+          if (fds[1].revents != 0)
+            return RUN_DONE;
+        }
     }
   return RUN_CANCELLED;
 }
 
-/* Waits for bwrap to end, the deadline, the run's memory passing its
- * limit, or the cancellable. */
+/* Waits for bwrap to end, a kept run's "done", the deadline, the run's
+ * memory passing its limit, or the cancellable. */
 static RunEnd
 wait_for_end (McpSandbox   *sandbox,
               gint64        deadline,
               GCancellable *cancellable)
 {
   GPollFD cancel_fd = { -1, 0, 0 };
-  struct pollfd fds[2] = {
+  struct pollfd fds[3] = {
     { .fd = mcp_child_get_pidfd (sandbox->child), .events = POLLIN },
+    { .fd = sandbox->done_fd, .events = POLLIN },
     { .fd = -1, .events = POLLIN },
   };
   RunEnd end;
 
   if (cancellable != NULL && g_cancellable_make_pollfd (cancellable, &cancel_fd))
-    fds[1].fd = cancel_fd.fd;
+    fds[2].fd = cancel_fd.fd;
   end = watch_run (sandbox, fds, deadline, cancellable);
   if (cancel_fd.fd >= 0)
     g_cancellable_release_fd (cancellable);
@@ -944,11 +1010,136 @@ end_sandbox (McpSandbox *sandbox,
   reap_inner (sandbox);
 }
 
+/* On the context, after a kept run's "done": what the code wrote before
+ * it is in the pipes, and is read now, before the run thread takes it. */
+static gboolean
+drain_kept_output (gpointer data)
+{
+  McpSandbox *sandbox = data;
+
+  if (sandbox->stdout_source != NULL)
+    mcp_chunk_reader_drain (sandbox->stdout_source, sandbox->limits.output_cap + 1);
+  if (sandbox->stderr_source != NULL)
+    mcp_chunk_reader_drain (sandbox->stderr_source, sandbox->limits.output_cap + 1);
+  g_mutex_lock (&sandbox->lock);
+  sandbox->drains_done++;
+  g_cond_broadcast (&sandbox->cond);
+  g_mutex_unlock (&sandbox->lock);
+  return G_SOURCE_REMOVE;
+}
+
+/* A kept run is done: its status, once its output is read; the sandbox
+ * is ready for the next run. */
+static void
+collect_kept_output (McpSandbox *sandbox,
+                     int        *status)
+{
+  GSource *drain = g_idle_source_new ();
+  eventfd_t count;
+
+  eventfd_read (sandbox->done_fd, &count);
+  g_source_set_priority (drain, G_PRIORITY_HIGH);
+  g_source_set_callback (drain, drain_kept_output, sandbox_ref (sandbox), (GDestroyNotify) sandbox_unref);
+  g_mutex_lock (&sandbox->lock);
+  sandbox->drains_asked++;
+  g_mutex_unlock (&sandbox->lock);
+  g_source_attach (drain, sandbox->context);
+  g_source_unref (drain);
+  /* Counted, not flagged: a read that came too late for an earlier run
+   * does not stand in for this one's. */
+  g_mutex_lock (&sandbox->lock);
+  while (sandbox->drains_done != sandbox->drains_asked &&
+         g_cond_wait_until (&sandbox->cond, &sandbox->lock, g_get_monotonic_time () + DRAIN_TIMEOUT_US))
+    ;
+  *status = sandbox->run_status;
+  sandbox->run_done = FALSE;
+  g_mutex_unlock (&sandbox->lock);
+}
+
+/* Whether the uid of a root pool's sandbox may pass every folder above
+ * @path: bwrap, already that uid, resolves the path of the fd it binds. */
+static gboolean
+reachable_by_others (const char *path,
+                     char      **blocking)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+
+  while (TRUE)
+    {
+      GStatBuf info;
+      g_autofree char *parent = NULL;
+
+      if (g_stat (dir, &info) == 0 && (info.st_mode & S_IXOTH) == 0)
+        {
+          *blocking = g_steal_pointer (&dir);
+          return FALSE;
+        }
+      parent = g_path_get_dirname (dir);
+      if (g_str_equal (parent, dir))
+        return TRUE;
+      g_free (dir);
+      dir = g_steal_pointer (&parent);
+    }
+}
+
+gboolean
+mcp_sandbox_prepare_state_dir (const char  *path,
+                               GError     **error)
+{
+  gboolean root = geteuid () == 0;
+  g_autofree char *parent = g_path_get_dirname (path);
+  g_autofree char *blocking = NULL;
+
+  /* Folders made above it may be passed (a root pool's sandboxes must);
+   * the state dir itself is the pool's alone. */
+  if (g_mkdir_with_parents (parent, 0755) != 0 ||
+      (g_mkdir (path, 0700) != 0 && errno != EEXIST) ||
+      (root && (chown (path, 0, MCP_SANDBOX_STATE_GID) != 0 || chmod (path, 02770) != 0)))
+    {
+      int saved_errno = errno;
+
+      g_set_error (error, G_IO_ERROR, g_io_error_from_errno (saved_errno),
+                   _("The code's state dir %s cannot be made ready: %s (set MCP_BRIDGE_STATE_DIR "
+                     "to a folder mcp-pool may write)"), path, g_strerror (saved_errno));
+      return FALSE;
+    }
+  if (root && !reachable_by_others (path, &blocking))
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                   _("The code's state dir %s is inside %s, which a root pool's sandboxes may not "
+                     "pass; set MCP_BRIDGE_STATE_DIR to a folder outside it (the default for root "
+                     "is %s)"), path, blocking, MCP_SANDBOX_ROOT_STATE_DIR);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+mcp_sandbox_is_alive (McpSandbox *sandbox)
+{
+  struct pollfd exited = { .events = POLLIN };
+
+  if (sandbox->child == NULL)
+    return FALSE;
+  exited.fd = mcp_child_get_pidfd (sandbox->child);
+  return poll (&exited, 1, 0) == 0;
+}
+
+void
+mcp_sandbox_end_run (McpSandbox *sandbox)
+{
+  g_mutex_lock (&sandbox->lock);
+  while (sandbox->handler_users > 0)
+    g_cond_wait (&sandbox->cond, &sandbox->lock);
+  g_mutex_unlock (&sandbox->lock);
+}
+
 gboolean
 mcp_sandbox_run (McpSandbox          *sandbox,
                  const char          *code,
                  const char * const  *servers,
                  gint64               timeout_ms,
+                 gboolean             keep,
                  McpSandboxRpcFunc    handler,
                  gpointer             handler_data,
                  GCancellable        *cancellable,
@@ -967,12 +1158,14 @@ mcp_sandbox_run (McpSandbox          *sandbox,
   g_mutex_lock (&sandbox->lock);
   sandbox->handler = handler;
   sandbox->handler_data = handler_data;
+  sandbox->running = TRUE;
   g_mutex_unlock (&sandbox->lock);
 
   for (const char * const *server = servers; server != NULL && *server != NULL; server++)
     json_array_append_new (server_list, json_string (*server));
-  message = json_pack ("{s:s, s:{s:s, s:O, s:I}}", "method", "run", "params", "code", code,
-                       "servers", server_list, "max_request_bytes", (json_int_t) RPC_LINE_MAX);
+  message = json_pack ("{s:s, s:{s:s, s:O, s:I, s:b}}", "method", "run", "params", "code", code,
+                       "servers", server_list, "max_request_bytes", (json_int_t) RPC_LINE_MAX,
+                       "keep", keep);
   g_mutex_lock (&sandbox->write_lock);
   mcp_jsonrpc_write_line (sandbox->rpc_fd, message, deadline, &write_error);
   g_mutex_unlock (&sandbox->write_lock);
@@ -986,14 +1179,22 @@ mcp_sandbox_run (McpSandbox          *sandbox,
     }
 
   end = wait_for_end (sandbox, deadline, cancellable);
-  end_sandbox (sandbox, &status);
+  if (end == RUN_DONE)
+    collect_kept_output (sandbox, &status);
+  else
+    {
+      end_sandbox (sandbox, &status);
+      /* Let the last output arrive; the streams close once the sandbox is gone. */
+      g_mutex_lock (&sandbox->lock);
+      while (sandbox->open_streams > 0 &&
+             g_cond_wait_until (&sandbox->cond, &sandbox->lock, g_get_monotonic_time () + DRAIN_TIMEOUT_US))
+        ;
+      g_mutex_unlock (&sandbox->lock);
+    }
 
-  /* Let the last output arrive; the streams close once the sandbox is gone. */
   g_mutex_lock (&sandbox->lock);
-  while (sandbox->open_streams > 0 &&
-         g_cond_wait_until (&sandbox->cond, &sandbox->lock, g_get_monotonic_time () + DRAIN_TIMEOUT_US))
-    ;
   sandbox->handler = NULL;
+  sandbox->running = FALSE;
   if (end == RUN_OVER_MEMORY)
     g_string_append_printf (sandbox->err,
                             _("\n[mcp-pool: the code used more than %u MiB of memory, the limit of a run "
@@ -1002,6 +1203,10 @@ mcp_sandbox_run (McpSandbox          *sandbox,
                             (guint) (sandbox->limits.memory_bytes / (1024 * 1024)));
   result->stdout_text = take_output (sandbox->out, sandbox->out_cut);
   result->stderr_text = take_output (sandbox->err, sandbox->err_cut);
+  /* A session's next run starts with what comes after. */
+  g_string_truncate (sandbox->out, 0);
+  g_string_truncate (sandbox->err, 0);
+  sandbox->out_cut = sandbox->err_cut = 0;
   g_mutex_unlock (&sandbox->lock);
 
   if (g_cancellable_set_error_if_cancelled (cancellable, error))
@@ -1013,6 +1218,11 @@ mcp_sandbox_run (McpSandbox          *sandbox,
     {
       result->status = end == RUN_TIMED_OUT ? MCP_RUN_TIMEOUT : MCP_RUN_MEMORY;
       result->exit_code = -1;
+    }
+  else if (end == RUN_DONE)
+    {
+      result->exit_code = status;
+      result->status = status == 0 ? MCP_RUN_SUCCESS : MCP_RUN_ERROR;
     }
   else if (WIFEXITED (status))
     {

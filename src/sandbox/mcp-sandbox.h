@@ -8,7 +8,15 @@
  * runtime, which waits for its code on the RPC socket.  mcp_sandbox_run() sends the
  * code and waits for the end, the wall-clock timeout or the memory of all
  * the run's processes passing its limit (either kills the whole sandbox),
- * or the caller's cancellation.  Each sandbox serves one run.
+ * or the caller's cancellation.  A sandbox serves one run, or, run with
+ * @keep, one session's runs one after the other: the interpreter and its
+ * state stay between them (mcp_runtime.py's "done").  A timeout, the
+ * memory limit or a cancellation ends a session's sandbox as well.
+ *
+ * The state dir, when set, is the one persistent folder: mounted
+ * read-write at /projects (the seed bridge's path) for the memory store
+ * and saved tools.  A root pool's sandboxes reach it through a group of
+ * their own (MCP_SANDBOX_STATE_GID).
  *
  * The code's RPC requests (tool calls, tool docs) are read on the given
  * GMainContext and served concurrently on worker threads through the
@@ -53,7 +61,14 @@ typedef struct {
   guint       processes;        /* a run's processes at once; 0: 128 */
   guint       cpus;             /* CPUs a run may use (its affinity); 0: all */
   gsize       output_cap;       /* of stdout and of stderr; 0: 1 MiB */
+  const char *state_dir;        /* read-write at /projects; NULL: none */
 } McpSandboxLimits;
+
+/* The group a root pool's sandboxes share for the state dir, below their
+ * uids' range. */
+#define MCP_SANDBOX_STATE_GID 1999999999u
+/* A root pool's default state dir: its sandboxes cannot pass /root. */
+#define MCP_SANDBOX_ROOT_STATE_DIR "/var/lib/mcp-pool/code"
 
 typedef enum {
   MCP_RUN_SUCCESS,
@@ -84,11 +99,19 @@ typedef struct _McpSandbox McpSandbox;
 McpSandbox *mcp_sandbox_start  (const McpSandboxLimits  *limits,
                                 GMainContext            *context,
                                 GError                 **error);
-/* @servers is what the code may call; the handler enforces it. */
+/* Creates @path if need be, for the pool's user alone, or for a root
+ * pool with MCP_SANDBOX_STATE_GID, set-group-id so that what one
+ * sandbox writes the others may change. */
+gboolean    mcp_sandbox_prepare_state_dir (const char   *path,
+                                           GError      **error);
+/* @servers is what the code may call; the handler enforces it.  With
+ * @keep the sandbox stays for the next run if the code ended by itself
+ * (mcp_sandbox_is_alive() tells); call mcp_sandbox_end_run() after. */
 gboolean    mcp_sandbox_run    (McpSandbox              *sandbox,
                                 const char              *code,
                                 const char * const      *servers,
                                 gint64                   timeout_ms,
+                                gboolean                 keep,
                                 McpSandboxRpcFunc        handler,
                                 gpointer                 handler_data,
                                 GCancellable            *cancellable,
@@ -102,6 +125,13 @@ gboolean    mcp_sandbox_run    (McpSandbox              *sandbox,
 json_t     *mcp_sandbox_rpc_reply (json_t                 *request,
                                    McpSandboxRpcFunc       handler,
                                    gpointer                handler_data);
+/* Whether the sandbox still runs: after a kept run, whether its session
+ * goes on. */
+gboolean    mcp_sandbox_is_alive  (McpSandbox            *sandbox);
+/* After a run that kept the sandbox: waits until no RPC request of that
+ * run is still in its handler (cancel what they wait for first); later
+ * requests are answered "No run is in progress". */
+void        mcp_sandbox_end_run   (McpSandbox            *sandbox);
 /* For tests: the most RPC requests that were in flight at once, and the
  * most bytes of requests. */
 guint       mcp_sandbox_get_rpc_peak (McpSandbox          *sandbox);

@@ -24,6 +24,8 @@
 #include "serve/mcp-client-requests.h"
 
 #define WORKERS_DEFAULT        32
+/* The one upstream client of a stdio serve, as code mode keys sessions. */
+#define STDIO_CLIENT           "stdio"
 /* While ending, a client that stops reading gets this long for a line. */
 #define WRITE_TIMEOUT_ENDING   (G_USEC_PER_SEC / 2)
 /* Progress is dropped, never replies, when this many messages wait. */
@@ -154,7 +156,7 @@ handle_request (McpServe *serve,
 {
   g_autoptr(GCancellable) cancellable = lookup_cancellable (serve, json_object_get (request, "id"));
 
-  return mcp_upstream_handle_request (serve->expose, request, 0, cancellable, queue_progress, serve);
+  return mcp_upstream_handle_request (serve->expose, request, STDIO_CLIENT, 0, cancellable, queue_progress, serve);
 }
 
 static gboolean on_ended (gpointer user_data);
@@ -446,7 +448,7 @@ on_input_message (json_t   *message,
         queue_message (serve, mcp_jsonrpc_result_new (id, json_object ()), FALSE);
       else if (serve->remote == NULL && mcp_upstream_is_quick (serve->expose, mcp_json_get_string (message, "method")))
         {
-          json_t *reply = mcp_upstream_handle_request (serve->expose, message, 0, NULL, NULL, NULL);
+          json_t *reply = mcp_upstream_handle_request (serve->expose, message, STDIO_CLIENT, 0, NULL, NULL, NULL);
 
           if (g_str_equal (mcp_json_get_string (message, "method"), "logging/setLevel") &&
               json_object_get (reply, "result") != NULL)
@@ -763,7 +765,9 @@ start_pool (McpServe                  *serve,
   serve->pool = mcp_pool_new (serve->context, NULL, callbacks);
   if (serve->options.expose & MCP_EXPOSE_CODE)
     {
-      McpCodeOptions code_options = { .keep_warm = TRUE, .timeout_s = serve->options.code_timeout_s };
+      McpCodeOptions code_options = {
+        .keep_warm = TRUE, .timeout_s = serve->options.code_timeout_s, .sessions = !serve->options.fresh_python,
+      };
 
       serve->code = mcp_code_new (serve->pool, serve->context, &code_options);
     }

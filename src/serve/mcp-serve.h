@@ -55,6 +55,7 @@ typedef struct {
   guint          workers;           /* 0: a default */
   guint          max_pending;       /* 0: MCP_SERVE_MAX_PENDING_DEFAULT */
   gboolean       shared;            /* forward to mcp-poold instead of a pool of our own */
+  gboolean       fresh_python;      /* no Python session: each run_python in a sandbox of its own */
 } McpServeOptions;
 
 /* Main thread.  Finds the servers with @discovery and keeps following

@@ -75,7 +75,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data,
   request = mcp_jsonrpc_parse ((const char *) data, size, NULL);
   if (request == NULL || mcp_jsonrpc_classify (request) != MCP_MESSAGE_REQUEST)
     return 0;
-  reply = mcp_upstream_handle_request (expose, request, 0, NULL, on_progress, NULL);
+  reply = mcp_upstream_handle_request (expose, request, NULL, 0, NULL, on_progress, NULL);
   check_reply (request, reply);
   return 0;
 }
