@@ -40,6 +40,14 @@ static const CompactCase compact_cases[] = {
     "status: timeout\npartial output\nerror: Execution timed out after 5s",
     "{\"status\": \"timeout\", \"stdout\": [\"partial output\"], \"timeoutSeconds\": 5, "
     "\"error\": \"Execution timed out after 5s\", \"summary\": \"Timeout: execution exceeded 5s\"}" },
+  /* A timeout of a session's run ends the session, and says so. */
+  { "{\"status\": \"timeout\", \"exit_code\": -1, \"stdout\": \"\", \"stderr\": \"\", "
+    "\"servers\": [], \"timeout_seconds\": 5, \"session_ended\": true}",
+    "status: timeout\nTimeout: execution exceeded 5s\nerror: Execution timed out after 5s; the Python session "
+    "ended with it (its variables are gone; the next call starts a new one)",
+    "{\"status\": \"timeout\", \"timeoutSeconds\": 5, \"error\": \"Execution timed out after 5s; the "
+    "Python session ended with it (its variables are gone; the next call starts a new one)\", "
+    "\"summary\": \"Timeout: execution exceeded 5s\"}" },
   { "{\"status\": \"validation_error\", \"error\": \"Missing 'code' argument\"}",
     "status: validation_error\nMissing 'code' argument\nerror: Missing 'code' argument",
     "{\"status\": \"validation_error\", \"error\": \"Missing 'code' argument\", "
@@ -151,6 +159,7 @@ test_validation (void)
     { "{\"code\": \"print(1)\", \"servers\": [1]}", "validation_error", "'servers' must be a list of server names" },
     { "{\"code\": \"print(1)\", \"timeout\": 2.5}", "validation_error", "'timeout' must be an integer" },
     { "{\"code\": \"print(1)\", \"timeout\": \"5\"}", "validation_error", "'timeout' must be an integer" },
+    { "{\"code\": \"print(1)\", \"fresh\": \"yes\"}", "validation_error", "'fresh' must be true or false" },
     { "{\"code\": \"print(1)\", \"servers\": [\"nowhere\"]}", "error", "nowhere" },
   };
   g_autoptr(McpPool) pool = mcp_pool_new (NULL, NULL, NULL);

@@ -19,6 +19,8 @@
 #include "test-wait.h"
 
 #define GONE_TIMEOUT_MS (10 * 1000)  /* scaled by test_wait_for() */
+/* What a run that ended its client's Python session adds to its error. */
+#define SESSION_ENDED "; the Python session ended with it (its variables are gone; the next call starts a new one)"
 #define NULL_ID         TEST_CLIENT_NULL_ID
 
 static char *scratch_home;
@@ -1278,9 +1280,11 @@ test_code_rpc_flood (Fixture       *fixture,
   flooded = call_tool (client, "run_python",
                        json_pack ("{s:s, s:[s], s:i}", "code", flood, "servers", "alpha", "timeout", 3));
   output = json_object_get (flooded, "structuredContent");
-  g_assert_cmpstr (test_result_text (flooded), ==, "status: timeout\nflooding\nerror: Execution timed out after 3s");
+  /* The seed's text, and that the client's Python session went with it. */
+  g_assert_cmpstr (test_result_text (flooded), ==, "status: timeout\nflooding\nerror: Execution timed out after 3s"
+                   SESSION_ENDED);
   test_assert_json (output, "{\"status\": \"timeout\", \"stdout\": [\"flooding\"], \"servers\": [\"alpha\"], "
-                       "\"timeoutSeconds\": 3, \"error\": \"Execution timed out after 3s\", "
+                       "\"timeoutSeconds\": 3, \"error\": \"Execution timed out after 3s" SESSION_ENDED "\", "
                        "\"summary\": \"Timeout: execution exceeded 3s\"}");
   serve_settle (client);
   g_test_message ("serve's RSS: %" G_GUINT64_FORMAT " kB before the flood, %" G_GUINT64_FORMAT " kB after",
