@@ -59,8 +59,9 @@ class LineRefused(Exception):
 class FakeHost:
     """Answers the runtime's requests; each one in its own task."""
 
-    def __init__(self, allowed):
+    def __init__(self, allowed, catalog=None):
         self.allowed = list(allowed)
+        self.catalog = catalog or SERVERS  # name -> tools, or None if they cannot be listed
         self.done = asyncio.Queue()  # the statuses of a session's "done" notifications
         self.requests = []  # (method, params) in arrival order
         self.in_flight = 0
@@ -103,14 +104,14 @@ class FakeHost:
             return {"servers": [{"name": name, "state": "ready", "allowed": name in self.allowed,
                                  "tools": len(docs or []), "description": f"The {name} server.",
                                  "cwd": "/srv/math" if name == "math" else None}
-                                for name, docs in SERVERS.items()]}
+                                for name, docs in self.catalog.items()]}
         if method in ("list_tools", "search_tool_docs"):
-            names = [params["server"]] if "server" in params else list(SERVERS)
+            names = [params["server"]] if "server" in params else list(self.catalog)
             return {"tools": [{"server": name, "name": doc["name"],
                                "description": doc["description"]}
-                              for name in names for doc in SERVERS[name] or []]}
+                              for name in names for doc in self.catalog[name] or []]}
         if method == "query_tool_docs":
-            docs = SERVERS.get(params["server"])
+            docs = self.catalog.get(params["server"])
             if docs is None:
                 raise HostError(f"server {params['server']!r} failed to start")
             return {"tools": [dict(doc, server=params["server"]) for doc in docs
@@ -130,6 +131,8 @@ class FakeHost:
             return text(str(arguments.get("message", arguments.get("a"))))
         if name == "ping":
             return text(f"pong from {server}")
+        if name == "list_things":
+            return text("ok")
         if name == "lines":
             return text("first", "second")
         if name == "fail":
@@ -154,8 +157,8 @@ def runtime_env(child, state_dir):
     return env
 
 
-async def run_sandbox(code, servers, send_run=True, max_request_bytes=None, state_dir=None):
-    host = FakeHost(servers)
+async def run_sandbox(code, servers, send_run=True, max_request_bytes=None, state_dir=None, catalog=None):
+    host = FakeHost(servers, catalog)
     parent, child = socket.socketpair()
     try:
         process = await asyncio.create_subprocess_exec(
@@ -237,7 +240,9 @@ async def run_session(runs, state_dir=None):
     return results, exit_status
 
 
-class RuntimeTest(unittest.TestCase):
+class RuntimeCase(unittest.TestCase):
+    """Runs code in the runtime against the fake host."""
+
     def run_code(self, code, servers=("math", "slow"), **kwargs):
         return asyncio.run(run_sandbox(textwrap.dedent(code), servers, **kwargs))
 
@@ -251,6 +256,14 @@ class RuntimeTest(unittest.TestCase):
         # Every runtime started has been waited for.
         with self.assertRaises(ChildProcessError):
             os.waitpid(-1, os.WNOHANG)
+
+    def state_dir(self):
+        folder = tempfile.TemporaryDirectory()
+        self.addCleanup(folder.cleanup)
+        return folder.name
+
+
+class RuntimeTest(RuntimeCase):
 
     def test_plain_print(self):
         run = self.assertRuns('print("hello")', "hello\n")
@@ -565,11 +578,6 @@ class RuntimeTest(unittest.TestCase):
         run = self.run_code("", send_run=False)
         self.assertEqual((run.status, run.stdout, run.stderr), (0, "", ""))
 
-    def state_dir(self):
-        folder = tempfile.TemporaryDirectory()
-        self.addCleanup(folder.cleanup)
-        return folder.name
-
     def test_memory(self):
         state = self.state_dir()
         self.assertRuns("""
@@ -707,6 +715,105 @@ class RuntimeTest(unittest.TestCase):
         ], state_dir=state))
         self.assertEqual(results[1], (0, "x\nTrue\n", ""))
         self.assertRuns("print(double(21))", "42\n", state_dir=state)
+
+
+class SeedReplayTest(RuntimeCase):
+    """The seed bridge's own expectations (its tests/test_entrypoint.py,
+    test_tool_docs.py, test_persistence.py and test_memory.py, as
+    SEED_BRIDGE.md §6 and §9.1 describe them), replayed against this
+    runtime with the seed's demo server: one tool, list_things."""
+
+    DEMO = {"demo-server": [tool("list_things", description="List things for retrieval")]}
+
+    def run_demo(self, code, expected, **kwargs):
+        return self.assertRuns(code, expected, servers=["demo-server"], catalog=self.DEMO, **kwargs)
+
+    def test_generates_runtime_modules(self):
+        run = self.run_demo("""
+            import mcp.servers.demo_server as demo
+            import mcp
+            print((await demo.list_things())["content"][0]["text"])
+            print('demo-server' in mcp_servers, 'demo_server' in mcp.servers.__all__)
+            print(runtime.discovered_servers() == ('demo-server',), mcp.runtime is runtime)
+            """, "ok\nTrue True\nTrue True\n")
+        self.assertIn(("call_tool", {"server": "demo-server", "tool": "list_things", "arguments": {}}),
+                      run.host.requests)
+
+    def test_runtime_helpers_sync_and_async_behaviour(self):
+        run = self.run_demo("""
+            print(list_servers_sync() == ('demo-server',))
+            print(query_tool_docs_sync('demo-server')[0]['toolAlias'])
+            print(len(search_tool_docs_sync('list')) > 0, 'PYTHON SANDBOX MANUAL' in capability_summary())
+            print([t['alias'] for t in list_tools_sync('demo-server')])
+            await query_tool_docs('demo-server')
+            await search_tool_docs('list')
+            print(await list_servers())
+            """, "True\nlist_things\nTrue True\n['list_things']\n('demo-server',)\n")
+        methods = [method for method, _ in run.host.requests]
+        self.assertIn("query_tool_docs", methods[1:])
+        self.assertIn("search_tool_docs", methods)
+
+    def test_runtime_metadata_helpers_and_errors(self):
+        run = self.run_demo("""
+            metadata = list_loaded_server_metadata()
+            print(type(metadata).__name__, all('alias' in m and 'cwd' in m for m in metadata))
+            print('cwd' in describe_server('demo-server'))
+            try:
+                list_tools_sync()
+            except runtime.MCPError:
+                print('MCPError')
+            doc = await query_tool_docs('demo-server', tool='list_things', detail='full')
+            print(type(doc).__name__, 'inputSchema' in doc)
+            print(len(await search_tool_docs('list', limit=1, detail='full')))
+            print(len(search_tool_docs_sync('list demo', limit=1, detail='full')))
+            """, "tuple True\nTrue\nMCPError\ndict True\n1\n1\n")
+        self.assertIn(("query_tool_docs", {"server": "demo-server", "detail": "full", "tool": "list_things"}),
+                      run.host.requests)
+        self.assertIn(("search_tool_docs", {"query": "list", "limit": 1, "detail": "full"}), run.host.requests)
+
+    def test_tool_docs(self):
+        self.run_demo("""
+            docs = query_tool_docs_sync('demo-server')
+            print(len(docs), all('server' in d and 'description' in d for d in docs))
+            print('inputSchema' in query_tool_docs_sync('demo-server', 'list_things', detail='full')[0])
+            print([d['tool'] for d in search_tool_docs_sync('retrieval', limit=1, detail='full')])
+            """, "1 True\nTrue\n['list_things']\n")
+
+    def test_persistence(self):
+        results, _ = asyncio.run(run_session([("x = 42", []), ("print(x)", []),
+                                              ("import json", []), ("print(json.dumps([1]))", [])]))
+        self.assertEqual([(status, out) for status, out, _ in results],
+                         [(0, ""), (0, "42\n"), (0, ""), (0, "[1]\n")])
+
+    def test_memory(self):
+        state = self.state_dir()
+        self.run_demo("""
+            print(list_memories())
+            print(save_memory('test_key', 'test_value'), load_memory('test_key'))
+            print(load_memory('nonexistent', default='fallback'), load_memory('nonexistent'))
+            print(update_memory('new_list', lambda x: [] if x is None else x + [1]))
+            print(update_memory('new_list', lambda x: [] if x is None else x + [1]))
+            save_memory('tagged', 'value', metadata={'tags': ['important', 'project-x']})
+            print(next(m for m in list_memories() if m['key'] == 'tagged')['metadata']['tags'])
+            for key in ('key with spaces!', 'key/with/slashes', 'key@special#chars'):
+                save_memory(key, key.upper())
+            print([load_memory(k) for k in ('key with spaces!', 'key/with/slashes', 'key@special#chars')])
+            first = get_memory_info('test_key')['created_at']
+            save_memory('test_key', 'updated')
+            info = get_memory_info('test_key')
+            print(info['created_at'] == first, info['updated_at'] >= first)
+            print(delete_memory('test_key'), memory_exists('test_key'), delete_memory('never_existed'))
+            """, """\
+            []
+            Memory 'test_key' saved. test_value
+            fallback None
+            []
+            [1]
+            ['important', 'project-x']
+            ['KEY WITH SPACES!', 'KEY/WITH/SLASHES', 'KEY@SPECIAL#CHARS']
+            True True
+            Memory 'test_key' deleted. False Memory 'never_existed' not found.
+            """, state_dir=state)
 
 
 if __name__ == "__main__":
