@@ -957,6 +957,52 @@ test_shared_notifications (Fixture       *fixture,
   end_client (quiet);
 }
 
+/* run_python's text of @code as @client runs it. */
+static char *
+run_python_text (TestClient *client,
+                 const char *code)
+{
+  g_autoptr(json_t) result = test_client_result (client, "tools/call",
+                                                 json_pack ("{s:s, s:{s:s}}", "name", "run_python",
+                                                            "arguments", "code", code));
+
+  return test_sandbox_skipped (result) ? NULL : g_strdup (test_result_text (result));
+}
+
+static gboolean
+no_python_sessions (gpointer data)
+{
+  Fixture *fixture = data;
+
+  return daemon_stat (fixture->connection, "python-sessions") == 0;
+}
+
+/* Each serve --shared client has a Python session of its own in the
+ * daemon: one never sees the other's state, and a client's ends with it. */
+static void
+test_shared_python_sessions (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  TestClient *first = start_client (fixture, TRUE, "code");
+  TestClient *second = start_client (fixture, TRUE, "code");
+  g_autofree char *set = run_python_text (first, "x = 'first'\nprint('set')");
+  g_autofree char *kept = NULL;
+  g_autofree char *other = NULL;
+
+  if (set != NULL)
+    {
+      g_assert_cmpstr (set, ==, "set");
+      kept = run_python_text (first, "print(x)");
+      g_assert_cmpstr (kept, ==, "first");
+      other = run_python_text (second, "print(x)");
+      g_assert_nonnull (strstr (other, "NameError: name 'x' is not defined"));
+      g_assert_cmpuint (daemon_stat (fixture->connection, "python-sessions"), ==, 2);
+    }
+  end_client (first);
+  end_client (second);
+  g_assert_true (test_wait_for (no_python_sessions, fixture, WAIT_MS));
+}
+
 /* serve --shared answers as serve does: the same tools, results and
  * errors, request by request. */
 static void
@@ -1698,6 +1744,8 @@ main (int    argc,
   g_test_add ("/daemon/activation", Fixture, &plain, fixture_set_up, test_activation, fixture_tear_down);
   g_test_add ("/daemon/two-clients-one-server", Fixture, &plain, fixture_set_up,
               test_two_clients_one_server, fixture_tear_down);
+  g_test_add ("/daemon/shared-python-sessions", Fixture, &plain, fixture_set_up,
+              test_shared_python_sessions, fixture_tear_down);
   g_test_add ("/daemon/config-changes", Fixture, &plain, fixture_set_up, test_config_changes, fixture_tear_down);
   g_test_add ("/daemon/same-answers", Fixture, &with_prompts, fixture_set_up, test_same_answers, fixture_tear_down);
   g_test_add ("/daemon/same-answers-one-server", Fixture, &with_prompts, fixture_set_up,

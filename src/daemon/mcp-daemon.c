@@ -974,6 +974,7 @@ handle_get_stats (McpDBusPool1          *skeleton,
   g_variant_builder_add (&stats, "{sv}", "worker-calls", g_variant_new_uint64 (daemon->worker_calls));
   g_variant_builder_add (&stats, "{sv}", "in-flight", g_variant_new_uint32 (g_hash_table_size (daemon->in_flight)));
   g_variant_builder_add (&stats, "{sv}", "clients", g_variant_new_uint32 (g_hash_table_size (daemon->clients)));
+  g_variant_builder_add (&stats, "{sv}", "python-sessions", g_variant_new_uint64 (mcp_code_count_sessions (daemon->code)));
   mcp_dbus_pool1_complete_get_stats (skeleton, invocation, g_variant_builder_end (&stats));
   return TRUE;
 }
