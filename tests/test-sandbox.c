@@ -398,6 +398,41 @@ test_session_restarted (Fixture *fixture, gconstpointer data)
   g_assert_nonnull (strstr (mcp_json_get_string (after, "stderr"), "the Python session had ended"));
 }
 
+/* Past the most sessions at once, a client's call runs fresh, and says so. */
+static void
+test_sessions_full (void)
+{
+  g_autoptr(json_t) arguments = json_pack ("{s:s}", "code", "x = 1\nprint(x)");
+  g_autoptr(json_t) first = NULL;
+  g_autoptr(json_t) second = NULL;
+  McpCodeOptions options = { .sessions = TRUE, .sessions_max = 1 };
+  g_autofree char *state = NULL;
+  TestIoThread *io;
+  McpPool *pool;
+  McpCode *code;
+
+  if (!require_sandbox ())
+    return;
+  state = g_dir_make_tmp ("mcp-pool-state-XXXXXX", NULL);
+  options.state_dir = state;
+  io = test_io_thread_new ();
+  pool = mcp_pool_new (test_io_thread_get_context (io), NULL, NULL);
+  code = mcp_code_new (pool, test_io_thread_get_context (io), &options);
+  first = mcp_code_run (code, arguments, &(McpCallOptions) { .client = "one" });
+  second = mcp_code_run (code, arguments, &(McpCallOptions) { .client = "two" });
+  assert_prints (first, "1\n");
+  g_assert_cmpstr (mcp_json_get_string (first, "stderr"), ==, "");
+  assert_prints (second, "1\n");
+  g_assert_nonnull (strstr (mcp_json_get_string (second, "stderr"), "ran in a fresh sandbox"));
+  g_assert_cmpuint (mcp_code_count_sessions (code), ==, 1);
+  mcp_code_free (code);
+  mcp_pool_shutdown (pool, 200 * 1000, 200 * 1000);
+  mcp_pool_free (pool);
+  test_io_thread_free (io);
+  test_assert_no_children ();
+  test_remove_tree (state);
+}
+
 /* The session ends after its idle time. */
 static void
 test_session_idle (void)
@@ -1561,6 +1596,7 @@ main (int argc, char **argv)
   ADD ("/sandbox/session/timeout", SESSION, test_session_timeout);
   ADD ("/sandbox/session/restarted", SESSION, test_session_restarted);
   g_test_add_func ("/sandbox/session/idle", test_session_idle);
+  g_test_add_func ("/sandbox/session/full", test_sessions_full);
   /* The attacks again, from a persistent session. */
   ADD ("/sandbox/session/isolation", SESSION, test_isolation);
   ADD ("/sandbox/session/seccomp", SESSION, test_seccomp);

@@ -21,6 +21,8 @@
 #include "pool/mcp-tool-search.h"
 
 #define SESSION_IDLE_DEFAULT_S 600
+/* Sessions at once: each holds a sandbox (an interpreter, some 20 MiB). */
+#define SESSIONS_MAX_DEFAULT   32
 
 /* One client's persistent Python. */
 typedef struct {
@@ -288,12 +290,14 @@ wake_waiters (GCancellable *cancellable,
 
 /* @client's session, made if need be, for one run: while another run has
  * it, this one waits.  Sets @sandbox to the session's (NULL: none yet).
- * NULL if @cancellable is cancelled first. */
+ * NULL if @cancellable is cancelled first, or, with @full set, if there
+ * are sessions_max others. */
 static CodeSession *
 claim_session (McpCode       *code,
                const char    *client,
                GCancellable  *cancellable,
-               McpSandbox   **sandbox)
+               McpSandbox   **sandbox,
+               gboolean      *full)
 {
   gulong handler = cancellable != NULL ? g_cancellable_connect (cancellable, G_CALLBACK (wake_waiters), code, NULL) : 0;
   CodeSession *session = NULL;
@@ -302,6 +306,11 @@ claim_session (McpCode       *code,
   while (!g_cancellable_is_cancelled (cancellable))
     {
       session = g_hash_table_lookup (code->sessions, client);
+      if (session == NULL && g_hash_table_size (code->sessions) >= code->options.sessions_max)
+        {
+          *full = TRUE;
+          break;
+        }
       if (session == NULL)
         {
           session = g_new0 (CodeSession, 1);
@@ -411,6 +420,8 @@ mcp_code_new (McpPool               *pool,
     code->options.sessions = FALSE;
   if (code->options.session_idle_s <= 0)
     code->options.session_idle_s = SESSION_IDLE_DEFAULT_S;
+  if (code->options.sessions_max == 0)
+    code->options.sessions_max = SESSIONS_MAX_DEFAULT;
   code->state_dir = ready_state_dir (options->state_dir);
   code->options.state_dir = code->state_dir;
   code->options.limits.state_dir = code->state_dir;
@@ -805,6 +816,10 @@ read_timeout (McpCode *code,
   return TRUE;
 }
 
+/* The note a run of a client gets when no session could be made for it. */
+#define SESSIONS_FULL_NOTE \
+  "[mcp-pool: as many Python sessions exist as may at once; this call ran in a fresh " \
+  "sandbox, and its variables do not stay]\n"
 /* The note a run gets when its session's sandbox had gone since the
  * last run (a process of the code killed it, or its CPU time ran out). */
 #define SESSION_RESTARTED_NOTE \
@@ -828,7 +843,7 @@ mcp_code_run (McpCode              *code,
   McpRunResult result = { 0 };
   McpSandbox *sandbox = NULL;
   CodeSession *session = NULL;
-  gboolean restarted = FALSE, ended = FALSE;
+  gboolean restarted = FALSE, ended = FALSE, full = FALSE;
   RunContext run;
   gint64 timeout_s;
   gboolean invalid;
@@ -848,18 +863,17 @@ mcp_code_run (McpCode              *code,
 
   if (code->options.sessions && client != NULL && !json_is_true (fresh))
     {
-      session = claim_session (code, client, cancellable, &sandbox);
-      if (session == NULL)
-        return failure_record ("error", "The run was cancelled while it waited for the previous "
-                               "run of its session", allowed);
-      if (sandbox != NULL && !mcp_sandbox_is_alive (sandbox))
+      session = claim_session (code, client, cancellable, &sandbox, &full);
+      if (session != NULL && sandbox != NULL && !mcp_sandbox_is_alive (sandbox))
         {
           release_session (code, client, session, sandbox);
-          session = claim_session (code, client, cancellable, &sandbox);
-          if (session == NULL)
-            return failure_record ("error", "The run was cancelled while it waited for its session", allowed);
+          sandbox = NULL;
+          session = claim_session (code, client, cancellable, &sandbox, &full);
           restarted = TRUE;
         }
+      if (session == NULL && !full)
+        return failure_record ("error", "The run was cancelled while it waited for the previous "
+                               "run of its session", allowed);
     }
   if (sandbox == NULL)
     sandbox = take_sandbox (code, &error);
@@ -891,9 +905,10 @@ mcp_code_run (McpCode              *code,
     mcp_sandbox_free (sandbox);
   if (record == NULL)
     {
-      if (restarted)
+      if (restarted || full)
         {
-          g_autofree char *err = g_strconcat (SESSION_RESTARTED_NOTE, result.stderr_text, NULL);
+          g_autofree char *err = g_strconcat (full ? SESSIONS_FULL_NOTE : SESSION_RESTARTED_NOTE,
+                                              result.stderr_text, NULL);
 
           g_free (result.stderr_text);
           result.stderr_text = g_steal_pointer (&err);

@@ -42,6 +42,7 @@ typedef struct {
   gboolean         warm_after_first_run;  /* with keep_warm: no sandbox until code has run once */
   gboolean         sessions;        /* a client's runs share a session; off with $MCP_POOL_PYTHON_SESSIONS=0 */
   gint64           session_idle_s;  /* 0: 600 */
+  guint            sessions_max;    /* sessions at once, each a sandbox; 0: 32 (a client past them runs fresh) */
   const char      *state_dir;       /* NULL: $MCP_BRIDGE_STATE_DIR, else $XDG_STATE_HOME/mcp-pool/code */
 } McpCodeOptions;
 
