@@ -1472,15 +1472,34 @@ static void
 test_tool_entry (void)
 {
   g_autoptr(McpPool) pool = mcp_pool_new (NULL, NULL, NULL);
-  McpCodeOptions options = { 0 };
-  g_autoptr(McpCode) code = mcp_code_new (pool, NULL, &options);
-  g_autoptr(json_t) tool = mcp_code_tool (code);
-  g_autofree char *text = json_dumps (tool, JSON_COMPACT);
+  g_autofree char *state = g_dir_make_tmp ("mcp-pool-state-XXXXXX", NULL);
 
-  g_assert_cmpstr (mcp_json_get_string (tool, "name"), ==, "run_python");
-  g_assert_cmpuint (strlen (text), <, 1600);
-  g_clear_pointer (&code, mcp_code_free);
+  /* Within 1,000 characters, with the seed's schema fields, teaching
+   * discovery, and saying whether state persists, both ways. */
+  for (int sessions = 0; sessions <= 1; sessions++)
+    {
+      McpCodeOptions options = { .sessions = sessions, .state_dir = state };
+      g_autoptr(McpCode) code = mcp_code_new (pool, NULL, &options);
+      g_autoptr(json_t) tool = mcp_code_tool (code);
+      g_autofree char *text = json_dumps (tool, JSON_COMPACT);
+      json_t *properties = json_object_get (json_object_get (tool, "inputSchema"), "properties");
+      json_t *timeout = json_object_get (properties, "timeout");
+      const char *description = mcp_json_get_string (tool, "description");
+
+      g_assert_cmpstr (mcp_json_get_string (tool, "name"), ==, "run_python");
+      g_assert_cmpuint (strlen (text), <=, 1000);
+      g_assert_cmpstr (mcp_json_get_string (timeout, "type"), ==, "integer");
+      g_assert_cmpint (json_integer_value (json_object_get (timeout, "minimum")), ==, 1);
+      g_assert_cmpint (json_integer_value (json_object_get (timeout, "maximum")), ==, MCP_CODE_TIMEOUT_MAX_S);
+      g_assert_cmpint (json_integer_value (json_object_get (timeout, "default")), ==, MCP_CODE_TIMEOUT_DEFAULT_S);
+      g_assert_nonnull (strstr (description, "runtime.discovered_servers()"));
+      g_assert_nonnull (strstr (description, "search_tool_docs"));
+      g_assert_nonnull (strstr (description, "capability_summary()"));
+      g_assert_cmpint (json_object_get (properties, "fresh") != NULL, ==, sessions);
+      g_assert_cmpint (strstr (description, "persist") != NULL, ==, sessions);
+    }
   mcp_pool_shutdown (pool, 0, 0);
+  test_remove_tree (state);
 }
 
 /* Where bwrap cannot work, the error says why and what to do. */
