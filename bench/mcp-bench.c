@@ -817,10 +817,8 @@ row_memory (BenchSetup *s)
 
 /* Row 6: sandbox */
 
-/* @client: whose session the run is in (NULL: a fresh sandbox). */
 static gboolean
 run_python (McpCode     *code,
-            const char  *client,
             const char  *source,
             gint64      *elapsed,
             char       **output,
@@ -828,7 +826,7 @@ run_python (McpCode     *code,
 {
   g_autoptr(json_t) arguments = json_pack ("{s:s, s:[s]}", "code", source, "servers", "example");
   gint64 start = g_get_monotonic_time ();
-  g_autoptr(json_t) run = mcp_code_run (code, arguments, &(McpCallOptions) { .client = client });
+  g_autoptr(json_t) run = mcp_code_run (code, arguments, NULL);
 
   *elapsed = g_get_monotonic_time () - start;
   if (g_strcmp0 (mcp_json_get_string (run, "status"), "success") != 0)
@@ -843,6 +841,60 @@ run_python (McpCode     *code,
   return TRUE;
 }
 
+/* A run_python of print(1) through @serve, timed end to end. */
+static gboolean
+serve_print_one (McpSession  *serve,
+                 gboolean     fresh,
+                 gint64      *elapsed,
+                 GError     **error)
+{
+  g_autoptr(json_t) arguments = json_pack ("{s:s, s:b}", "code", "print(1)\n", "fresh", fresh);
+  gint64 start = g_get_monotonic_time ();
+  g_autoptr(json_t) result = call_tool (serve, "run_python", arguments, error);
+
+  *elapsed = g_get_monotonic_time () - start;
+  return result != NULL;
+}
+
+/* Through `serve --expose code`, warm: @fresh_us, a call in a fresh warm
+ * sandbox (each given the time the next takes to start), and @session_us,
+ * a call in the client's persistent session; medians of @n. */
+static gboolean
+time_serve_runs (GPtrArray  *configs,
+                 int         n,
+                 gint64      spacing_us,
+                 double     *fresh_us,
+                 double     *session_us,
+                 GError    **error)
+{
+  g_autofree char *path = write_config_file (configs, error);
+  g_autofree gint64 *fresh = g_new (gint64, n);
+  g_autofree gint64 *session = g_new (gint64, n);
+  McpSession *serve;
+  gboolean ok = TRUE;
+  gint64 first;
+
+  if (path == NULL || (serve = start_serve (path, "code", error)) == NULL)
+    return FALSE;
+  for (int i = 0; ok && i < n; i++)
+    {
+      g_usleep (spacing_us);
+      ok = serve_print_one (serve, TRUE, &fresh[i], error);
+    }
+  /* The first call makes the session. */
+  ok = ok && serve_print_one (serve, FALSE, &first, error);
+  for (int i = 0; ok && i < n; i++)
+    ok = serve_print_one (serve, FALSE, &session[i], error);
+  stop_session (serve);
+  g_unlink (path);
+  if (ok)
+    {
+      *fresh_us = median_us (fresh, n);
+      *session_us = median_us (session, n);
+    }
+  return ok;
+}
+
 /* The seconds that @source prints as its last line. */
 static gboolean
 timed_in_sandbox (McpCode     *code,
@@ -853,7 +905,7 @@ timed_in_sandbox (McpCode     *code,
   g_autofree char *output = NULL;
   gint64 elapsed;
 
-  if (!run_python (code, NULL, source, &elapsed, &output, error))
+  if (!run_python (code, source, &elapsed, &output, error))
     return FALSE;
   *seconds = g_ascii_strtod (output ? output : "0", NULL);
   return TRUE;
@@ -877,22 +929,21 @@ row_sandbox (BenchSetup *s)
   g_autoptr(GPtrArray) configs = g_ptr_array_new ();
   g_autoptr(McpPool) pool = mcp_pool_new (NULL, NULL, NULL);
   McpCodeOptions cold_options = { .keep_warm = FALSE };
-  McpCodeOptions warm_options = { .keep_warm = TRUE, .sessions = TRUE };
+  McpCodeOptions warm_options = { .keep_warm = TRUE };
   g_autoptr(McpCode) cold_code = NULL;
   g_autoptr(McpCode) warm_code = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree gint64 *cold = g_new (gint64, s->cold);
   g_autofree gint64 *warm = g_new (gint64, s->cold);
-  g_autofree gint64 *session = g_new (gint64, s->cold);
   g_autofree char *note = NULL;
-  double cold_us, warm_us, session_us, gathered_s = 0, serial_s = 0;
+  double cold_us, warm_us, fresh_serve_us = 0, session_serve_us = 0, gathered_s = 0, serial_s = 0;
   gboolean ok = TRUE;
 
   g_ptr_array_add (configs, config);
   mcp_pool_set_servers (pool, configs);
   cold_code = mcp_code_new (pool, NULL, &cold_options);
   for (int i = 0; ok && i < s->cold; i++)
-    ok = run_python (cold_code, NULL, "print(1)\n", &cold[i], NULL, &error);
+    ok = run_python (cold_code, "print(1)\n", &cold[i], NULL, &error);
   if (!ok)
     {
       g_autofree char *reason = g_strdup_printf ("not measured: %s", error->message);
@@ -910,14 +961,7 @@ row_sandbox (BenchSetup *s)
     {
       /* Leave the next warm sandbox the time it takes to start. */
       g_usleep (MAX (2 * cold_us, 200000));
-      ok = run_python (warm_code, NULL, "print(1)\n", &warm[i], NULL, &error);
-    }
-  /* The first call makes the session; the next ones are timed. */
-  for (int i = -1; ok && i < s->cold; i++)
-    {
-      gint64 first;
-
-      ok = run_python (warm_code, "bench", "print(1)\n", i >= 0 ? &session[i] : &first, NULL, &error);
+      ok = run_python (warm_code, "print(1)\n", &warm[i], NULL, &error);
     }
   if (ok)
     ok = timed_in_sandbox (warm_code, serial, &serial_s, &error)
@@ -925,17 +969,19 @@ row_sandbox (BenchSetup *s)
   g_clear_pointer (&cold_code, mcp_code_free);
   g_clear_pointer (&warm_code, mcp_code_free);
   mcp_pool_shutdown (pool, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  if (ok)
+    ok = time_serve_runs (configs, s->cold, MAX (2 * cold_us, 200000), &fresh_serve_us, &session_serve_us, &error);
   if (!ok)
     return fail ("sandbox", error);
 
-  session_us = median_us (session, s->cold);
   warm_us = median_us (warm, s->cold);
   note = g_strdup_printf ("run_python print(1), median of %d: cold sandbox against the warm one", s->cold);
   emit_row ("sandbox", cold_us / 1000, warm_us / 1000, "ms", cold_us / warm_us, note);
   g_free (note);
-  note = g_strdup_printf ("run_python print(1), median of %d: a warm fresh sandbox against the "
-                          "client's persistent session", s->cold);
-  emit_row ("sandbox-session", warm_us / 1000, session_us / 1000, "ms", warm_us / session_us, note);
+  note = g_strdup_printf ("run_python print(1) through serve, end to end, median of %d: a warm "
+                          "fresh sandbox (fresh=true) against the client's persistent session", s->cold);
+  emit_row ("sandbox-session", fresh_serve_us / 1000, session_serve_us / 1000, "ms",
+            fresh_serve_us / session_serve_us, note);
   emit_row ("sandbox-gather", serial_s * 1000, gathered_s * 1000, "ms", serial_s / gathered_s,
             "10 tool calls of 100 ms from one run_python: one after another against asyncio.gather");
   return 0;
