@@ -306,6 +306,14 @@ def unique_aliases(names, default):
     return aliases
 
 
+def tool_metadata(doc, alias):
+    """The seed's metadata of a tool from the host's doc of it: name, alias,
+    description, input_schema."""
+    schema = doc.get("inputSchema")
+    return {"name": doc["name"], "alias": alias, "description": (doc.get("description") or "").strip(),
+            "input_schema": schema if isinstance(schema, dict) else None}
+
+
 class Server:
     """A server of this run and its tools."""
 
@@ -314,12 +322,7 @@ class Server:
         self.error = error  # why its tools are unknown, or None
         docs = [doc for doc in docs or [] if isinstance(doc, dict) and isinstance(doc.get("name"), str)]
         aliases = unique_aliases([doc["name"] for doc in docs], "tool")
-        self.tools = []  # the seed's metadata: name, alias, description, input_schema
-        for doc in docs:
-            schema = doc.get("inputSchema")
-            self.tools.append({"name": doc["name"], "alias": aliases[doc["name"]],
-                               "description": (doc.get("description") or "").strip(),
-                               "input_schema": schema if isinstance(schema, dict) else None})
+        self.tools = [tool_metadata(doc, aliases[doc["name"]]) for doc in docs]
 
     def tool(self, name):
         """The metadata of a tool named by its name or alias (any case), or None."""
@@ -410,7 +413,7 @@ async def list_tools(server=None):
     return (await _request("list_tools", params)).get("tools", [])
 
 
-class ServerNames(tuple):
+class AwaitableTuple(tuple):
     """A tuple that may also be awaited (giving itself)."""
 
     def __await__(self):
@@ -432,9 +435,9 @@ def discovered_servers(detailed=False):
     """Every configured server: a tuple of names, or with detailed=True of
     {name, description}; works with or without `await`."""
     if detailed:
-        return ServerNames({"name": name, "description": server.get("description") or ""}
+        return AwaitableTuple({"name": name, "description": server.get("description") or ""}
                            for name, server in configured_servers().items())
-    return ServerNames(configured_servers())
+    return AwaitableTuple(configured_servers())
 
 
 def describe_server(name):
@@ -474,7 +477,7 @@ def seed_doc(doc, detail):
     """A host's tool doc in the seed bridge's shape."""
     name = str(doc.get("server"))
     server = LOADED.get(name) or Server(name, identifier(name, "server"))
-    tool = server.tool(doc.get("name")) or Server("", "", docs=[doc]).tools[0]
+    tool = server.tool(doc.get("name")) or tool_metadata(doc, identifier(str(doc.get("name")), "tool"))
     shaped = server.doc(tool, detail)
     if detail == "full" and isinstance(doc.get("inputSchema"), dict):
         shaped["inputSchema"] = doc["inputSchema"]
