@@ -135,9 +135,67 @@ run_serve (const McpDiscoveryOptions *discovery,
       g_printerr ("mcp-pool serve: %s\n", error->message);
       return 1;
     }
+  if (mcp_serve_get_url (serve) != NULL)
+    g_printerr (_("mcp-pool serve: MCP over HTTP at %s\n"), mcp_serve_get_url (serve));
   status = mcp_serve_run (serve);
   mcp_serve_free (serve);
   return status;
+}
+
+/* --listen's settings into @options; FALSE after saying what is wrong. */
+static gboolean
+read_listen (const char      *listen,
+             const char      *path,
+             const char      *token_file,
+             gboolean         allow_remote,
+             gboolean         shared,
+             McpServeOptions *options,
+             char           **token)
+{
+  if (listen == NULL)
+    listen = g_getenv ("MCP_POOL_LISTEN");
+  if (listen == NULL || *listen == '\0')
+    {
+      if (path != NULL || token_file != NULL || allow_remote)
+        {
+          g_printerr ("%s\n", _("mcp-pool serve: --path, --token-file and --allow-remote go with --listen"));
+          return FALSE;
+        }
+      return TRUE;
+    }
+  if (shared)
+    {
+      g_printerr ("%s\n", _("mcp-pool serve: --listen does not go with --shared yet: the HTTP front serves "
+                            "a pool of its own"));
+      return FALSE;
+    }
+  if (path != NULL && path[0] != '/')
+    {
+      g_printerr (_("mcp-pool serve: --path “%s” must start with /\n"), path);
+      return FALSE;
+    }
+  if (token_file != NULL)
+    {
+      g_autoptr(GError) error = NULL;
+
+      if (!g_file_get_contents (token_file, token, NULL, &error))
+        {
+          g_printerr (_("mcp-pool serve: --token-file: %s\n"), error->message);
+          return FALSE;
+        }
+      g_strstrip (*token);
+      if (**token == '\0')
+        {
+          g_printerr (_("mcp-pool serve: --token-file %s is empty; put the token in it\n"), token_file);
+          return FALSE;
+        }
+    }
+  options->http.listen = listen;
+  options->http.path = path;
+  options->http.token = *token;
+  options->http.allow_remote = allow_remote;
+  options->http.max_body = options->max_line;
+  return TRUE;
 }
 
 int
@@ -151,6 +209,12 @@ mcp_cli_serve (int    argc,
   gint64 max_message = 0;
   gint64 max_pending = 0;
   gboolean fresh_python = FALSE;
+  g_autofree char *listen = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *token_file = NULL;
+  g_autofree char *token = NULL;
+  gboolean allow_remote = FALSE;
+  gint64 max_sessions = 0;
   GOptionEntry entries[] = {
     { "expose", 'e', 0, G_OPTION_ARG_STRING, &expose,
       N_("What the client sees: code, gateway, proxy, comma-separated (default code; $MCP_POOL_EXPOSE)"),
@@ -165,6 +229,17 @@ mcp_cli_serve (int    argc,
     { "max-pending", 0, 0, G_OPTION_ARG_INT64, &max_pending,
       N_("Answer “busy” to requests beyond this many in flight (default 1024; $MCP_POOL_MAX_PENDING)"),
       N_("N") },
+    { "listen", 0, 0, G_OPTION_ARG_STRING, &listen,
+      N_("Serve MCP over HTTP (Streamable HTTP) at 127.0.0.1:PORT, [::1]:PORT or unix:PATH instead of "
+         "stdio ($MCP_POOL_LISTEN)"), N_("ADDR") },
+    { "path", 0, 0, G_OPTION_ARG_STRING, &path,
+      N_("With --listen: the endpoint's path (default /mcp)"), N_("PATH") },
+    { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file,
+      N_("With --listen: clients must send Authorization: Bearer with the token in FILE"), N_("FILE") },
+    { "allow-remote", 0, 0, G_OPTION_ARG_NONE, &allow_remote,
+      N_("With --listen: allow an address other than loopback (needs --token-file)"), NULL },
+    { "max-sessions", 0, 0, G_OPTION_ARG_INT64, &max_sessions,
+      N_("With --listen: HTTP sessions at once (default 64)"), N_("N") },
     { "fresh-python", 0, 0, G_OPTION_ARG_NONE, &fresh_python,
       N_("Run each run_python call in a fresh sandbox instead of the client's persistent Python "
          "session ($MCP_POOL_PYTHON_SESSIONS=0)"), NULL },
@@ -211,5 +286,13 @@ mcp_cli_serve (int    argc,
     return 2;
   options.call_timeout_ms = mcp_cli_timeout_ms (&common);
   options.shared = common.shared;
+  if (!read_listen (listen, path, token_file, allow_remote, common.shared, &options, &token))
+    return 2;
+  if (max_sessions < 0 || max_sessions > 65536 || (max_sessions > 0 && options.http.listen == NULL))
+    {
+      g_printerr ("%s\n", _("mcp-pool serve: --max-sessions goes with --listen and is 1 to 65536"));
+      return 2;
+    }
+  options.http.max_sessions = (guint) max_sessions;
   return run_serve (&discovery, &options);
 }

@@ -50,7 +50,8 @@ struct _McpServe {
   char             *shared_expose;   /* shared mode: the exposure the daemon names in our
                                       * notifications ("" for one server); immutable */
   McpConfigWatcher *watcher;         /* main context only */
-  GSource          *input;           /* main context only */
+  McpHttpFront     *http;            /* serve --listen; set by new, main context */
+  GSource          *input;           /* main context only; NULL with http */
   gboolean          input_paused;    /* main context only */
   GSource          *signals[2];      /* main context only */
   /* Immutable; any thread pushes, the main context drains it. */
@@ -555,6 +556,8 @@ end_in_thread (gpointer data)
     mcp_pool_shutdown (serve->pool, ending->stdin_grace, ending->term_grace);
   /* The requests in flight have failed or been cancelled by now. */
   g_thread_pool_free (g_steal_pointer (&serve->workers), FALSE, TRUE);
+  if (serve->http != NULL)
+    mcp_http_front_wait (serve->http);
   g_clear_pointer (&serve->code, mcp_code_free);
   /* Their answers go out, each in the time begin_ending() allows a client
    * that does not read; the main context still drains the queue too. */
@@ -591,7 +594,10 @@ begin_ending (McpServe *serve,
   g_hash_table_foreach (serve->in_flight, cancel_request, NULL);
   g_mutex_unlock (&serve->lock);
 
-  g_source_destroy (serve->input);
+  if (serve->input != NULL)
+    g_source_destroy (serve->input);
+  if (serve->http != NULL)
+    mcp_http_front_close (serve->http);
   g_clear_pointer (&serve->watcher, mcp_config_watcher_free);
   /* Lines are written whole however long a slow client takes, except
    * while mcp-pool ends: then one that takes nothing for this long ends
@@ -639,7 +645,7 @@ announce_tools_changed (const char *server,
   gboolean initialized;
 
   g_mutex_lock (&serve->lock);
-  initialized = serve->initialized;
+  initialized = serve->initialized && serve->http == NULL;
   g_mutex_unlock (&serve->lock);
   if (initialized && shows_server (serve, server))
     queue_message (serve, mcp_jsonrpc_notification_new ("notifications/tools/list_changed", NULL), TRUE);
@@ -670,6 +676,9 @@ on_server_request (McpPool             *pool,
 {
   McpServe *serve = user_data;
 
+  /* No HTTP client is asked yet: the session tells the server so. */
+  if (serve->http != NULL)
+    return FALSE;
   return mcp_client_requests_relay (serve->client_requests, server, method, params, responder);
 }
 
@@ -687,7 +696,7 @@ pass_notification_on (McpServe   *serve,
   gint log_level;
 
   g_mutex_lock (&serve->lock);
-  initialized = serve->initialized;
+  initialized = serve->initialized && serve->http == NULL;
   log_level = serve->log_level;
   g_mutex_unlock (&serve->lock);
   if (!initialized)
@@ -839,8 +848,24 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
                                       options->workers > 0 ? (int) options->workers : WORKERS_DEFAULT,
                                       FALSE, NULL);
 
-  serve->input = mcp_line_reader_new (dup (in_fd), options->max_line, &input_funcs, serve, NULL);
-  g_source_attach (serve->input, serve->context);
+  if (options->http.listen != NULL)
+    {
+      g_main_context_push_thread_default (serve->context);
+      serve->http = mcp_http_front_new (serve->expose, serve->code, serve->context, &options->http, error);
+      g_main_context_pop_thread_default (serve->context);
+      if (serve->http == NULL)
+        {
+          if (serve->pool != NULL)
+            mcp_pool_shutdown (serve->pool, 0, 0);
+          mcp_serve_free (serve);
+          return NULL;
+        }
+    }
+  else
+    {
+      serve->input = mcp_line_reader_new (dup (in_fd), options->max_line, &input_funcs, serve, NULL);
+      g_source_attach (serve->input, serve->context);
+    }
   for (guint i = 0; i < G_N_ELEMENTS (signals); i++)
     {
       serve->signals[i] = g_unix_signal_source_new (signals[i]);
@@ -848,6 +873,12 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
       g_source_attach (serve->signals[i], serve->context);
     }
   return serve;
+}
+
+const char *
+mcp_serve_get_url (McpServe *serve)
+{
+  return serve->http != NULL ? mcp_http_front_get_url (serve->http) : NULL;
 }
 
 int
@@ -868,9 +899,15 @@ mcp_serve_free (McpServe *serve)
         g_source_destroy (serve->signals[i]);
         g_source_unref (serve->signals[i]);
       }
-  g_source_destroy (serve->input);
-  g_source_unref (serve->input);
+  if (serve->input != NULL)
+    {
+      g_source_destroy (serve->input);
+      g_source_unref (serve->input);
+    }
   g_clear_pointer (&serve->watcher, mcp_config_watcher_free);
+  g_clear_pointer (&serve->http, mcp_http_front_free);
+  if (serve->workers != NULL)
+    g_thread_pool_free (g_steal_pointer (&serve->workers), FALSE, TRUE);
   mcp_expose_free (serve->expose);
   mcp_code_free (serve->code);
   g_clear_pointer (&serve->pool, mcp_pool_free);

@@ -23,6 +23,11 @@
  * and mcp-poold answers them from the pool that every client of the user
  * shares; only a ping is answered here.
  *
+ * HTTP (`serve --listen`): instead of stdin and stdout, the Streamable
+ * HTTP transport (mcp-http-front.h), one upstream client per HTTP session;
+ * only a signal ends it.  The servers' notifications and requests do not
+ * reach HTTP clients yet.
+ *
  * Ending: stdin EOF, SIGTERM or SIGINT stop the reading, shut every server
  * down in parallel within the budget MCP clients allow (EOF: stdin closed,
  * SIGTERM after 1 s, SIGKILL after 2 s; SIGTERM to mcp-pool: SIGTERM at
@@ -34,6 +39,7 @@
 
 #include "pool/mcp-config-discovery.h"
 #include "mcp/mcp-expose.h"
+#include "serve/mcp-http-front.h"
 
 G_BEGIN_DECLS
 
@@ -56,6 +62,7 @@ typedef struct {
   guint          max_pending;       /* 0: MCP_SERVE_MAX_PENDING_DEFAULT */
   gboolean       shared;            /* forward to mcp-poold instead of a pool of our own */
   gboolean       fresh_python;      /* no Python session: each run_python in a sandbox of its own */
+  McpHttpFrontOptions http;         /* with http.listen: serve HTTP there, not stdio (not with shared) */
 } McpServeOptions;
 
 /* Main thread.  Finds the servers with @discovery and keeps following
@@ -68,6 +75,8 @@ McpServe *mcp_serve_new   (const McpDiscoveryOptions *discovery,
                            int                    out_fd,
                            const McpServeOptions *options,
                            GError               **error);
+/* With options.http.listen: the URL clients use. */
+const char *mcp_serve_get_url (McpServe          *serve);
 /* Main thread: runs until the client leaves or a signal ends it. */
 int       mcp_serve_run   (McpServe              *serve);
 void      mcp_serve_free  (McpServe              *serve);

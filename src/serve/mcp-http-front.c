@@ -1,0 +1,871 @@
+/* mcp-http-front.c — `serve --listen`: the Streamable HTTP transport,
+ * server side (see mcp-http-front.h).
+ *
+ * Threads: the SoupServer, the sessions and every HttpRequest's message
+ * live on front->context.  A request's work runs on front->workers; what
+ * it makes (progress, the reply) comes back to the context with
+ * g_main_context_invoke(), in the order it was made.  front->lock guards
+ * only the count of jobs on the workers.
+ */
+#include "config.h"
+
+#include "serve/mcp-http-front.h"
+
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gio/gunixsocketaddress.h>
+#include <glib/gi18n-lib.h>
+#include <glib/gstdio.h>
+#include <libsoup/soup.h>
+
+#include "common/mcp-framing.h"
+#include "common/mcp-jsonrpc.h"
+#include "common/mcp-protocol.h"
+#include "mcp/mcp-upstream.h"
+
+#define WORKERS              32
+#define SESSION_ID_BYTES     32
+#define IDLE_CHECK_S         60
+/* What an older client that sends no MCP-Protocol-Version speaks. */
+#define PROTOCOL_ASSUMED     "2025-03-26"
+
+struct _McpHttpFront {
+  gatomicrefcount      ref_count;     /* the owner's and one per HttpRequest */
+  McpExpose           *expose;        /* immutable */
+  McpCode             *code;          /* immutable, may be NULL */
+  GMainContext        *context;       /* immutable */
+  McpHttpFrontOptions  options;       /* immutable; strings owned below */
+  char                *path;          /* immutable */
+  char                *token;         /* immutable, may be NULL */
+  char                *url;           /* immutable */
+  char                *unix_path;     /* immutable: the socket file, removed at the end */
+  gboolean             loopback_only; /* immutable: Host must name loopback */
+  SoupServer          *server;        /* context */
+  GHashTable          *sessions;      /* context: id -> HttpSession */
+  GSource             *idle_check;    /* context */
+  gboolean             closed;        /* context */
+  GThreadPool         *workers;
+};
+
+/* One client's session. */
+typedef struct {
+  char       *id;
+  gint64      last_used;   /* context; monotonic */
+  GHashTable *in_flight;   /* context: request id key -> HttpRequest (a reference) */
+} HttpSession;
+
+/* One request of a session, from its POST to its answer. */
+typedef struct {
+  gatomicrefcount     ref_count;
+  McpHttpFront       *front;
+  char               *session_id;   /* immutable */
+  char               *key;          /* immutable: the request id's key */
+  json_t             *request;      /* immutable */
+  GCancellable       *cancellable;  /* immutable */
+  gboolean            streamed;     /* immutable: answered as an event stream */
+  SoupServerMessage  *message;      /* context; NULL once the exchange is over */
+  gulong              finished_id;  /* context */
+  gboolean            cancelled;    /* context: by the client, so no reply is sent */
+} HttpRequest;
+
+static void
+front_unref (McpHttpFront *front)
+{
+  if (!g_atomic_ref_count_dec (&front->ref_count))
+    return;
+  g_hash_table_unref (front->sessions);
+  g_main_context_unref (front->context);
+  g_free (front->path);
+  g_free (front->token);
+  g_free (front->url);
+  g_free (front->unix_path);
+  g_free (front);
+}
+
+static HttpRequest *
+http_request_ref (HttpRequest *request)
+{
+  g_atomic_ref_count_inc (&request->ref_count);
+  return request;
+}
+
+static void
+http_request_unref (HttpRequest *request)
+{
+  if (!g_atomic_ref_count_dec (&request->ref_count))
+    return;
+  g_free (request->session_id);
+  g_free (request->key);
+  json_decref (request->request);
+  g_object_unref (request->cancellable);
+  front_unref (request->front);
+  g_free (request);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (HttpRequest, http_request_unref)
+
+static void
+cancel_in_flight (gpointer key,
+                  gpointer value,
+                  gpointer unused)
+{
+  g_cancellable_cancel (((HttpRequest *) value)->cancellable);
+}
+
+/* Context: the session goes; its requests are cancelled (each still
+ * answers its POST if the connection is there). */
+static void
+session_free (HttpSession *session)
+{
+  g_hash_table_foreach (session->in_flight, cancel_in_flight, NULL);
+  g_hash_table_unref (session->in_flight);
+  g_free (session->id);
+  g_free (session);
+}
+
+/* Answers */
+
+static void
+set_json_body (SoupServerMessage *message,
+               guint              status,
+               json_t            *body)
+{
+  g_autofree char *text = json_dumps (body, JSON_COMPACT);
+
+  soup_server_message_set_status (message, status, NULL);
+  if (text != NULL)
+    soup_server_message_set_response (message, "application/json", SOUP_MEMORY_COPY, text, strlen (text));
+}
+
+/* An HTTP failure with a JSON-RPC error that says what to do; @id is the
+ * request's if it is known (NULL: null). */
+static void
+refuse (SoupServerMessage *message,
+        guint              status,
+        json_t            *id,
+        int                code,
+        const char        *text)
+{
+  g_autoptr(json_t) error = mcp_jsonrpc_error_new (id != NULL ? id : json_null (), code, text, NULL);
+
+  set_json_body (message, status, error);
+}
+
+/* The constant-time comparison of @given against the token. */
+static gboolean
+token_matches (const char *token,
+               const char *given)
+{
+  gsize token_length = strlen (token), given_length = strlen (given);
+  guint8 difference = token_length != given_length;
+
+  for (gsize i = 0; i < given_length; i++)
+    difference |= (guint8) given[i] ^ (guint8) token[i % (token_length ? token_length : 1)];
+  return difference == 0;
+}
+
+static gboolean
+is_loopback_name (const char *host,
+                  gsize       length)
+{
+  static const char * const names[] = { "localhost", "127.0.0.1", "[::1]", "::1" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    if (length == strlen (names[i]) && g_ascii_strncasecmp (host, names[i], length) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* The host part of "host[:port]" (an IPv6 literal keeps its brackets). */
+static gsize
+host_length (const char *authority)
+{
+  const char *end;
+
+  if (authority[0] == '[')
+    return (end = strchr (authority, ']')) != NULL ? (gsize) (end - authority + 1) : strlen (authority);
+  return (end = strchr (authority, ':')) != NULL ? (gsize) (end - authority) : strlen (authority);
+}
+
+/* The checks before anything else; FALSE with the message answered. */
+static gboolean
+passes_checks (McpHttpFront      *front,
+               SoupServerMessage *message)
+{
+  SoupMessageHeaders *headers = soup_server_message_get_request_headers (message);
+  const char *host = soup_message_headers_get_one (headers, "Host");
+  const char *origin = soup_message_headers_get_one (headers, "Origin");
+  const char *authorization = soup_message_headers_get_one (headers, "Authorization");
+
+  if (front->loopback_only && (host == NULL || !is_loopback_name (host, host_length (host))))
+    {
+      refuse (message, SOUP_STATUS_FORBIDDEN, NULL, MCP_JSONRPC_INVALID_REQUEST,
+              _("Forbidden: the Host header does not name this machine (localhost, 127.0.0.1 or [::1])"));
+      return FALSE;
+    }
+  if (origin != NULL)
+    {
+      g_autoptr(GUri) uri = g_uri_parse (origin, G_URI_FLAGS_NONE, NULL);
+      const char *origin_host = uri != NULL ? g_uri_get_host (uri) : NULL;
+      gboolean allowed = origin_host != NULL &&
+                         (is_loopback_name (origin_host, strlen (origin_host)) ||
+                          (host != NULL && !front->loopback_only &&
+                           strlen (origin_host) == host_length (host) &&
+                           g_ascii_strncasecmp (origin_host, host, host_length (host)) == 0));
+
+      if (!allowed)
+        {
+          refuse (message, SOUP_STATUS_FORBIDDEN, NULL, MCP_JSONRPC_INVALID_REQUEST,
+                  _("Forbidden: requests from this Origin are not accepted"));
+          return FALSE;
+        }
+    }
+  if (front->token != NULL &&
+      (authorization == NULL || g_ascii_strncasecmp (authorization, "Bearer ", 7) != 0 ||
+       !token_matches (front->token, authorization + 7)))
+    {
+      soup_message_headers_replace (soup_server_message_get_response_headers (message), "WWW-Authenticate",
+                                    "Bearer");
+      refuse (message, SOUP_STATUS_UNAUTHORIZED, NULL, MCP_JSONRPC_INVALID_REQUEST,
+              _("Unauthorized: send Authorization: Bearer with the token of the --token-file"));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Sessions */
+
+static char *
+new_session_id (void)
+{
+  guint8 bytes[SESSION_ID_BYTES];
+  GString *id = g_string_sized_new (2 * SESSION_ID_BYTES);
+  gsize filled = 0;
+
+  while (filled < sizeof bytes)
+    {
+      ssize_t n = getrandom (bytes + filled, sizeof bytes - filled, 0);
+
+      if (n > 0)
+        filled += n;
+      else if (errno != EINTR)
+        g_error ("No random bytes for a session id: %s", g_strerror (errno));
+    }
+  for (gsize i = 0; i < sizeof bytes; i++)
+    g_string_append_printf (id, "%02x", bytes[i]);
+  return g_string_free (id, FALSE);
+}
+
+static void
+end_session (McpHttpFront *front,
+             const char   *id)
+{
+  if (front->code != NULL)
+    mcp_code_end_session (front->code, id);
+  g_hash_table_remove (front->sessions, id);
+}
+
+static gboolean
+check_idle_sessions (gpointer data)
+{
+  McpHttpFront *front = data;
+  gint64 limit = g_get_monotonic_time () - front->options.session_idle_s * G_USEC_PER_SEC;
+  g_autoptr(GPtrArray) idle = g_ptr_array_new_with_free_func (g_free);
+  GHashTableIter iter;
+  HttpSession *session;
+
+  g_hash_table_iter_init (&iter, front->sessions);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &session))
+    if (session->last_used < limit && g_hash_table_size (session->in_flight) == 0)
+      g_ptr_array_add (idle, g_strdup (session->id));
+  for (guint i = 0; i < idle->len; i++)
+    {
+      g_debug ("HTTP session %.8s… was idle too long; it ends", (const char *) idle->pdata[i]);
+      end_session (front, idle->pdata[i]);
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+/* Requests */
+
+/* Context: one message of an event stream. */
+static void
+append_event (HttpRequest *request,
+              json_t      *message)
+{
+  g_autofree char *data = json_dumps (message, JSON_COMPACT);
+  g_autofree char *event = NULL;
+  SoupMessageBody *body;
+
+  if (request->message == NULL || data == NULL)
+    return;
+  event = g_strdup_printf ("event: message\ndata: %s\n\n", data);
+  body = soup_server_message_get_response_body (request->message);
+  soup_message_body_append (body, SOUP_MEMORY_COPY, event, strlen (event));
+  soup_server_message_unpause (request->message);
+}
+
+typedef struct {
+  HttpRequest *request;
+  json_t      *message;     /* progress, or the reply */
+  gboolean     last;
+} Posted;
+
+static void
+posted_free (Posted *posted)
+{
+  http_request_unref (posted->request);
+  json_decref (posted->message);
+  g_free (posted);
+}
+
+/* Context: the end of a request's exchange. */
+static void
+answer (HttpRequest *request,
+        json_t      *reply)
+{
+  McpHttpFront *front = request->front;
+  HttpSession *session = g_hash_table_lookup (front->sessions, request->session_id);
+  SoupServerMessage *message = request->message;
+
+  if (session != NULL && g_hash_table_lookup (session->in_flight, request->key) == request)
+    g_hash_table_remove (session->in_flight, request->key);
+  if (message == NULL)
+    return;
+  if (request->streamed)
+    {
+      if (!request->cancelled)
+        append_event (request, reply);
+      soup_message_body_complete (soup_server_message_get_response_body (message));
+    }
+  else if (request->cancelled)
+    soup_server_message_set_status (message, SOUP_STATUS_ACCEPTED, NULL);
+  else
+    set_json_body (message, SOUP_STATUS_OK, reply);
+  soup_server_message_unpause (message);
+}
+
+static gboolean
+deliver_posted (gpointer data)
+{
+  Posted *posted = data;
+
+  if (posted->last)
+    answer (posted->request, posted->message);
+  else
+    append_event (posted->request, posted->message);
+  return G_SOURCE_REMOVE;
+}
+
+/* Any thread: @message (taken) for the request's exchange, in order. */
+static void
+post (HttpRequest *request,
+      json_t      *message,
+      gboolean     last)
+{
+  Posted *posted = g_new0 (Posted, 1);
+
+  *posted = (Posted) { http_request_ref (request), message, last };
+  g_main_context_invoke_full (request->front->context, G_PRIORITY_DEFAULT, deliver_posted, posted,
+                              (GDestroyNotify) posted_free);
+}
+
+/* A worker: a server's progress, under the client's token. */
+static void
+on_progress (json_t   *params,
+             gpointer  user_data)
+{
+  post (user_data, mcp_jsonrpc_notification_new ("notifications/progress", params), FALSE);
+}
+
+static void
+run_request (gpointer data,
+             gpointer user_data)
+{
+  g_autoptr(HttpRequest) request = data;
+  McpHttpFront *front = request->front;
+  json_t *reply = mcp_upstream_handle_request (front->expose, request->request, request->session_id, 0,
+                                               request->cancellable, request->streamed ? on_progress : NULL,
+                                               request);
+
+  post (request, reply, TRUE);
+}
+
+/* Context: the client is gone, or the exchange is over. */
+static void
+on_message_finished (SoupServerMessage *message,
+                     gpointer           user_data)
+{
+  HttpRequest *request = user_data;
+
+  g_signal_handler_disconnect (message, request->finished_id);
+  request->message = NULL;
+  g_cancellable_cancel (request->cancellable);
+  http_request_unref (request);
+}
+
+static void
+handle_notification (McpHttpFront *front,
+                     HttpSession  *session,
+                     json_t       *notification)
+{
+  const char *method = mcp_json_get_string (notification, "method");
+  json_t *params = json_object_get (notification, "params");
+
+  if (g_strcmp0 (method, "notifications/cancelled") == 0)
+    {
+      g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (params, "requestId"));
+      HttpRequest *request = key != NULL ? g_hash_table_lookup (session->in_flight, key) : NULL;
+
+      if (request != NULL)
+        {
+          request->cancelled = TRUE;
+          g_cancellable_cancel (request->cancellable);
+        }
+    }
+  else if (g_strcmp0 (method, "notifications/roots/list_changed") == 0)
+    mcp_pool_notify_servers (mcp_expose_get_pool (front->expose), method, params);
+}
+
+/* Context: a request of @session (NULL for initialize, which makes one). */
+static void
+start_request (McpHttpFront      *front,
+               SoupServerMessage *message,
+               HttpSession       *session,
+               json_t            *body)
+{
+  json_t *id = json_object_get (body, "id");
+  json_t *token = json_object_get (json_object_get (json_object_get (body, "params"), "_meta"), "progressToken");
+  g_autofree char *key = mcp_jsonrpc_id_key (id);
+  HttpRequest *request;
+
+  if (session == NULL)
+    {
+      if (g_hash_table_size (front->sessions) >= front->options.max_sessions)
+        {
+          refuse (message, SOUP_STATUS_SERVICE_UNAVAILABLE, id, MCP_JSONRPC_SERVER_BUSY,
+                  _("mcp-pool has as many HTTP sessions as it allows; end one (DELETE) or try later"));
+          return;
+        }
+      session = g_new0 (HttpSession, 1);
+      session->id = new_session_id ();
+      session->in_flight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+                                                  (GDestroyNotify) http_request_unref);
+      g_hash_table_insert (front->sessions, session->id, session);
+      soup_message_headers_replace (soup_server_message_get_response_headers (message), "Mcp-Session-Id",
+                                    session->id);
+    }
+  session->last_used = g_get_monotonic_time ();
+  if (g_hash_table_size (session->in_flight) >= front->options.max_in_flight)
+    {
+      refuse (message, 429, id, MCP_JSONRPC_SERVER_BUSY,
+              _("This session has as many requests in flight as mcp-pool allows; wait for some answers"));
+      return;
+    }
+  if (g_hash_table_contains (session->in_flight, key))
+    {
+      refuse (message, SOUP_STATUS_BAD_REQUEST, id, MCP_JSONRPC_INVALID_REQUEST,
+              _("A request with this id is still in flight in this session; use a new id"));
+      return;
+    }
+
+  request = g_new0 (HttpRequest, 1);
+  g_atomic_ref_count_init (&request->ref_count);
+  g_atomic_ref_count_inc (&front->ref_count);
+  request->front = front;
+  request->session_id = g_strdup (session->id);
+  request->key = g_steal_pointer (&key);
+  request->request = json_incref (body);
+  request->cancellable = g_cancellable_new ();
+  request->streamed = mcp_jsonrpc_id_is_valid (token);
+  request->message = message;
+  /* A reference for the message's life, dropped when it finishes. */
+  request->finished_id = g_signal_connect (message, "finished", G_CALLBACK (on_message_finished),
+                                           http_request_ref (request));
+  g_hash_table_insert (session->in_flight, g_strdup (request->key), http_request_ref (request));
+
+  if (request->streamed)
+    {
+      SoupMessageHeaders *headers = soup_server_message_get_response_headers (message);
+
+      soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
+      soup_message_headers_set_content_type (headers, "text/event-stream", NULL);
+      soup_message_headers_replace (headers, "Cache-Control", "no-cache");
+      soup_message_headers_set_encoding (headers, SOUP_ENCODING_CHUNKED);
+    }
+  soup_server_message_pause (message);
+  g_thread_pool_push (front->workers, request, NULL);
+}
+
+/* The protocol version header, if there is one, must be one we speak. */
+static gboolean
+version_is_acceptable (SoupServerMessage *message)
+{
+  const char *version = soup_message_headers_get_one (soup_server_message_get_request_headers (message),
+                                                      "MCP-Protocol-Version");
+  g_autofree char *known = NULL;
+  g_autofree char *text = NULL;
+
+  if (version == NULL || mcp_protocol_version_is_known (version))
+    return TRUE;
+  known = mcp_protocol_versions_joined ();
+  text = g_strdup_printf (_("Unsupported MCP-Protocol-Version “%s”; mcp-pool speaks %s"), version, known);
+  refuse (message, SOUP_STATUS_BAD_REQUEST, NULL, MCP_JSONRPC_INVALID_REQUEST, text);
+  return FALSE;
+}
+
+/* The session a message names; NULL with the message answered. */
+static HttpSession *
+named_session (McpHttpFront      *front,
+               SoupServerMessage *message,
+               json_t            *id)
+{
+  const char *name = soup_message_headers_get_one (soup_server_message_get_request_headers (message),
+                                                   "Mcp-Session-Id");
+  HttpSession *session = name != NULL ? g_hash_table_lookup (front->sessions, name) : NULL;
+
+  if (name == NULL)
+    refuse (message, SOUP_STATUS_BAD_REQUEST, id, MCP_JSONRPC_INVALID_REQUEST,
+            _("Bad Request: no Mcp-Session-Id; initialize first and send the id it gave"));
+  else if (session == NULL)
+    refuse (message, SOUP_STATUS_NOT_FOUND, id, MCP_JSONRPC_INVALID_REQUEST,
+            _("Session not found: it ended; initialize a new one"));
+  return session;
+}
+
+static void
+handle_post (McpHttpFront      *front,
+             SoupServerMessage *message)
+{
+  SoupMessageHeaders *headers = soup_server_message_get_request_headers (message);
+  SoupMessageBody *body = soup_server_message_get_request_body (message);
+  const char *content_type = soup_message_headers_get_content_type (headers, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) parsed = NULL;
+  HttpSession *session;
+  json_t *id;
+
+  if ((gsize) body->length > front->options.max_body)
+    {
+      g_autofree char *text = g_strdup_printf (_("Payload Too Large: a message may be %zu bytes at most"),
+                                               (size_t) front->options.max_body);
+
+      refuse (message, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, NULL, MCP_JSONRPC_INVALID_REQUEST, text);
+      return;
+    }
+  if (g_strcmp0 (content_type, "application/json") != 0)
+    {
+      refuse (message, SOUP_STATUS_UNSUPPORTED_MEDIA_TYPE, NULL, MCP_JSONRPC_INVALID_REQUEST,
+              _("Unsupported Media Type: POST one JSON-RPC message as application/json"));
+      return;
+    }
+  parsed = mcp_jsonrpc_parse (body->data, body->length, &error);
+  if (parsed == NULL)
+    {
+      refuse (message, SOUP_STATUS_BAD_REQUEST, NULL, MCP_JSONRPC_PARSE_ERROR, error->message);
+      return;
+    }
+  id = json_object_get (parsed, "id");
+  if (!version_is_acceptable (message))
+    return;
+
+  switch (mcp_jsonrpc_classify (parsed))
+    {
+    case MCP_MESSAGE_REQUEST:
+      if (g_str_equal (mcp_json_get_string (parsed, "method"), "initialize"))
+        start_request (front, message, NULL, parsed);
+      else if ((session = named_session (front, message, id)) != NULL)
+        start_request (front, message, session, parsed);
+      break;
+    case MCP_MESSAGE_NOTIFICATION:
+    case MCP_MESSAGE_RESPONSE:
+      if ((session = named_session (front, message, NULL)) == NULL)
+        break;
+      session->last_used = g_get_monotonic_time ();
+      if (mcp_jsonrpc_classify (parsed) == MCP_MESSAGE_NOTIFICATION)
+        handle_notification (front, session, parsed);
+      soup_server_message_set_status (message, SOUP_STATUS_ACCEPTED, NULL);
+      break;
+    case MCP_MESSAGE_INVALID:
+    default:
+      refuse (message, SOUP_STATUS_BAD_REQUEST, id, MCP_JSONRPC_INVALID_REQUEST,
+              _("Invalid Request: POST one JSON-RPC request, notification or response (no batches)"));
+      break;
+    }
+}
+
+static void
+handle_delete (McpHttpFront      *front,
+               SoupServerMessage *message)
+{
+  HttpSession *session = named_session (front, message, NULL);
+
+  if (session == NULL)
+    return;
+  end_session (front, session->id);
+  soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
+}
+
+/* After the headers, before the body: a body over the bound is never
+ * read (nor one without a length, which could be any), and the checks
+ * come first. */
+static void
+handle_headers (SoupServer        *server,
+                SoupServerMessage *message,
+                const char        *path,
+                GHashTable        *query,
+                gpointer           user_data)
+{
+  McpHttpFront *front = user_data;
+  SoupMessageHeaders *headers = soup_server_message_get_request_headers (message);
+
+  if (!g_str_equal (soup_server_message_get_method (message), "POST") || !passes_checks (front, message))
+    return;
+  if (soup_message_headers_get_encoding (headers) != SOUP_ENCODING_CONTENT_LENGTH)
+    refuse (message, SOUP_STATUS_LENGTH_REQUIRED, NULL, MCP_JSONRPC_INVALID_REQUEST,
+            _("Length Required: POST a message with a Content-Length"));
+  else if ((guint64) soup_message_headers_get_content_length (headers) > front->options.max_body)
+    {
+      g_autofree char *text = g_strdup_printf (_("Payload Too Large: a message may be %zu bytes at most"),
+                                               (size_t) front->options.max_body);
+
+      refuse (message, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, NULL, MCP_JSONRPC_INVALID_REQUEST, text);
+    }
+}
+
+static void
+handle_message (SoupServer        *server,
+                SoupServerMessage *message,
+                const char        *path,
+                GHashTable        *query,
+                gpointer           user_data)
+{
+  McpHttpFront *front = user_data;
+  const char *method = soup_server_message_get_method (message);
+
+  if (!passes_checks (front, message))
+    return;
+  if (!g_str_equal (path, front->path))
+    {
+      refuse (message, SOUP_STATUS_NOT_FOUND, NULL, MCP_JSONRPC_INVALID_REQUEST, _("Not Found: MCP is at another path"));
+      return;
+    }
+  if (front->closed)
+    {
+      refuse (message, SOUP_STATUS_SERVICE_UNAVAILABLE, NULL, MCP_JSONRPC_SERVER_BUSY, _("mcp-pool is ending"));
+      return;
+    }
+  if (g_str_equal (method, "POST"))
+    handle_post (front, message);
+  else if (g_str_equal (method, "DELETE"))
+    handle_delete (front, message);
+  else
+    {
+      soup_message_headers_replace (soup_server_message_get_response_headers (message), "Allow", "POST, DELETE");
+      refuse (message, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL, MCP_JSONRPC_INVALID_REQUEST,
+              _("Method Not Allowed: POST messages, DELETE to end the session (no GET stream here)"));
+    }
+}
+
+/* Listening */
+
+/* Listens at @listen; FALSE with @error.  Sets the URL and whether Host
+ * must be loopback. */
+static gboolean
+listen_at (McpHttpFront  *front,
+           const char    *listen,
+           GError       **error)
+{
+  g_autoptr(GSocketAddress) address = NULL;
+  g_autofree char *host = NULL;
+  guint16 port = 0;
+
+  if (g_str_has_prefix (listen, "unix:"))
+    {
+      g_autoptr(GSocket) socket = NULL;
+      mode_t old_mask;
+      gboolean bound;
+
+      front->unix_path = g_strdup (listen + 5);
+      if (front->unix_path[0] == '\0')
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, _("--listen unix: needs a path"));
+          return FALSE;
+        }
+      g_unlink (front->unix_path);
+      address = g_unix_socket_address_new (front->unix_path);
+      socket = g_socket_new (G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, error);
+      if (socket == NULL)
+        return FALSE;
+      /* Made 0600 from the start: nobody else may connect, even briefly. */
+      old_mask = umask (0177);
+      bound = g_socket_bind (socket, address, FALSE, error);
+      umask (old_mask);
+      if (!bound || !g_socket_listen (socket, error) ||
+          !soup_server_listen_socket (front->server, socket, 0, error))
+        return FALSE;
+      /* A unix socket is not reachable from a browser: any Host will do. */
+      front->loopback_only = FALSE;
+      front->url = g_strdup_printf ("unix:%s", front->unix_path);
+      return TRUE;
+    }
+
+  if (!g_hostname_is_ip_address (listen) && strrchr (listen, ':') != NULL)
+    {
+      const char *colon = strrchr (listen, ':');
+      gint64 value = g_ascii_strtoll (colon + 1, NULL, 10);
+
+      host = g_strndup (listen, colon - listen);
+      if (host[0] == '[' && host[strlen (host) - 1] == ']')
+        {
+          char *bare = g_strndup (host + 1, strlen (host) - 2);
+
+          g_free (host);
+          host = bare;
+        }
+      if (value < 0 || value > 65535 || colon[1] == '\0')
+        host = (g_free (host), NULL);
+      port = (guint16) value;
+    }
+  if (host == NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                   _("--listen “%s”: give 127.0.0.1:PORT, [::1]:PORT, localhost:PORT or unix:PATH"), listen);
+      return FALSE;
+    }
+  if (g_ascii_strcasecmp (host, "localhost") == 0)
+    {
+      g_free (host);
+      host = g_strdup ("127.0.0.1");
+    }
+  {
+    g_autoptr(GInetAddress) inet = g_inet_address_new_from_string (host);
+    g_autoptr(GSList) uris = NULL;
+
+    if (inet == NULL)
+      {
+        g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                     _("--listen “%s”: “%s” is not an IP address"), listen, host);
+        return FALSE;
+      }
+    if (!g_inet_address_get_is_loopback (inet) && !front->options.allow_remote)
+      {
+        g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                     _("--listen “%s” is not a loopback address: mcp-pool listens on this machine only "
+                       "unless --allow-remote is given (with a --token-file)"), listen);
+        return FALSE;
+      }
+    if (!g_inet_address_get_is_loopback (inet) && front->token == NULL)
+      {
+        g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                     _("--listen “%s” on a non-loopback address needs a --token-file"), listen);
+        return FALSE;
+      }
+    front->loopback_only = g_inet_address_get_is_loopback (inet);
+    address = g_inet_socket_address_new (inet, port);
+    if (!soup_server_listen (front->server, address, 0, error))
+      return FALSE;
+    uris = soup_server_get_uris (front->server);
+    port = uris != NULL ? (guint16) g_uri_get_port (uris->data) : port;
+    g_slist_free_full (g_steal_pointer (&uris), (GDestroyNotify) g_uri_unref);
+    front->url = g_strdup_printf (g_inet_address_get_family (inet) == G_SOCKET_FAMILY_IPV6
+                                  ? "http://[%s]:%u%s" : "http://%s:%u%s", host, port, front->path);
+  }
+  return TRUE;
+}
+
+McpHttpFront *
+mcp_http_front_new (McpExpose                 *expose,
+                    McpCode                   *code,
+                    GMainContext              *context,
+                    const McpHttpFrontOptions *options,
+                    GError                   **error)
+{
+  McpHttpFront *front = g_new0 (McpHttpFront, 1);
+
+  g_atomic_ref_count_init (&front->ref_count);
+  front->expose = expose;
+  front->code = code;
+  front->context = g_main_context_ref (context);
+  front->options = *options;
+  front->path = g_strdup (options->path != NULL ? options->path : MCP_HTTP_FRONT_PATH_DEFAULT);
+  front->token = g_strdup (options->token);
+  if (front->options.max_body == 0)
+    front->options.max_body = MCP_LINE_MAX_DEFAULT;
+  if (front->options.max_sessions == 0)
+    front->options.max_sessions = MCP_HTTP_FRONT_SESSIONS_DEFAULT;
+  if (front->options.max_in_flight == 0)
+    front->options.max_in_flight = MCP_HTTP_FRONT_IN_FLIGHT_DEFAULT;
+  if (front->options.session_idle_s <= 0)
+    front->options.session_idle_s = MCP_HTTP_FRONT_SESSION_IDLE_S;
+  front->sessions = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) session_free);
+  front->workers = g_thread_pool_new (run_request, NULL, WORKERS, FALSE, NULL);
+  front->server = soup_server_new ("server-header", "mcp-pool", NULL);
+  soup_server_add_early_handler (front->server, NULL, handle_headers, front, NULL);
+  soup_server_add_handler (front->server, NULL, handle_message, front, NULL);
+  if (!listen_at (front, options->listen, error))
+    {
+      mcp_http_front_close (front);
+      mcp_http_front_wait (front);
+      mcp_http_front_free (front);
+      return NULL;
+    }
+  front->idle_check = g_timeout_source_new_seconds (IDLE_CHECK_S);
+  g_source_set_callback (front->idle_check, check_idle_sessions, front, NULL);
+  g_source_attach (front->idle_check, context);
+  return front;
+}
+
+const char *
+mcp_http_front_get_url (McpHttpFront *front)
+{
+  return front->url;
+}
+
+void
+mcp_http_front_close (McpHttpFront *front)
+{
+  if (front->closed)
+    return;
+  front->closed = TRUE;
+  soup_server_disconnect (front->server);
+  if (front->unix_path != NULL)
+    g_unlink (front->unix_path);
+  if (front->code != NULL)
+    {
+      GHashTableIter iter;
+      gpointer id;
+
+      g_hash_table_iter_init (&iter, front->sessions);
+      while (g_hash_table_iter_next (&iter, &id, NULL))
+        mcp_code_end_session (front->code, id);
+    }
+  g_hash_table_remove_all (front->sessions);
+  if (front->idle_check != NULL)
+    {
+      g_source_destroy (front->idle_check);
+      g_clear_pointer (&front->idle_check, g_source_unref);
+    }
+}
+
+void
+mcp_http_front_wait (McpHttpFront *front)
+{
+  if (front->workers != NULL)
+    g_thread_pool_free (g_steal_pointer (&front->workers), FALSE, TRUE);
+}
+
+void
+mcp_http_front_free (McpHttpFront *front)
+{
+  if (front == NULL)
+    return;
+  mcp_http_front_close (front);
+  /* Its messages finish, and drop their requests; what the workers
+   * posted last finds no message and goes with its request. */
+  g_clear_object (&front->server);
+  front_unref (front);
+}

@@ -1,0 +1,75 @@
+/* mcp-http-front.h — `serve --listen`: the MCP Streamable HTTP transport
+ * (2025-11-25), server side, in front of an exposure of the pool.
+ *
+ * One endpoint (default /mcp) takes POSTs of one JSON-RPC message each.
+ * An initialize makes a session, named by an Mcp-Session-Id of 32 random
+ * bytes; every later message names it.  A request is answered with JSON,
+ * or, when it asks for progress (_meta.progressToken), with an event
+ * stream that carries the progress before the reply.  Notifications and
+ * responses get 202.  DELETE ends a session; so do an hour without a
+ * request and the front's end.  Each session is an upstream client of its
+ * own: its requests in flight (cancelled by notifications/cancelled, by
+ * its DELETE, or when its connection goes) and its Python session
+ * (McpCallOptions.client is the session id).  GET (a stream of
+ * server-initiated messages) is answered 405, which the specification
+ * allows: the servers' notifications and requests do not reach HTTP
+ * clients yet.
+ *
+ * Security, before anything of the pool is seen: Host must name a
+ * loopback host (the DNS-rebinding rule) unless non-loopback listening was
+ * asked for; a browser's Origin must be a loopback origin (or the host
+ * itself); with a token, Authorization must be "Bearer TOKEN" (compared in
+ * constant time).  Failures get 403 or 401 with a JSON-RPC error that
+ * names the check and nothing else.  Bounds: the body (413), sessions
+ * (503), requests in flight per session (429).
+ *
+ * Threads: everything of the front runs on its context (the HTTP server,
+ * the sessions); requests run on the front's workers, which only post
+ * back to the context.
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "mcp/mcp-expose.h"
+
+G_BEGIN_DECLS
+
+#define MCP_HTTP_FRONT_PATH_DEFAULT          "/mcp"
+#define MCP_HTTP_FRONT_SESSIONS_DEFAULT      64
+#define MCP_HTTP_FRONT_IN_FLIGHT_DEFAULT     256
+#define MCP_HTTP_FRONT_SESSION_IDLE_S        3600
+
+typedef struct {
+  const char *listen;          /* "127.0.0.1:PORT", "[::1]:PORT", "localhost:PORT" or "unix:PATH" */
+  const char *path;            /* NULL: MCP_HTTP_FRONT_PATH_DEFAULT */
+  const char *token;           /* NULL: none; required with allow_remote */
+  gboolean    allow_remote;    /* listen on an address other than loopback */
+  gsize       max_body;        /* 0: MCP_LINE_MAX_DEFAULT */
+  guint       max_sessions;    /* 0: MCP_HTTP_FRONT_SESSIONS_DEFAULT */
+  guint       max_in_flight;   /* per session; 0: MCP_HTTP_FRONT_IN_FLIGHT_DEFAULT */
+  gint64      session_idle_s;  /* 0: MCP_HTTP_FRONT_SESSION_IDLE_S */
+} McpHttpFrontOptions;
+
+typedef struct _McpHttpFront McpHttpFront;
+
+/* On @context's thread.  Listens at once; NULL with @error for an address
+ * it may not or cannot listen on.  @code (may be NULL) is told when a
+ * session ends. */
+McpHttpFront *mcp_http_front_new      (McpExpose                 *expose,
+                                       McpCode                   *code,
+                                       GMainContext              *context,
+                                       const McpHttpFrontOptions *options,
+                                       GError                   **error);
+/* The URL clients use, e.g. "http://127.0.0.1:8931/mcp" or "unix:PATH". */
+const char   *mcp_http_front_get_url  (McpHttpFront              *front);
+/* On the context: stops listening, cancels every request in flight and
+ * drops the sessions; the requests still answer what they can. */
+void          mcp_http_front_close    (McpHttpFront              *front);
+/* Any thread but the context's: waits for the requests being served
+ * (after close, they end soon). */
+void          mcp_http_front_wait     (McpHttpFront              *front);
+/* On the context, after wait. */
+void          mcp_http_front_free     (McpHttpFront              *front);
+
+G_END_DECLS

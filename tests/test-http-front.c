@@ -1,0 +1,576 @@
+/* test-http-front.c — `mcp-pool serve --listen`: the Streamable HTTP
+ * front, driven over real sockets with libsoup against a real serve and
+ * the fixture server behind it: sessions, JSON and event-stream answers,
+ * cancellation, a Python session per HTTP session, the security checks and
+ * bounds, unix sockets, and the end on SIGTERM.  Every test checks that no
+ * process is left.
+ */
+#include "config.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <gio/gunixsocketaddress.h>
+#include <glib/gstdio.h>
+#include <jansson.h>
+#include <libsoup/soup.h>
+
+#include "common/mcp-jsonrpc.h"
+#include "test-client.h"
+#include "test-files.h"
+#include "test-procs.h"
+#include "test-wait.h"
+
+#define EXIT_TIMEOUT_MS (20 * 1000)  /* scaled by test_wait_for() */
+
+typedef struct {
+  char         *folder;     /* config, state, token and socket */
+  GSubprocess  *serve;
+  char         *url;        /* http://…/mcp, or unix:PATH */
+  SoupSession  *http;
+} Front;
+
+typedef struct {
+  guint               status;
+  json_t             *body;      /* the JSON answer, or NULL */
+  char               *text;      /* the body as it came */
+  SoupMessageHeaders *headers;   /* the response's */
+} Answer;
+
+static void
+answer_clear (Answer *answer)
+{
+  g_clear_pointer (&answer->body, json_decref);
+  g_clear_pointer (&answer->text, g_free);
+  g_clear_pointer (&answer->headers, soup_message_headers_unref);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Answer, answer_clear)
+
+/* Starts `serve --listen @listen` with @extra arguments; the URL it says. */
+static void
+front_start (Front              *front,
+             const char         *listen,
+             const char * const *extra)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDERR_PIPE |
+                                                                       G_SUBPROCESS_FLAGS_STDIN_PIPE);
+  g_autofree char *config = g_build_filename (front->folder, "servers.json", NULL);
+  g_autofree char *state = g_build_filename (front->folder, "state", NULL);
+  g_autofree char *contents = g_strdup_printf ("{\"mcpServers\": {\"fx\": {\"command\": \"%s\"}}}",
+                                               test_fixture_path ());
+  g_autoptr(GStrvBuilder) argv = g_strv_builder_new ();
+  g_auto(GStrv) args = NULL;
+  g_auto(GStrv) wrapped = NULL;
+  g_autoptr(GDataInputStream) errors = NULL;
+  g_autoptr(GError) error = NULL;
+  char *line;
+
+  g_assert_true (g_file_set_contents (config, contents, -1, NULL));
+  g_subprocess_launcher_setenv (launcher, "MCP_BRIDGE_STATE_DIR", state, TRUE);
+  g_subprocess_launcher_set_child_setup (launcher, test_die_with_parent, NULL, NULL);
+  g_strv_builder_add_many (argv, test_mcp_pool_path (), "serve", "--config", config,
+                           "--expose", "proxy,code", "--listen", listen, NULL);
+  if (extra != NULL)
+    g_strv_builder_addv (argv, (const char **) extra);
+  args = g_strv_builder_end (argv);
+  wrapped = test_wrap_argv ((const char * const *) args);
+  front->serve = g_subprocess_launcher_spawnv (launcher, (const char * const *) wrapped, &error);
+  g_assert_no_error (error);
+  errors = g_data_input_stream_new (g_subprocess_get_stderr_pipe (front->serve));
+  while ((line = g_data_input_stream_read_line (errors, NULL, NULL, &error)) != NULL)
+    {
+      const char *at = strstr (line, "MCP over HTTP at ");
+
+      g_test_message ("serve: %s", line);
+      if (at != NULL)
+        {
+          front->url = g_strdup (at + strlen ("MCP over HTTP at "));
+          g_free (line);
+          break;
+        }
+      g_free (line);
+    }
+  g_assert_nonnull (front->url);
+  if (g_str_has_prefix (front->url, "unix:"))
+    {
+      g_autoptr(GSocketAddress) address = g_unix_socket_address_new (front->url + 5);
+
+      front->http = soup_session_new_with_options ("remote-connectable", address, NULL);
+    }
+  else
+    front->http = soup_session_new ();
+  /* Straight to serve, whatever proxy the environment names. */
+  soup_session_set_proxy_resolver (front->http, NULL);
+}
+
+static void
+setup (Front         *front,
+       gconstpointer  data)
+{
+  front->folder = g_dir_make_tmp ("mcp-pool-http-front-XXXXXX", NULL);
+  if (data != NULL)
+    return;
+  front_start (front, "127.0.0.1:0", NULL);
+}
+
+/* Ends serve with SIGTERM: it exits by itself, leaving nothing. */
+static void
+front_stop (Front *front)
+{
+  if (front->serve == NULL)
+    return;
+  g_subprocess_send_signal (front->serve, SIGTERM);
+  g_assert_true (test_subprocess_wait (front->serve, EXIT_TIMEOUT_MS));
+  g_assert_true (g_subprocess_get_if_exited (front->serve));
+  g_assert_cmpint (g_subprocess_get_exit_status (front->serve), ==, 0);
+  g_clear_object (&front->serve);
+}
+
+static void
+teardown (Front         *front,
+          gconstpointer  data)
+{
+  front_stop (front);
+  g_clear_object (&front->http);
+  g_clear_pointer (&front->url, g_free);
+  test_assert_no_children ();
+  test_remove_tree (front->folder);
+  g_free (front->folder);
+}
+
+/* The URL that requests go to (over a unix socket, any http URL). */
+static const char *
+request_url (Front *front)
+{
+  return g_str_has_prefix (front->url, "unix:") ? "http://localhost/mcp" : front->url;
+}
+
+/* POSTs @body (NULL: none) with @session_id (NULL: none) and the header
+ * pairs of @headers (NULL-terminated), and reads the whole answer. */
+static void
+send_http (Front              *front,
+           const char         *method,
+           const char         *session_id,
+           const char         *body,
+           const char * const *headers,
+           Answer             *answer)
+{
+  g_autoptr(SoupMessage) message = soup_message_new (method, request_url (front));
+  SoupMessageHeaders *request_headers = soup_message_get_request_headers (message);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) bytes = NULL;
+  const char *content_type;
+
+  soup_message_headers_replace (request_headers, "Accept", "application/json, text/event-stream");
+  if (session_id != NULL)
+    soup_message_headers_replace (request_headers, "Mcp-Session-Id", session_id);
+  for (gsize i = 0; headers != NULL && headers[i] != NULL; i += 2)
+    soup_message_headers_replace (request_headers, headers[i], headers[i + 1]);
+  if (body != NULL)
+    {
+      g_autoptr(GBytes) sent = g_bytes_new (body, strlen (body));
+
+      soup_message_set_request_body_from_bytes (message, "application/json", sent);
+    }
+  bytes = soup_session_send_and_read (front->http, message, NULL, &error);
+  g_assert_no_error (error);
+  answer->status = soup_message_get_status (message);
+  answer->text = g_strndup (g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes));
+  answer->headers = soup_message_headers_ref (soup_message_get_response_headers (message));
+  content_type = soup_message_headers_get_content_type (answer->headers, NULL);
+  if (g_strcmp0 (content_type, "application/json") == 0)
+    answer->body = json_loads (answer->text, 0, NULL);
+}
+
+static void
+post (Front      *front,
+      const char *session_id,
+      const char *body,
+      Answer     *answer)
+{
+  send_http (front, "POST", session_id, body, NULL, answer);
+}
+
+#define INITIALIZE \
+  "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"initialize\", \"params\": {\"protocolVersion\": " \
+  "\"2025-06-18\", \"capabilities\": {}, \"clientInfo\": {\"name\": \"test\", \"version\": \"1\"}}}"
+
+/* A new session: its id, after initialize and initialized. */
+static char *
+open_session (Front *front)
+{
+  g_auto(Answer) initialized = { 0 };
+  g_auto(Answer) answer = { 0 };
+  const char *id;
+
+  post (front, NULL, INITIALIZE, &answer);
+  g_assert_cmpuint (answer.status, ==, SOUP_STATUS_OK);
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (answer.body, "result"), "protocolVersion"), ==,
+                   "2025-06-18");
+  id = soup_message_headers_get_one (answer.headers, "Mcp-Session-Id");
+  g_assert_nonnull (id);
+  post (front, id, "{\"jsonrpc\": \"2.0\", \"method\": \"notifications/initialized\"}", &initialized);
+  g_assert_cmpuint (initialized.status, ==, SOUP_STATUS_ACCEPTED);
+  return g_strdup (id);
+}
+
+/* The text of a tools/call answered with JSON. */
+static const char *
+call_text (Answer *answer)
+{
+  g_assert_cmpuint (answer->status, ==, SOUP_STATUS_OK);
+  g_assert_nonnull (answer->body);
+  return test_result_text (json_object_get (answer->body, "result"));
+}
+
+static char *
+tools_call (const char *id,
+            const char *name,
+            const char *arguments)
+{
+  return g_strdup_printf ("{\"jsonrpc\": \"2.0\", \"id\": %s, \"method\": \"tools/call\", \"params\": "
+                          "{\"name\": \"%s\", \"arguments\": %s}}", id, name, arguments);
+}
+
+/* A session: its id is 32 random bytes, requests name it, and DELETE
+ * ends it. */
+static void
+test_session (Front         *front,
+              gconstpointer  data)
+{
+  g_autofree char *session = open_session (front);
+  g_autofree char *other = open_session (front);
+  g_autofree char *echo = tools_call ("2", "fx__echo", "{\"message\": \"over HTTP\"}");
+  g_auto(Answer) listed = { 0 };
+  g_auto(Answer) echoed = { 0 };
+  g_auto(Answer) anonymous = { 0 };
+  g_auto(Answer) unknown = { 0 };
+  g_auto(Answer) ended = { 0 };
+  g_auto(Answer) after = { 0 };
+  g_auto(Answer) other_after = { 0 };
+  g_auto(Answer) batch = { 0 };
+  g_auto(Answer) version = { 0 };
+  g_auto(Answer) get = { 0 };
+
+  g_assert_cmpuint (strlen (session), ==, 64);
+  g_assert_cmpstr (session, !=, other);
+  post (front, session, "{\"jsonrpc\": \"2.0\", \"id\": \"list\", \"method\": \"tools/list\"}", &listed);
+  g_assert_cmpuint (listed.status, ==, SOUP_STATUS_OK);
+  g_assert_nonnull (test_find_tool (json_object_get (json_object_get (listed.body, "result"), "tools"),
+                                    "fx__echo"));
+  post (front, session, echo, &echoed);
+  g_assert_cmpstr (call_text (&echoed), ==, "Echo: over HTTP");
+
+  post (front, NULL, echo, &anonymous);
+  g_assert_cmpuint (anonymous.status, ==, SOUP_STATUS_BAD_REQUEST);
+  g_assert_nonnull (strstr (anonymous.text, "Mcp-Session-Id"));
+  post (front, "not-a-session", echo, &unknown);
+  g_assert_cmpuint (unknown.status, ==, SOUP_STATUS_NOT_FOUND);
+  post (front, session, "[" INITIALIZE "]", &batch);
+  g_assert_cmpuint (batch.status, ==, SOUP_STATUS_BAD_REQUEST);
+  send_http (front, "POST", session, echo, (const char *[]) { "MCP-Protocol-Version", "1999-01-01", NULL },
+             &version);
+  g_assert_cmpuint (version.status, ==, SOUP_STATUS_BAD_REQUEST);
+  g_assert_nonnull (strstr (version.text, "2025-06-18"));
+  send_http (front, "GET", session, NULL, NULL, &get);
+  g_assert_cmpuint (get.status, ==, SOUP_STATUS_METHOD_NOT_ALLOWED);
+
+  send_http (front, "DELETE", session, NULL, NULL, &ended);
+  g_assert_cmpuint (ended.status, ==, SOUP_STATUS_OK);
+  post (front, session, echo, &after);
+  g_assert_cmpuint (after.status, ==, SOUP_STATUS_NOT_FOUND);
+  post (front, other, echo, &other_after);
+  g_assert_cmpstr (call_text (&other_after), ==, "Echo: over HTTP");
+}
+
+/* A request that asks for progress is answered with an event stream: the
+ * progress, then the reply. */
+static void
+test_progress_stream (Front         *front,
+                      gconstpointer  data)
+{
+  g_autofree char *session = open_session (front);
+  g_auto(Answer) answer = { 0 };
+  g_auto(GStrv) events = NULL;
+  guint progress = 0;
+  json_t *last = NULL;
+
+  post (front, session,
+        "{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"tools/call\", \"params\": {\"name\": \"fx__progress\", "
+        "\"arguments\": {\"steps\": 3, \"delay_ms\": 10}, \"_meta\": {\"progressToken\": \"p\"}}}", &answer);
+  g_assert_cmpuint (answer.status, ==, SOUP_STATUS_OK);
+  g_assert_cmpstr (soup_message_headers_get_content_type (answer.headers, NULL), ==, "text/event-stream");
+  events = g_strsplit (answer.text, "\n\n", -1);
+  for (char **event = events; *event != NULL; event++)
+    {
+      const char *data_line = strstr (*event, "data: ");
+      g_autoptr(json_t) message = data_line != NULL ? json_loads (data_line + 6, 0, NULL) : NULL;
+
+      if (message == NULL)
+        continue;
+      g_assert_null (last);
+      if (g_strcmp0 (mcp_json_get_string (message, "method"), "notifications/progress") == 0)
+        {
+          g_assert_cmpstr (mcp_json_get_string (json_object_get (message, "params"), "progressToken"), ==, "p");
+          progress++;
+        }
+      else
+        last = json_incref (message);
+    }
+  g_assert_cmpuint (progress, ==, 3);
+  g_assert_nonnull (last);
+  g_assert_cmpint (json_integer_value (json_object_get (last, "id")), ==, 5);
+  g_assert_cmpstr (test_result_text (json_object_get (last, "result")), ==, "done 3 steps");
+  json_decref (last);
+}
+
+typedef struct {
+  gboolean  done;
+  GBytes   *bytes;
+} Pending;
+
+static void
+on_sent (GObject      *source,
+         GAsyncResult *result,
+         gpointer      user_data)
+{
+  Pending *pending = user_data;
+
+  pending->bytes = soup_session_send_and_read_finish (SOUP_SESSION (source), result, NULL);
+  pending->done = TRUE;
+}
+
+static gboolean
+pending_done (gpointer data)
+{
+  g_main_context_iteration (NULL, FALSE);
+  return ((Pending *) data)->done;
+}
+
+/* notifications/cancelled ends a request: its POST gets no reply. */
+static void
+test_cancel (Front         *front,
+             gconstpointer  data)
+{
+  g_autofree char *session = open_session (front);
+  g_autofree char *slow = tools_call ("\"slow\"", "fx__sleep", "{\"ms\": 600000}");
+  g_autoptr(SoupMessage) message = soup_message_new ("POST", request_url (front));
+  g_autoptr(GBytes) body = g_bytes_new (slow, strlen (slow));
+  g_auto(Answer) cancelled = { 0 };
+  g_auto(Answer) still = { 0 };
+  g_autofree char *echo = tools_call ("3", "fx__echo", "{\"message\": \"after\"}");
+  Pending pending = { 0 };
+
+  soup_message_headers_replace (soup_message_get_request_headers (message), "Mcp-Session-Id", session);
+  soup_message_set_request_body_from_bytes (message, "application/json", body);
+  soup_session_send_and_read_async (front->http, message, G_PRIORITY_DEFAULT, NULL, on_sent, &pending);
+  /* Until the server has the call: a cancellation of an unknown request
+   * is dropped, as the specification asks. */
+  while (!pending.done)
+    {
+      g_auto(Answer) sent = { 0 };
+
+      g_main_context_iteration (NULL, FALSE);
+      post (front, session, "{\"jsonrpc\": \"2.0\", \"method\": \"notifications/cancelled\", \"params\": "
+            "{\"requestId\": \"slow\", \"reason\": \"test\"}}", &sent);
+      g_assert_cmpuint (sent.status, ==, SOUP_STATUS_ACCEPTED);
+      if (test_wait_for (pending_done, &pending, 200))
+        break;
+    }
+  g_assert_true (test_wait_for (pending_done, &pending, 10000));
+  g_assert_cmpuint (soup_message_get_status (message), ==, SOUP_STATUS_ACCEPTED);
+  g_assert_cmpuint (g_bytes_get_size (pending.bytes), ==, 0);
+  g_bytes_unref (pending.bytes);
+  post (front, session, echo, &still);
+  g_assert_cmpstr (call_text (&still), ==, "Echo: after");
+}
+
+static gboolean
+sandbox_works (Answer *answer)
+{
+  return !test_sandbox_skipped (json_object_get (answer->body, "result"));
+}
+
+/* Each HTTP session is a client of its own, with its own Python session. */
+static void
+test_python_sessions (Front         *front,
+                      gconstpointer  data)
+{
+  g_autofree char *first = open_session (front);
+  g_autofree char *second = open_session (front);
+  g_autofree char *set = tools_call ("2", "run_python", "{\"code\": \"x = 'kept'\\nprint('set')\"}");
+  g_autofree char *read = tools_call ("3", "run_python", "{\"code\": \"print(x)\"}");
+  g_auto(Answer) was_set = { 0 };
+  g_auto(Answer) kept = { 0 };
+  g_auto(Answer) other = { 0 };
+  g_auto(Answer) ended = { 0 };
+  g_autofree char *again = NULL;
+  g_auto(Answer) gone = { 0 };
+
+  post (front, first, set, &was_set);
+  if (!sandbox_works (&was_set))
+    return;
+  g_assert_cmpstr (call_text (&was_set), ==, "set");
+  post (front, first, read, &kept);
+  g_assert_cmpstr (call_text (&kept), ==, "kept");
+  post (front, second, read, &other);
+  g_assert_nonnull (strstr (call_text (&other), "NameError"));
+  /* A session's end ends its Python too. */
+  send_http (front, "DELETE", first, NULL, NULL, &ended);
+  g_assert_cmpuint (ended.status, ==, SOUP_STATUS_OK);
+  again = open_session (front);
+  post (front, again, read, &gone);
+  g_assert_nonnull (strstr (call_text (&gone), "NameError"));
+}
+
+/* Nothing of the pool in an answer that failed a check. */
+static void
+assert_tells_nothing (Answer *answer)
+{
+  g_assert_null (strstr (answer->text, "fx"));
+  g_assert_null (strstr (answer->text, "servers.json"));
+  g_assert_null (strstr (answer->text, "mcp-pool-http-front"));
+}
+
+/* The DNS-rebinding rule, the token, the bounds: refused before anything
+ * of the pool is seen. */
+static void
+test_security (Front         *front,
+               gconstpointer  data)
+{
+  g_autofree char *token_file = g_build_filename (front->folder, "token", NULL);
+  const char * const extra[] = { "--token-file", token_file, "--max-sessions", "2", NULL };
+  g_autofree char *bearer = NULL;
+  g_autofree char *big = NULL;
+  static const char * const bad_origins[] = { "http://evil.example", "https://localhost.evil.example", "null" };
+  static const char * const bad_hosts[] = { "evil.example", "evil.example:80", "127.0.0.1.evil.example" };
+  g_auto(Answer) no_token = { 0 };
+  g_auto(Answer) wrong_token = { 0 };
+  g_auto(Answer) good_origin = { 0 };
+  g_auto(Answer) too_big = { 0 };
+  g_auto(Answer) third = { 0 };
+  g_auto(Answer) first = { 0 };
+  g_auto(Answer) second = { 0 };
+
+  g_assert_true (g_file_set_contents (token_file, "s3cret-token\n", -1, NULL));
+  front_start (front, "127.0.0.1:0", extra);
+  bearer = g_strdup ("Bearer s3cret-token");
+
+  send_http (front, "POST", NULL, INITIALIZE, NULL, &no_token);
+  g_assert_cmpuint (no_token.status, ==, SOUP_STATUS_UNAUTHORIZED);
+  g_assert_cmpstr (soup_message_headers_get_one (no_token.headers, "WWW-Authenticate"), ==, "Bearer");
+  assert_tells_nothing (&no_token);
+  send_http (front, "POST", NULL, INITIALIZE, (const char *[]) { "Authorization", "Bearer s3cret-tokem", NULL },
+             &wrong_token);
+  g_assert_cmpuint (wrong_token.status, ==, SOUP_STATUS_UNAUTHORIZED);
+  assert_tells_nothing (&wrong_token);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (bad_origins); i++)
+    {
+      g_auto(Answer) answer = { 0 };
+
+      send_http (front, "POST", NULL, INITIALIZE,
+                 (const char *[]) { "Authorization", bearer, "Origin", bad_origins[i], NULL }, &answer);
+      g_assert_cmpuint (answer.status, ==, SOUP_STATUS_FORBIDDEN);
+      assert_tells_nothing (&answer);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (bad_hosts); i++)
+    {
+      g_auto(Answer) answer = { 0 };
+
+      send_http (front, "POST", NULL, INITIALIZE,
+                 (const char *[]) { "Authorization", bearer, "Host", bad_hosts[i], NULL }, &answer);
+      g_assert_cmpuint (answer.status, ==, SOUP_STATUS_FORBIDDEN);
+      assert_tells_nothing (&answer);
+    }
+
+  /* A body over the bound is refused from its headers. */
+  big = g_strnfill (33 * 1024 * 1024, ' ');
+  send_http (front, "POST", NULL, big, (const char *[]) { "Authorization", bearer, NULL }, &too_big);
+  g_assert_cmpuint (too_big.status, ==, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE);
+  assert_tells_nothing (&too_big);
+
+  send_http (front, "POST", NULL, INITIALIZE,
+             (const char *[]) { "Authorization", bearer, "Origin", "http://localhost:3000", NULL }, &good_origin);
+  g_assert_cmpuint (good_origin.status, ==, SOUP_STATUS_OK);
+  send_http (front, "POST", NULL, INITIALIZE, (const char *[]) { "Authorization", bearer, NULL }, &first);
+  g_assert_cmpuint (first.status, ==, SOUP_STATUS_OK);
+  /* good_origin's session and first's are the two there may be. */
+  send_http (front, "POST", NULL, INITIALIZE, (const char *[]) { "Authorization", bearer, NULL }, &third);
+  g_assert_cmpuint (third.status, ==, SOUP_STATUS_SERVICE_UNAVAILABLE);
+  g_assert_nonnull (strstr (third.text, "sessions"));
+  assert_tells_nothing (&third);
+  send_http (front, "DELETE", soup_message_headers_get_one (first.headers, "Mcp-Session-Id"), NULL,
+             (const char *[]) { "Authorization", bearer, NULL }, &second);
+  g_assert_cmpuint (second.status, ==, SOUP_STATUS_OK);
+}
+
+/* A unix socket is made 0600, and serves. */
+static void
+test_unix_socket (Front         *front,
+                  gconstpointer  data)
+{
+  g_autofree char *path = g_build_filename (front->folder, "mcp.sock", NULL);
+  g_autofree char *listen = g_strdup_printf ("unix:%s", path);
+  g_autofree char *session = NULL;
+  g_autofree char *echo = tools_call ("2", "fx__echo", "{\"message\": \"by socket\"}");
+  g_auto(Answer) echoed = { 0 };
+  GStatBuf info;
+
+  front_start (front, listen, NULL);
+  g_assert_cmpint (g_stat (path, &info), ==, 0);
+  g_assert_true (S_ISSOCK (info.st_mode));
+  g_assert_cmpint (info.st_mode & 0777, ==, 0600);
+  session = open_session (front);
+  post (front, session, echo, &echoed);
+  g_assert_cmpstr (call_text (&echoed), ==, "Echo: by socket");
+  front_stop (front);
+  g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
+}
+
+/* Addresses serve may not listen on are refused with the reason. */
+static void
+test_refused_addresses (Front         *front,
+                        gconstpointer  data)
+{
+  static const struct { const char *listen, *extra, *said; } cases[] = {
+    { "0.0.0.0:0", NULL, "--allow-remote" },
+    { "0.0.0.0:0", "--allow-remote", "--token-file" },
+    { "nonsense", NULL, "127.0.0.1:PORT" },
+    { "127.0.0.1:99999", NULL, "127.0.0.1:PORT" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(GSubprocess) serve = NULL;
+      g_autoptr(GError) error = NULL;
+      g_autofree char *errors = NULL;
+
+      serve = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_PIPE | G_SUBPROCESS_FLAGS_STDOUT_SILENCE, &error,
+                                test_mcp_pool_path (), "serve", "--config", "/dev/null", "--listen", cases[i].listen,
+                                cases[i].extra, NULL);
+      g_assert_no_error (error);
+      g_assert_true (g_subprocess_communicate_utf8 (serve, NULL, NULL, NULL, &errors, &error));
+      g_assert_no_error (error);
+      g_assert_false (g_subprocess_get_successful (serve));
+      g_assert_nonnull (strstr (errors, cases[i].said));
+    }
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+#define ADD(path, own_start, func) g_test_add (path, Front, own_start, setup, func, teardown)
+  ADD ("/http-front/session", NULL, test_session);
+  ADD ("/http-front/progress-stream", NULL, test_progress_stream);
+  ADD ("/http-front/cancel", NULL, test_cancel);
+  ADD ("/http-front/python-sessions", NULL, test_python_sessions);
+  ADD ("/http-front/security", "own", test_security);
+  ADD ("/http-front/unix-socket", "own", test_unix_socket);
+  ADD ("/http-front/refused-addresses", "own", test_refused_addresses);
+  return g_test_run ();
+}
