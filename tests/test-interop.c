@@ -232,5 +232,6 @@ main (int argc, char **argv)
   g_test_add ("/interop/pool/filesystem", PoolFixture, NULL, pool_setup, test_pool_filesystem, pool_teardown);
   g_test_add ("/interop/pool/memory", PoolFixture, NULL, pool_setup, test_pool_memory, pool_teardown);
   g_test_add_func ("/interop/serve/sdk-client", test_sdk_client);
+  g_test_add_func ("/interop/serve/sdk-http-client", test_sdk_http_client_run);
   return g_test_run ();
 }

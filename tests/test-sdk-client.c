@@ -1,4 +1,5 @@
-/* test-sdk-client.c — tests/interop/sdk-client.mjs run to its end. */
+/* test-sdk-client.c — tests/interop/sdk-client.mjs and sdk-http-client.mjs
+ * run to their end. */
 #include "config.h"
 
 #include "test-sdk-client.h"
@@ -29,10 +30,11 @@ set_flag (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-void
-test_sdk_client_run (const char         *config_path,
-                     gboolean            shared,
-                     const char * const *envp)
+static void
+run_sdk_script (const char         *script_name,
+                const char         *config_path,
+                gboolean            shared,
+                const char * const *envp)
 {
   g_autofree char *everything = NULL;
   g_autofree char *filesystem = NULL;
@@ -50,7 +52,7 @@ test_sdk_client_run (const char         *config_path,
   g_autoptr(GSource) timeout = NULL;
   g_autoptr(GAsyncResult) result = NULL;
   g_autoptr(GError) error = NULL;
-  const char *script = g_test_get_filename (G_TEST_DIST, "interop", "sdk-client.mjs", NULL);
+  const char *script = g_test_get_filename (G_TEST_DIST, "interop", script_name, NULL);
   gboolean timed_out = FALSE;
   gint64 start;
 
@@ -95,7 +97,7 @@ test_sdk_client_run (const char         *config_path,
     {
       if (timed_out)
         {
-          g_test_message ("sdk-client.mjs still runs after %u s: killing it",
+          g_test_message ("%s still runs after %u s: killing it", script_name,
                           test_timeout_ms (SDK_CLIENT_TIMEOUT_S * 1000) / 1000);
           g_subprocess_force_exit (process);
           timed_out = FALSE;
@@ -107,13 +109,27 @@ test_sdk_client_run (const char         *config_path,
   g_main_context_pop_thread_default (context);
   g_assert_no_error (error);
 
-  g_test_message ("sdk-client.mjs ran for %.1f s:\n%s", (g_get_monotonic_time () - start) / 1e6, out);
+  g_test_message ("%s ran for %.1f s:\n%s", script_name, (g_get_monotonic_time () - start) / 1e6, out);
   if (!g_subprocess_get_successful (process))
-    g_test_message ("sdk-client.mjs failed (its scratch directory %s is kept); its stderr:\n%s",
-                    scratch, err);
+    g_test_message ("%s failed (its scratch directory %s is kept); its stderr:\n%s",
+                    script_name, scratch, err);
   g_assert_true (g_subprocess_get_if_exited (process));
   g_assert_cmpint (g_subprocess_get_exit_status (process), ==, 0);
 
   g_assert_true (test_remove_tree (scratch));
+}
+
+void
+test_sdk_client_run (const char         *config_path,
+                     gboolean            shared,
+                     const char * const *envp)
+{
+  run_sdk_script ("sdk-client.mjs", config_path, shared, envp);
+}
+
+void
+test_sdk_http_client_run (void)
+{
+  run_sdk_script ("sdk-http-client.mjs", NULL, FALSE, NULL);
 }
 

@@ -19,5 +19,8 @@ G_BEGIN_DECLS
 void test_sdk_client_run (const char         *config_path,
                           gboolean            shared,
                           const char * const *envp);
+/* tests/interop/sdk-http-client.mjs the same way: `serve --listen` in
+ * every exposure through the SDK's StreamableHTTPClientTransport. */
+void test_sdk_http_client_run (void);
 
 G_END_DECLS

@@ -14,10 +14,12 @@
 // The SDK comes from the node_modules next to this file, or from
 // $MCP_POOL_NODE_MODULES when set (as for tests/test-client.c).
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+
+import { descendantsOf, isAlive, readStat, waitGone } from './procs.mjs';
 
 /* Every bound of ours stretches as the C tests' do (tests/test-wait.h). */
 const SLOWDOWN = Math.max (1, Number.parseInt (process.env.MCP_POOL_TEST_SLOWDOWN ?? '1', 10) || 1);
@@ -99,78 +101,6 @@ async function check (name, body) {
   }
   passed++;
   console.log (`ok - ${name} (${Date.now () - start} ms)`);
-}
-
-/* Processes, from /proc */
-
-function readStat (pid) {
-  try {
-    const stat = readFileSync (`/proc/${pid}/stat`, 'utf8');
-    /* Fields after "pid (comm) ": state is field 3, ppid 4, starttime 22. */
-    const fields = stat.slice (stat.lastIndexOf (')') + 2).split (' ');
-    return { state: fields[0], ppid: Number (fields[1]), startTime: fields[19] };
-  } catch {
-    return null;
-  }
-}
-
-/* Alive: exists, is the same process (not a reused pid) and has not exited. */
-function isAlive (pid, startTime) {
-  const stat = readStat (pid);
-
-  return stat !== null && stat.startTime === startTime && stat.state !== 'Z' && stat.state !== 'X';
-}
-
-function childrenOf (pid) {
-  const children = [];
-  let tasks = [];
-
-  try {
-    tasks = readdirSync (`/proc/${pid}/task`);
-  } catch {
-    return children;
-  }
-  for (const task of tasks) {
-    try {
-      for (const child of readFileSync (`/proc/${pid}/task/${task}/children`, 'utf8').trim ().split (/\s+/))
-        if (child !== '')
-          children.push (Number (child));
-    } catch {
-      /* The thread ended meanwhile. */
-    }
-  }
-  return children;
-}
-
-/* Every descendant of @pid, with what identifies it. */
-function descendantsOf (pid) {
-  const found = [];
-  const queue = [pid];
-
-  while (queue.length > 0) {
-    for (const child of childrenOf (queue.shift ())) {
-      const stat = readStat (child);
-      let cmdline = '';
-
-      if (stat === null)
-        continue;
-      try {
-        cmdline = readFileSync (`/proc/${child}/cmdline`, 'utf8').split ('\0').join (' ').trim ();
-      } catch { /* gone */ }
-      found.push ({ pid: child, startTime: stat.startTime, cmdline });
-      queue.push (child);
-    }
-  }
-  return found;
-}
-
-async function waitGone (processes, timeoutMs) {
-  const deadline = Date.now () + timeoutMs;
-  let alive = processes;
-
-  while ((alive = alive.filter ((p) => isAlive (p.pid, p.startTime))).length > 0 && Date.now () < deadline)
-    await sleep (20);
-  return alive;
 }
 
 /* Sessions */
