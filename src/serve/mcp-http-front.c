@@ -25,12 +25,13 @@
 #include "common/mcp-jsonrpc.h"
 #include "common/mcp-protocol.h"
 #include "mcp/mcp-upstream.h"
+#include "serve/mcp-client-requests.h"
 
 #define WORKERS              32
 #define SESSION_ID_BYTES     32
 #define IDLE_CHECK_S         60
-/* What an older client that sends no MCP-Protocol-Version speaks. */
-#define PROTOCOL_ASSUMED     "2025-03-26"
+/* Messages kept for a session until it opens its GET stream. */
+#define STREAM_BACKLOG_MAX   64
 
 struct _McpHttpFront {
   gatomicrefcount      ref_count;     /* the owner's and one per HttpRequest */
@@ -52,9 +53,16 @@ struct _McpHttpFront {
 
 /* One client's session. */
 typedef struct {
-  char       *id;
-  gint64      last_used;   /* context; monotonic */
-  GHashTable *in_flight;   /* context: request id key -> HttpRequest (a reference) */
+  McpHttpFront      *front;       /* immutable */
+  char              *id;          /* immutable */
+  gint64             last_used;   /* context; monotonic */
+  GHashTable        *in_flight;   /* context: request id key -> HttpRequest (a reference) */
+  McpClientRequests *requests;    /* immutable: the servers' requests relayed to this client */
+  gboolean           initialized; /* context */
+  gint               log_level;   /* context: the rank it asked for, -1 until it asks */
+  SoupServerMessage *stream;      /* context: its GET stream, or NULL */
+  gulong             stream_finished_id;
+  GQueue             backlog;     /* context: messages for a stream not open yet */
 } HttpSession;
 
 /* One request of a session, from its POST to its answer. */
@@ -122,6 +130,15 @@ session_free (HttpSession *session)
 {
   g_hash_table_foreach (session->in_flight, cancel_in_flight, NULL);
   g_hash_table_unref (session->in_flight);
+  /* Answers what waits for this client; afterwards nothing sends for it. */
+  mcp_client_requests_free (session->requests);
+  if (session->stream != NULL)
+    {
+      g_signal_handler_disconnect (session->stream, session->stream_finished_id);
+      soup_message_body_complete (soup_server_message_get_response_body (session->stream));
+      soup_server_message_unpause (session->stream);
+    }
+  g_queue_clear_full (&session->backlog, (GDestroyNotify) json_decref);
   g_free (session->id);
   g_free (session);
 }
@@ -259,6 +276,26 @@ new_session_id (void)
   return g_string_free (id, FALSE);
 }
 
+/* Context: the servers started from now on are told their client can
+ * answer what any session's client declared (each request goes to the
+ * client whose call it serves). */
+static void
+declare_client_capabilities (McpHttpFront *front)
+{
+  g_autoptr(json_t) declared = json_object ();
+  GHashTableIter iter;
+  HttpSession *session;
+
+  g_hash_table_iter_init (&iter, front->sessions);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &session))
+    {
+      g_autoptr(json_t) own = mcp_client_requests_dup_declared (session->requests);
+
+      json_object_update (declared, own);
+    }
+  mcp_pool_set_client_capabilities (mcp_expose_get_pool (front->expose), declared);
+}
+
 static void
 end_session (McpHttpFront *front,
              const char   *id)
@@ -266,6 +303,7 @@ end_session (McpHttpFront *front,
   if (front->code != NULL)
     mcp_code_end_session (front->code, id);
   g_hash_table_remove (front->sessions, id);
+  declare_client_capabilities (front);
 }
 
 static gboolean
@@ -291,21 +329,85 @@ check_idle_sessions (gpointer data)
 
 /* Requests */
 
-/* Context: one message of an event stream. */
+/* Context: one message on the event stream of @message. */
+static void
+write_event (SoupServerMessage *message,
+             json_t            *event_message)
+{
+  g_autofree char *data = json_dumps (event_message, JSON_COMPACT);
+  g_autofree char *event = NULL;
+
+  if (data == NULL)
+    return;
+  event = g_strdup_printf ("event: message\ndata: %s\n\n", data);
+  soup_message_body_append (soup_server_message_get_response_body (message), SOUP_MEMORY_COPY, event,
+                            strlen (event));
+  soup_server_message_unpause (message);
+}
+
 static void
 append_event (HttpRequest *request,
               json_t      *message)
 {
-  g_autofree char *data = json_dumps (message, JSON_COMPACT);
-  g_autofree char *event = NULL;
-  SoupMessageBody *body;
+  if (request->message != NULL)
+    write_event (request->message, message);
+}
 
-  if (request->message == NULL || data == NULL)
-    return;
-  event = g_strdup_printf ("event: message\ndata: %s\n\n", data);
-  body = soup_server_message_get_response_body (request->message);
-  soup_message_body_append (body, SOUP_MEMORY_COPY, event, strlen (event));
-  soup_server_message_unpause (request->message);
+/* Context: @message (borrowed) for @session, on its GET stream, or kept
+ * for it (the oldest dropped past the bound). */
+static void
+session_send (HttpSession *session,
+              json_t      *message)
+{
+  if (session->stream != NULL)
+    {
+      write_event (session->stream, message);
+      return;
+    }
+  g_queue_push_tail (&session->backlog, json_incref (message));
+  if (g_queue_get_length (&session->backlog) > STREAM_BACKLOG_MAX)
+    json_decref (g_queue_pop_head (&session->backlog));
+}
+
+typedef struct {
+  McpHttpFront *front;     /* a reference */
+  char         *session;
+  json_t       *message;
+} ForSession;
+
+static void
+for_session_free (ForSession *sent)
+{
+  front_unref (sent->front);
+  g_free (sent->session);
+  json_decref (sent->message);
+  g_free (sent);
+}
+
+static gboolean
+deliver_for_session (gpointer data)
+{
+  ForSession *sent = data;
+  HttpSession *session = g_hash_table_lookup (sent->front->sessions, sent->session);
+
+  if (session != NULL)
+    session_send (session, sent->message);
+  return G_SOURCE_REMOVE;
+}
+
+/* Any thread (McpClientSendFunc): a relayed request, or its
+ * cancellation, for the session @user_data; sent on the context. */
+static void
+send_to_session (json_t   *message,
+                 gpointer  user_data)
+{
+  HttpSession *session = user_data;
+  ForSession *sent = g_new0 (ForSession, 1);
+
+  g_atomic_ref_count_inc (&session->front->ref_count);
+  *sent = (ForSession) { session->front, g_strdup (session->id), json_incref (message) };
+  g_main_context_invoke_full (session->front->context, G_PRIORITY_DEFAULT, deliver_for_session, sent,
+                              (GDestroyNotify) for_session_free);
 }
 
 typedef struct {
@@ -331,6 +433,10 @@ answer (HttpRequest *request,
   HttpSession *session = g_hash_table_lookup (front->sessions, request->session_id);
   SoupServerMessage *message = request->message;
 
+  if (session != NULL && g_str_equal (mcp_json_get_string (request->request, "method"), "logging/setLevel") &&
+      json_object_get (reply, "result") != NULL)
+    session->log_level = mcp_log_level_rank (mcp_json_get_string (json_object_get (request->request, "params"),
+                                                                  "level"));
   if (session != NULL && g_hash_table_lookup (session->in_flight, request->key) == request)
     g_hash_table_remove (session->in_flight, request->key);
   if (message == NULL)
@@ -428,6 +534,8 @@ handle_notification (McpHttpFront *front,
     }
   else if (g_strcmp0 (method, "notifications/roots/list_changed") == 0)
     mcp_pool_notify_servers (mcp_expose_get_pool (front->expose), method, params);
+  else if (g_strcmp0 (method, "notifications/initialized") == 0)
+    session->initialized = TRUE;
 }
 
 /* Context: a request of @session (NULL for initialize, which makes one). */
@@ -451,10 +559,17 @@ start_request (McpHttpFront      *front,
           return;
         }
       session = g_new0 (HttpSession, 1);
+      session->front = front;
       session->id = new_session_id ();
+      session->log_level = -1;
       session->in_flight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                   (GDestroyNotify) http_request_unref);
+      session->requests = mcp_client_requests_new (send_to_session, session);
+      g_queue_init (&session->backlog);
       g_hash_table_insert (front->sessions, session->id, session);
+      mcp_client_requests_set_client (session->requests,
+                                      json_object_get (json_object_get (body, "params"), "capabilities"));
+      declare_client_capabilities (front);
       soup_message_headers_replace (soup_server_message_get_response_headers (message), "Mcp-Session-Id",
                                     session->id);
     }
@@ -587,6 +702,8 @@ handle_post (McpHttpFront      *front,
       session->last_used = g_get_monotonic_time ();
       if (mcp_jsonrpc_classify (parsed) == MCP_MESSAGE_NOTIFICATION)
         handle_notification (front, session, parsed);
+      else if (!mcp_client_requests_answer (session->requests, parsed))
+        g_debug ("A response from an HTTP client to no request of ours is dropped");
       soup_server_message_set_status (message, SOUP_STATUS_ACCEPTED, NULL);
       break;
     case MCP_MESSAGE_INVALID:
@@ -595,6 +712,60 @@ handle_post (McpHttpFront      *front,
               _("Invalid Request: POST one JSON-RPC request, notification or response (no batches)"));
       break;
     }
+}
+
+/* Context: the GET stream went (the client closed it, or it ended). */
+static void
+on_stream_finished (SoupServerMessage *message,
+                    gpointer           user_data)
+{
+  HttpSession *session = user_data;
+
+  g_signal_handler_disconnect (message, session->stream_finished_id);
+  session->stream = NULL;
+}
+
+/* GET: the session's stream of what the servers send unasked (their
+ * notifications, their requests); a newer one takes its place. */
+static void
+handle_get (McpHttpFront      *front,
+            SoupServerMessage *message)
+{
+  const char *accept = soup_message_headers_get_one (soup_server_message_get_request_headers (message), "Accept");
+  HttpSession *session;
+  SoupMessageHeaders *headers;
+
+  if (accept == NULL || strstr (accept, "text/event-stream") == NULL)
+    {
+      refuse (message, SOUP_STATUS_NOT_ACCEPTABLE, NULL, MCP_JSONRPC_INVALID_REQUEST,
+              _("Not Acceptable: GET opens an event stream; accept text/event-stream"));
+      return;
+    }
+  if ((session = named_session (front, message, NULL)) == NULL)
+    return;
+  if (session->stream != NULL)
+    {
+      g_signal_handler_disconnect (session->stream, session->stream_finished_id);
+      soup_message_body_complete (soup_server_message_get_response_body (session->stream));
+      soup_server_message_unpause (session->stream);
+    }
+  session->last_used = g_get_monotonic_time ();
+  session->stream = message;
+  session->stream_finished_id = g_signal_connect (message, "finished", G_CALLBACK (on_stream_finished), session);
+  headers = soup_server_message_get_response_headers (message);
+  soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
+  soup_message_headers_set_content_type (headers, "text/event-stream", NULL);
+  soup_message_headers_replace (headers, "Cache-Control", "no-cache");
+  soup_message_headers_set_encoding (headers, SOUP_ENCODING_CHUNKED);
+  /* The headers go out now, so that the client knows the stream is open. */
+  soup_message_body_append (soup_server_message_get_response_body (message), SOUP_MEMORY_STATIC, ": open\n\n", 8);
+  while (!g_queue_is_empty (&session->backlog))
+    {
+      g_autoptr(json_t) waiting = g_queue_pop_head (&session->backlog);
+
+      write_event (message, waiting);
+    }
+  soup_server_message_unpause (message);
 }
 
 static void
@@ -660,13 +831,16 @@ handle_message (SoupServer        *server,
     }
   if (g_str_equal (method, "POST"))
     handle_post (front, message);
+  else if (g_str_equal (method, "GET"))
+    handle_get (front, message);
   else if (g_str_equal (method, "DELETE"))
     handle_delete (front, message);
   else
     {
-      soup_message_headers_replace (soup_server_message_get_response_headers (message), "Allow", "POST, DELETE");
+      soup_message_headers_replace (soup_server_message_get_response_headers (message), "Allow",
+                                    "POST, GET, DELETE");
       refuse (message, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL, MCP_JSONRPC_INVALID_REQUEST,
-              _("Method Not Allowed: POST messages, DELETE to end the session (no GET stream here)"));
+              _("Method Not Allowed: POST messages, GET the stream, DELETE to end the session"));
     }
 }
 
@@ -775,6 +949,80 @@ listen_at (McpHttpFront  *front,
                                   ? "http://[%s]:%u%s" : "http://%s:%u%s", host, port, front->path);
   }
   return TRUE;
+}
+
+void
+mcp_http_front_notify (McpHttpFront *front,
+                       const char   *method,
+                       json_t       *params)
+{
+  g_autoptr(json_t) notification = mcp_jsonrpc_notification_new (method, json_incref (params));
+  gboolean is_log = g_str_equal (method, "notifications/message");
+  gint rank = is_log ? mcp_log_level_rank (mcp_json_get_string (params, "level")) : 0;
+  GHashTableIter iter;
+  HttpSession *session;
+
+  g_hash_table_iter_init (&iter, front->sessions);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &session))
+    {
+      if (!session->initialized)
+        continue;
+      /* Log messages from the level the client asked for up; through the
+       * proxy, none before it asks. */
+      if (is_log && (session->log_level >= 0 ? rank < session->log_level
+                                              : mcp_expose_get_server (front->expose) == NULL))
+        continue;
+      session_send (session, notification);
+    }
+}
+
+/* Whether @cancellable is among @in_flight's. */
+static gboolean
+serves_call (HttpSession *session,
+             GPtrArray   *in_flight)
+{
+  GHashTableIter iter;
+  HttpRequest *request;
+
+  g_hash_table_iter_init (&iter, session->in_flight);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &request))
+    for (guint i = 0; in_flight != NULL && i < in_flight->len; i++)
+      if (in_flight->pdata[i] == request->cancellable)
+        return TRUE;
+  return FALSE;
+}
+
+gboolean
+mcp_http_front_relay (McpHttpFront        *front,
+                      const char          *server,
+                      const char          *method,
+                      json_t              *params,
+                      McpSessionResponder *responder)
+{
+  GPtrArray *in_flight = mcp_session_responder_get_in_flight (responder);
+  const char *capability = mcp_client_capability_of (method);
+  HttpSession *target = NULL, *capable = NULL;
+  guint n_capable = 0;
+  GHashTableIter iter;
+  HttpSession *session;
+
+  g_hash_table_iter_init (&iter, front->sessions);
+  while (target == NULL && g_hash_table_iter_next (&iter, NULL, (gpointer *) &session))
+    {
+      g_autoptr(json_t) declared = mcp_client_requests_dup_declared (session->requests);
+
+      if (serves_call (session, in_flight))
+        target = session;
+      else if (capability != NULL && json_object_get (declared, capability) != NULL)
+        {
+          capable = session;
+          n_capable++;
+        }
+    }
+  /* Outside any call: the one client that can answer, if there is one. */
+  if (target == NULL && n_capable == 1)
+    target = capable;
+  return target != NULL && mcp_client_requests_relay (target->requests, server, method, params, responder);
 }
 
 McpHttpFront *

@@ -9,11 +9,14 @@
  * responses get 202.  DELETE ends a session; so do an hour without a
  * request and the front's end.  Each session is an upstream client of its
  * own: its requests in flight (cancelled by notifications/cancelled, by
- * its DELETE, or when its connection goes) and its Python session
- * (McpCallOptions.client is the session id).  GET (a stream of
- * server-initiated messages) is answered 405, which the specification
- * allows: the servers' notifications and requests do not reach HTTP
- * clients yet.
+ * its DELETE, or when its connection goes), its log level, what it can
+ * answer, and its Python session (McpCallOptions.client is the session
+ * id).  GET opens the session's stream of what the servers send unasked:
+ * their notifications (log messages from the level it asked for) and
+ * their requests (sampling, elicitation, roots), each relayed to the
+ * session whose call the server serves, or outside any call to the one
+ * session that can answer; its responses come back as POSTs.  Until a
+ * stream is open, the last 64 messages are kept for it.
  *
  * Security, before anything of the pool is seen: Host must name a
  * loopback host (the DNS-rebinding rule) unless non-loopback listening was
@@ -32,6 +35,7 @@
 #include <gio/gio.h>
 
 #include "mcp/mcp-expose.h"
+#include "pool/mcp-session.h"
 
 G_BEGIN_DECLS
 
@@ -61,6 +65,18 @@ McpHttpFront *mcp_http_front_new      (McpExpose                 *expose,
                                        GMainContext              *context,
                                        const McpHttpFrontOptions *options,
                                        GError                   **error);
+/* On the context: a server's notification (as the exposure shows it)
+ * for every session that is initialized. */
+void          mcp_http_front_notify   (McpHttpFront              *front,
+                                       const char                *method,
+                                       json_t                    *params);
+/* On the context (McpPoolCallbacks.on_server_request): TRUE if a
+ * session's client was asked and @responder taken. */
+gboolean      mcp_http_front_relay    (McpHttpFront              *front,
+                                       const char                *server,
+                                       const char                *method,
+                                       json_t                    *params,
+                                       McpSessionResponder       *responder);
 /* The URL clients use, e.g. "http://127.0.0.1:8931/mcp" or "unix:PATH". */
 const char   *mcp_http_front_get_url  (McpHttpFront              *front);
 /* On the context: stops listening, cancels every request in flight and

@@ -644,8 +644,14 @@ announce_tools_changed (const char *server,
   McpServe *serve = user_data;
   gboolean initialized;
 
+  if (serve->http != NULL)
+    {
+      if (shows_server (serve, server))
+        mcp_http_front_notify (serve->http, "notifications/tools/list_changed", NULL);
+      return;
+    }
   g_mutex_lock (&serve->lock);
-  initialized = serve->initialized && serve->http == NULL;
+  initialized = serve->initialized;
   g_mutex_unlock (&serve->lock);
   if (initialized && shows_server (serve, server))
     queue_message (serve, mcp_jsonrpc_notification_new ("notifications/tools/list_changed", NULL), TRUE);
@@ -676,9 +682,8 @@ on_server_request (McpPool             *pool,
 {
   McpServe *serve = user_data;
 
-  /* No HTTP client is asked yet: the session tells the server so. */
   if (serve->http != NULL)
-    return FALSE;
+    return mcp_http_front_relay (serve->http, server, method, params, responder);
   return mcp_client_requests_relay (serve->client_requests, server, method, params, responder);
 }
 
@@ -695,8 +700,13 @@ pass_notification_on (McpServe   *serve,
   gboolean initialized;
   gint log_level;
 
+  if (serve->http != NULL)
+    {
+      mcp_http_front_notify (serve->http, method, forwarded);
+      return;
+    }
   g_mutex_lock (&serve->lock);
-  initialized = serve->initialized && serve->http == NULL;
+  initialized = serve->initialized;
   log_level = serve->log_level;
   g_mutex_unlock (&serve->lock);
   if (!initialized)

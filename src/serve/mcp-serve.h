@@ -24,9 +24,9 @@
  * shares; only a ping is answered here.
  *
  * HTTP (`serve --listen`): instead of stdin and stdout, the Streamable
- * HTTP transport (mcp-http-front.h), one upstream client per HTTP session;
- * only a signal ends it.  The servers' notifications and requests do not
- * reach HTTP clients yet.
+ * HTTP transport (mcp-http-front.h), one upstream client per HTTP session,
+ * which gets the servers' notifications and requests as stdio's client
+ * does; only a signal ends it.
  *
  * Ending: stdin EOF, SIGTERM or SIGINT stop the reading, shut every server
  * down in parallel within the budget MCP clients allow (EOF: stdin closed,

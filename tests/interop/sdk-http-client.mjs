@@ -31,6 +31,8 @@ function sdkModule (subpath) {
 
 const { Client } = await import (sdkModule ('client/index.js'));
 const { StreamableHTTPClientTransport } = await import (sdkModule ('client/streamableHttp.js'));
+const { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } =
+  await import (sdkModule ('types.js'));
 
 if (process.argv.length !== 5) {
   console.error ('usage: node sdk-http-client.mjs MCP_POOL CONFIG SCRATCH');
@@ -104,10 +106,12 @@ function startServe (label, exposure) {
   });
 }
 
-async function connect (serve, capabilities = {}) {
+async function connect (serve, capabilities = {}, handlers = []) {
   const transport = new StreamableHTTPClientTransport (new URL (serve.url));
   const client = new Client ({ name: 'mcp-pool-sdk-http-interop', version: '1.0.0' }, { capabilities });
 
+  for (const [schema, handler] of handlers)
+    client.setRequestHandler (schema, handler);
   await client.connect (transport);
   return { client, transport };
 }
@@ -248,7 +252,49 @@ await check ('proxy: both sessions end with DELETE', async () => {
 
 await stopServe (proxyServe);
 
-/* c. Code mode: a Python session per HTTP session */
+/* c. A client that answers sampling, elicitation and roots: the servers'
+ * requests reach it over its GET stream, and its answers (POSTs) the
+ * servers; another session's calls meanwhile are not asked. */
+
+const CAPABLE = { roots: { listChanged: true }, sampling: {}, elicitation: {} };
+const capableServe = await startServe ('capable', ['--expose', 'proxy']);
+
+function answering (asked) {
+  return [
+    [ListRootsRequestSchema, () => { asked.push ('roots'); return { roots: [{ uri: `file://${scratch}`, name: 'scratch' }] }; }],
+    [CreateMessageRequestSchema, (request) => {
+      asked.push ('sampling');
+      return { role: 'assistant', model: 'sdk-http-client.mjs',
+               content: { type: 'text', text: `sampled: ${request.params.messages.length} message(s)` } };
+    }],
+    [ElicitRequestSchema, () => { asked.push ('elicitation'); return { action: 'decline' }; }],
+  ];
+}
+
+await check ('capable: sampling, elicitation and roots reach the HTTP client and come back', async () => {
+  const asked = [];
+  const capable = await connect (capableServe, CAPABLE, answering (asked));
+  const plain = await connect (capableServe);
+  const names = (await capable.client.listTools ()).tools.map ((tool) => tool.name);
+
+  assert.ok (names.includes ('everything__trigger-sampling-request'), JSON.stringify (names));
+  const sampled = await call (capable, 'everything__trigger-sampling-request', { prompt: 'hello', maxTokens: 5 });
+  const elicited = await call (capable, 'everything__trigger-elicitation-request', {});
+  const roots = await call (capable, 'everything__get-roots-list', {});
+
+  assert.match (JSON.stringify (sampled), /sampled: 1 message/);
+  assert.match (JSON.stringify (elicited), /decline/i);
+  assert.match (JSON.stringify (roots), new RegExp (scratch.replace (/[.*+?^${}()|[\]\\]/g, '\\$&')));
+  for (const kind of ['sampling', 'elicitation', 'roots'])
+    assert.ok (asked.includes (kind), `no ${kind} request reached the client: ${JSON.stringify (asked)}`);
+  assert.match (textOf (await call (plain, 'everything__echo', { message: 'plain' })), /plain/);
+  await endSession (capable);
+  await endSession (plain);
+});
+
+await stopServe (capableServe);
+
+/* d. Code mode: a Python session per HTTP session */
 
 const codeServe = await startServe ('code', ['--expose', 'code']);
 
@@ -275,7 +321,7 @@ await check ('code: run_python calls everything, and keeps its state per HTTP se
 
 await stopServe (codeServe);
 
-/* d. One server as it is */
+/* e. One server as it is */
 
 const oneServe = await startServe ('one server', ['--server', 'everything']);
 
