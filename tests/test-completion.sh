@@ -47,7 +47,7 @@ expect "serve servers" se
 expect "reload run" r
 expect "reload" rel
 expect "--version" --v
-expect "--config --expose --fresh-python --help --max-message-bytes --max-pending --server --shared --timeout --verbose" serve --
+expect "--allow-remote --config --expose --fresh-python --help --listen --max-message-bytes --max-pending --max-sessions --path --server --shared --timeout --token-file --verbose" serve --
 expect "--calls --help" demo --
 expect "--config --help --run-timeout --servers --shared --timeout --verbose" run --
 expect "--config --help --shared --timeout --verbose" reload --
