@@ -23,7 +23,8 @@
 #include "test-procs.h"
 #include "test-wait.h"
 
-#define EXIT_TIMEOUT_MS (20 * 1000)  /* scaled by test_wait_for() */
+#define EXIT_TIMEOUT_MS   (20 * 1000)  /* scaled by test_wait_for() */
+#define ANSWER_TIMEOUT_MS (60 * 1000)
 
 typedef struct {
   char         *folder;     /* config, state, token and socket */
@@ -148,8 +149,32 @@ request_url (Front *front)
   return g_str_has_prefix (front->url, "unix:") ? "http://localhost/mcp" : front->url;
 }
 
-/* POSTs @body (NULL: none) with @session_id (NULL: none) and the header
- * pairs of @headers (NULL-terminated), and reads the whole answer. */
+typedef struct {
+  gboolean  done;
+  GBytes   *bytes;
+} Pending;
+
+static void
+on_sent (GObject      *source,
+         GAsyncResult *result,
+         gpointer      user_data)
+{
+  Pending *pending = user_data;
+
+  pending->bytes = soup_session_send_and_read_finish (SOUP_SESSION (source), result, NULL);
+  pending->done = TRUE;
+}
+
+static gboolean
+pending_done (gpointer data)
+{
+  g_main_context_iteration (NULL, FALSE);
+  return ((Pending *) data)->done;
+}
+
+/* Sends @body (NULL: none) with @session_id (NULL: none) and the header
+ * pairs of @headers (NULL-terminated), and reads the whole answer, which
+ * must come within ANSWER_TIMEOUT_MS. */
 static void
 send_http (Front              *front,
            const char         *method,
@@ -160,8 +185,8 @@ send_http (Front              *front,
 {
   g_autoptr(SoupMessage) message = soup_message_new (method, request_url (front));
   SoupMessageHeaders *request_headers = soup_message_get_request_headers (message);
-  g_autoptr(GError) error = NULL;
   g_autoptr(GBytes) bytes = NULL;
+  Pending pending = { 0 };
   const char *content_type;
 
   soup_message_headers_replace (request_headers, "Accept", "application/json, text/event-stream");
@@ -175,8 +200,10 @@ send_http (Front              *front,
 
       soup_message_set_request_body_from_bytes (message, "application/json", sent);
     }
-  bytes = soup_session_send_and_read (front->http, message, NULL, &error);
-  g_assert_no_error (error);
+  soup_session_send_and_read_async (front->http, message, G_PRIORITY_DEFAULT, NULL, on_sent, &pending);
+  g_assert_true (test_wait_for (pending_done, &pending, ANSWER_TIMEOUT_MS));
+  bytes = pending.bytes;
+  g_assert_nonnull (bytes);
   answer->status = soup_message_get_status (message);
   answer->text = g_strndup (g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes));
   answer->headers = soup_message_headers_ref (soup_message_get_response_headers (message));
@@ -192,6 +219,58 @@ post (Front      *front,
       Answer     *answer)
 {
   send_http (front, "POST", session_id, body, NULL, answer);
+}
+
+/* serve's resident memory now. */
+static guint64
+serve_rss_kib (Front *front)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%s/status", g_subprocess_get_identifier (front->serve));
+  g_autofree char *status = NULL;
+  const char *line;
+
+  g_assert_true (g_file_get_contents (path, &status, NULL, NULL));
+  line = strstr (status, "VmRSS:");
+  g_assert_nonnull (line);
+  return g_ascii_strtoull (line + strlen ("VmRSS:"), NULL, 10);
+}
+
+/* Sends @request as it is over a new connection to serve, and reads the
+ * answer: its headers and its Content-Length of body (the connection may
+ * stay open, serve waiting for a body that is not sent). */
+static char *
+raw_exchange (Front      *front,
+              const char *request)
+{
+  g_autoptr(GUri) uri = g_uri_parse (front->url, G_URI_FLAGS_NONE, NULL);
+  g_autoptr(GSocketClient) client = g_socket_client_new ();
+  g_autoptr(GSocketConnection) connection = NULL;
+  g_autoptr(GString) answer = g_string_new (NULL);
+  g_autoptr(GError) error = NULL;
+  char buffer[4096];
+  gssize n;
+
+  g_socket_client_set_timeout (client, test_timeout_ms (ANSWER_TIMEOUT_MS) / 1000);
+  connection = g_socket_client_connect_to_host (client, g_uri_get_host (uri), g_uri_get_port (uri), NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_output_stream_write_all (g_io_stream_get_output_stream (G_IO_STREAM (connection)), request,
+                                            strlen (request), NULL, NULL, &error));
+  g_assert_no_error (error);
+  while (TRUE)
+    {
+      const char *end = strstr (answer->str, "\r\n\r\n");
+      const char *length = strstr (answer->str, "Content-Length: ");
+
+      if (end != NULL && length != NULL &&
+          answer->len >= (gsize) (end + 4 - answer->str) + g_ascii_strtoull (length + 16, NULL, 10))
+        break;
+      n = g_input_stream_read (g_io_stream_get_input_stream (G_IO_STREAM (connection)), buffer, sizeof buffer,
+                               NULL, &error);
+      g_assert_no_error (error);
+      g_assert_cmpint (n, >, 0);
+      g_string_append_len (answer, buffer, n);
+    }
+  return g_string_free (g_steal_pointer (&answer), FALSE);
 }
 
 #define INITIALIZE \
@@ -329,27 +408,92 @@ test_progress_stream (Front         *front,
   json_decref (last);
 }
 
-typedef struct {
-  gboolean  done;
-  GBytes   *bytes;
-} Pending;
-
-static void
-on_sent (GObject      *source,
-         GAsyncResult *result,
-         gpointer      user_data)
+/* The events of an event stream's text: their ids and messages. */
+static GPtrArray *
+parse_events (const char *text,
+              GArray     *ids)
 {
-  Pending *pending = user_data;
+  g_auto(GStrv) events = g_strsplit (text, "\n\n", -1);
+  GPtrArray *messages = g_ptr_array_new_with_free_func ((GDestroyNotify) json_decref);
 
-  pending->bytes = soup_session_send_and_read_finish (SOUP_SESSION (source), result, NULL);
-  pending->done = TRUE;
+  for (char **event = events; *event != NULL; event++)
+    {
+      const char *id = g_str_has_prefix (*event, "id: ") ? *event + 4 : strstr (*event, "\nid: ");
+      const char *data = strstr (*event, "data: ");
+      json_t *message = data != NULL ? json_loads (data + 6, 0, NULL) : NULL;
+      guint64 number;
+
+      if (message == NULL)
+        continue;
+      if (id != NULL && id[0] == '\n')
+        id += 5;
+      number = id != NULL ? g_ascii_strtoull (id, NULL, 10) : 0;
+      g_array_append_val (ids, number);
+      g_ptr_array_add (messages, message);
+    }
+  return messages;
 }
 
-static gboolean
-pending_done (gpointer data)
+/* A request's event stream cut off goes on with GET and Last-Event-ID:
+ * the events it missed, the rest, then the reply; the request was not
+ * cancelled by the cut. */
+static void
+test_resume (Front         *front,
+             gconstpointer  data)
 {
-  g_main_context_iteration (NULL, FALSE);
-  return ((Pending *) data)->done;
+  g_autofree char *session = open_session (front);
+  static const char body[] =
+    "{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"tools/call\", \"params\": {\"name\": \"fx__progress\", "
+    "\"arguments\": {\"steps\": 5, \"delay_ms\": 200}, \"_meta\": {\"progressToken\": \"r\"}}}";
+  g_autoptr(SoupMessage) message = soup_message_new ("POST", request_url (front));
+  g_autoptr(GBytes) sent = g_bytes_new_static (body, strlen (body));
+  g_autoptr(GInputStream) stream = NULL;
+  g_autoptr(GString) first = g_string_new (NULL);
+  g_autoptr(GArray) first_ids = g_array_new (FALSE, FALSE, sizeof (guint64));
+  g_autoptr(GArray) ids = g_array_new (FALSE, FALSE, sizeof (guint64));
+  g_autoptr(GPtrArray) first_events = NULL;
+  g_autoptr(GPtrArray) events = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *last_id = NULL;
+  g_auto(Answer) resumed = { 0 };
+  json_t *reply;
+
+  soup_message_headers_replace (soup_message_get_request_headers (message), "Mcp-Session-Id", session);
+  soup_message_headers_replace (soup_message_get_request_headers (message), "Accept",
+                                "application/json, text/event-stream");
+  soup_message_set_request_body_from_bytes (message, "application/json", sent);
+  stream = soup_session_send (front->http, message, NULL, &error);
+  g_assert_no_error (error);
+  /* The first event, then the connection is dropped. */
+  while (strstr (first->str, "\n\n") == NULL)
+    {
+      char buffer[256];
+      gssize n = g_input_stream_read (stream, buffer, sizeof buffer, NULL, &error);
+
+      g_assert_no_error (error);
+      g_assert_cmpint (n, >, 0);
+      g_string_append_len (first, buffer, n);
+    }
+  g_input_stream_close (stream, NULL, NULL);
+  g_clear_object (&stream);
+  first_events = parse_events (first->str, first_ids);
+  g_assert_cmpuint (first_ids->len, >=, 1);
+  last_id = g_strdup_printf ("%" G_GUINT64_FORMAT, g_array_index (first_ids, guint64, first_ids->len - 1));
+
+  send_http (front, "GET", session, NULL,
+             (const char *[]) { "Accept", "text/event-stream", "Last-Event-ID", last_id, NULL }, &resumed);
+  g_assert_cmpuint (resumed.status, ==, SOUP_STATUS_OK);
+  events = parse_events (resumed.text, ids);
+  g_assert_cmpuint (events->len, ==, 5 - first_events->len + 1);
+  /* From the event after the last one seen, in order. */
+  g_assert_cmpuint (g_array_index (ids, guint64, 0), >, g_ascii_strtoull (last_id, NULL, 10));
+  for (guint i = 1; i < ids->len; i++)
+    g_assert_cmpuint (g_array_index (ids, guint64, i), >, g_array_index (ids, guint64, i - 1));
+  for (guint i = 0; i + 1 < events->len; i++)
+    g_assert_cmpstr (mcp_json_get_string (events->pdata[i], "method"), ==, "notifications/progress");
+  reply = events->pdata[events->len - 1];
+  g_assert_cmpint (json_integer_value (json_object_get (reply, "id")), ==, 9);
+  g_assert_cmpstr (test_result_text (json_object_get (reply, "result")), ==, "done 5 steps");
 }
 
 /* notifications/cancelled ends a request: its POST gets no reply. */
@@ -446,13 +590,12 @@ test_security (Front         *front,
   g_autofree char *token_file = g_build_filename (front->folder, "token", NULL);
   const char * const extra[] = { "--token-file", token_file, "--max-sessions", "2", NULL };
   g_autofree char *bearer = NULL;
-  g_autofree char *big = NULL;
+  g_autofree char *too_big = NULL;
   static const char * const bad_origins[] = { "http://evil.example", "https://localhost.evil.example", "null" };
   static const char * const bad_hosts[] = { "evil.example", "evil.example:80", "127.0.0.1.evil.example" };
   g_auto(Answer) no_token = { 0 };
   g_auto(Answer) wrong_token = { 0 };
   g_auto(Answer) good_origin = { 0 };
-  g_auto(Answer) too_big = { 0 };
   g_auto(Answer) third = { 0 };
   g_auto(Answer) first = { 0 };
   g_auto(Answer) second = { 0 };
@@ -489,13 +632,30 @@ test_security (Front         *front,
       assert_tells_nothing (&answer);
     }
 
-  /* A body over the bound is refused from its headers: with
-   * "Expect: 100-continue" the client sends it only if serve would read it. */
-  big = g_strnfill (33 * 1024 * 1024, ' ');
-  send_http (front, "POST", NULL, big, (const char *[]) { "Authorization", bearer, "Expect", "100-continue", NULL },
-             &too_big);
-  g_assert_cmpuint (too_big.status, ==, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE);
-  assert_tells_nothing (&too_big);
+  /* A body over the bound is refused from its headers: a client that
+   * expects 100-continue need not send it, and one that sends it anyway
+   * has it read and dropped, not kept. */
+  too_big = raw_exchange (front, "POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                                 "Authorization: Bearer s3cret-token\r\nContent-Type: application/json\r\n"
+                                 "Content-Length: 34603008\r\nExpect: 100-continue\r\n\r\n");
+  g_assert_true (g_str_has_prefix (too_big, "HTTP/1.1 413 "));
+  g_assert_nonnull (strstr (too_big, "a message may be 33554432 bytes at most"));
+  g_assert_null (strstr (too_big, "fx"));
+  {
+    g_autoptr(GString) sent_anyway = g_string_new ("POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                                                   "Authorization: Bearer s3cret-token\r\n"
+                                                   "Content-Type: application/json\r\n"
+                                                   "Content-Length: 34603008\r\n\r\n");
+    gsize headers_length = sent_anyway->len;
+    guint64 rss_before = serve_rss_kib (front);
+    g_autofree char *answer = NULL;
+
+    g_string_set_size (sent_anyway, headers_length + 34603008);
+    memset (sent_anyway->str + headers_length, ' ', 34603008);
+    answer = raw_exchange (front, sent_anyway->str);
+    g_assert_true (g_str_has_prefix (answer, "HTTP/1.1 413 "));
+    g_assert_cmpuint (serve_rss_kib (front), <, rss_before + 8 * 1024);
+  }
 
   send_http (front, "POST", NULL, INITIALIZE,
              (const char *[]) { "Authorization", bearer, "Origin", "http://localhost:3000", NULL }, &good_origin);
@@ -573,6 +733,7 @@ main (int argc, char **argv)
   ADD ("/http-front/session", NULL, test_session);
   ADD ("/http-front/progress-stream", NULL, test_progress_stream);
   ADD ("/http-front/cancel", NULL, test_cancel);
+  ADD ("/http-front/resume", NULL, test_resume);
   ADD ("/http-front/python-sessions", NULL, test_python_sessions);
   ADD ("/http-front/security", "own", test_security);
   ADD ("/http-front/unix-socket", "own", test_unix_socket);

@@ -32,6 +32,10 @@
 #define IDLE_CHECK_S         60
 /* Messages kept for a session until it opens its GET stream. */
 #define STREAM_BACKLOG_MAX   64
+/* Events of a session kept for a client that resumes a stream. */
+#define SENT_EVENTS_MAX      256
+/* The stream name of the GET stream (others are request id keys). */
+#define GET_STREAM           ""
 
 struct _McpHttpFront {
   gatomicrefcount      ref_count;     /* the owner's and one per HttpRequest */
@@ -63,7 +67,24 @@ typedef struct {
   SoupServerMessage *stream;      /* context: its GET stream, or NULL */
   gulong             stream_finished_id;
   GQueue             backlog;     /* context: messages for a stream not open yet */
+  guint64            last_event;  /* context: the id of the last event sent */
+  GQueue             sent;        /* context: the last SENT_EVENTS_MAX SentEvents, for Last-Event-ID */
 } HttpSession;
+
+/* An event sent on one of a session's streams, kept for its resumption. */
+typedef struct {
+  guint64  id;
+  char    *stream;   /* GET_STREAM, or the key of the request it answers */
+  char    *text;     /* the whole event as sent */
+} SentEvent;
+
+static void
+sent_event_free (SentEvent *event)
+{
+  g_free (event->stream);
+  g_free (event->text);
+  g_free (event);
+}
 
 /* One request of a session, from its POST to its answer. */
 typedef struct {
@@ -139,6 +160,7 @@ session_free (HttpSession *session)
       soup_server_message_unpause (session->stream);
     }
   g_queue_clear_full (&session->backlog, (GDestroyNotify) json_decref);
+  g_queue_clear_full (&session->sent, (GDestroyNotify) sent_event_free);
   g_free (session->id);
   g_free (session);
 }
@@ -329,28 +351,67 @@ check_idle_sessions (gpointer data)
 
 /* Requests */
 
-/* Context: one message on the event stream of @message. */
+/* Context: @message's answer becomes an event stream. */
 static void
-write_event (SoupServerMessage *message,
+start_event_stream (SoupServerMessage *message)
+{
+  SoupMessageHeaders *headers = soup_server_message_get_response_headers (message);
+
+  soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
+  soup_message_headers_set_content_type (headers, "text/event-stream", NULL);
+  soup_message_headers_replace (headers, "Cache-Control", "no-cache");
+  soup_message_headers_set_encoding (headers, SOUP_ENCODING_CHUNKED);
+}
+
+static void
+write_text (SoupServerMessage *message,
+            const char        *text)
+{
+  soup_message_body_append (soup_server_message_get_response_body (message), SOUP_MEMORY_COPY, text,
+                            strlen (text));
+  soup_server_message_unpause (message);
+}
+
+/* Context: @event_message as the next event of @session's @stream, on
+ * @target (NULL: the client is not connected to it now), and kept for a
+ * client that resumes the stream. */
+static void
+write_event (HttpSession       *session,
+             const char        *stream,
+             SoupServerMessage *target,
              json_t            *event_message)
 {
   g_autofree char *data = json_dumps (event_message, JSON_COMPACT);
-  g_autofree char *event = NULL;
+  SentEvent *event;
 
   if (data == NULL)
     return;
-  event = g_strdup_printf ("event: message\ndata: %s\n\n", data);
-  soup_message_body_append (soup_server_message_get_response_body (message), SOUP_MEMORY_COPY, event,
-                            strlen (event));
-  soup_server_message_unpause (message);
+  event = g_new0 (SentEvent, 1);
+  event->id = ++session->last_event;
+  event->stream = g_strdup (stream);
+  event->text = g_strdup_printf ("id: %" G_GUINT64_FORMAT "\nevent: message\ndata: %s\n\n", event->id, data);
+  if (target != NULL)
+    write_text (target, event->text);
+  g_queue_push_tail (&session->sent, event);
+  if (g_queue_get_length (&session->sent) > SENT_EVENTS_MAX)
+    sent_event_free (g_queue_pop_head (&session->sent));
 }
 
 static void
 append_event (HttpRequest *request,
               json_t      *message)
 {
-  if (request->message != NULL)
-    write_event (request->message, message);
+  HttpSession *session = g_hash_table_lookup (request->front->sessions, request->session_id);
+
+  if (session != NULL)
+    write_event (session, request->key, request->message, message);
+  else if (request->message != NULL)
+    {
+      g_autofree char *data = json_dumps (message, JSON_COMPACT);
+      g_autofree char *text = g_strdup_printf ("event: message\ndata: %s\n\n", data ? data : "null");
+
+      write_text (request->message, text);
+    }
 }
 
 /* Context: @message (borrowed) for @session, on its GET stream, or kept
@@ -361,7 +422,7 @@ session_send (HttpSession *session,
 {
   if (session->stream != NULL)
     {
-      write_event (session->stream, message);
+      write_event (session, GET_STREAM, session->stream, message);
       return;
     }
   g_queue_push_tail (&session->backlog, json_incref (message));
@@ -437,16 +498,16 @@ answer (HttpRequest *request,
       json_object_get (reply, "result") != NULL)
     session->log_level = mcp_log_level_rank (mcp_json_get_string (json_object_get (request->request, "params"),
                                                                   "level"));
+  /* A stream's reply is kept even with nobody connected: its client may
+   * resume the stream. */
+  if (request->streamed && !request->cancelled)
+    append_event (request, reply);
   if (session != NULL && g_hash_table_lookup (session->in_flight, request->key) == request)
     g_hash_table_remove (session->in_flight, request->key);
   if (message == NULL)
     return;
   if (request->streamed)
-    {
-      if (!request->cancelled)
-        append_event (request, reply);
-      soup_message_body_complete (soup_server_message_get_response_body (message));
-    }
+    soup_message_body_complete (soup_server_message_get_response_body (message));
   else if (request->cancelled)
     soup_server_message_set_status (message, SOUP_STATUS_ACCEPTED, NULL);
   else
@@ -509,7 +570,10 @@ on_message_finished (SoupServerMessage *message,
 
   g_signal_handler_disconnect (message, request->finished_id);
   request->message = NULL;
-  g_cancellable_cancel (request->cancellable);
+  /* A stream cut off is not a cancellation (the client may resume it);
+   * a JSON answer nobody waits for is not worth the work. */
+  if (!request->streamed)
+    g_cancellable_cancel (request->cancellable);
   http_request_unref (request);
 }
 
@@ -603,14 +667,7 @@ start_request (McpHttpFront      *front,
   g_hash_table_insert (session->in_flight, g_strdup (request->key), http_request_ref (request));
 
   if (request->streamed)
-    {
-      SoupMessageHeaders *headers = soup_server_message_get_response_headers (message);
-
-      soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
-      soup_message_headers_set_content_type (headers, "text/event-stream", NULL);
-      soup_message_headers_replace (headers, "Cache-Control", "no-cache");
-      soup_message_headers_set_encoding (headers, SOUP_ENCODING_CHUNKED);
-    }
+    start_event_stream (message);
   soup_server_message_pause (message);
   g_thread_pool_push (front->workers, request, NULL);
 }
@@ -725,15 +782,68 @@ on_stream_finished (SoupServerMessage *message,
   session->stream = NULL;
 }
 
+/* GET with Last-Event-ID: the stream that event was on goes on here,
+ * from the event after it.  TRUE if that was a request's stream, which
+ * @message now is; else the GET stream starts anew on @message, and
+ * @get_after is the id after which its events are sent again (0: none,
+ * an id of none of the events kept). */
+static gboolean
+resume_stream (HttpSession       *session,
+               SoupServerMessage *message,
+               guint64           *get_after)
+{
+  const char *last = soup_message_headers_get_one (soup_server_message_get_request_headers (message),
+                                                   "Last-Event-ID");
+  guint64 after = last != NULL ? g_ascii_strtoull (last, NULL, 10) : 0;
+  const char *stream = NULL;
+  HttpRequest *request;
+
+  for (GList *link = session->sent.head; after > 0 && link != NULL; link = link->next)
+    if (((SentEvent *) link->data)->id == after)
+      stream = ((SentEvent *) link->data)->stream;
+  *get_after = stream != NULL ? after : 0;
+  if (stream == NULL || g_str_equal (stream, GET_STREAM))
+    return FALSE;
+
+  start_event_stream (message);
+  for (GList *link = session->sent.head; link != NULL; link = link->next)
+    {
+      SentEvent *event = link->data;
+
+      if (event->id > after && g_str_equal (event->stream, stream))
+        soup_message_body_append (soup_server_message_get_response_body (message), SOUP_MEMORY_COPY,
+                                  event->text, strlen (event->text));
+    }
+  request = g_hash_table_lookup (session->in_flight, stream);
+  if (request == NULL || !request->streamed)
+    {
+      /* Answered already: what it missed was all of it. */
+      soup_message_body_complete (soup_server_message_get_response_body (message));
+      return TRUE;
+    }
+  if (request->message != NULL)
+    {
+      g_signal_handler_disconnect (request->message, request->finished_id);
+      soup_message_body_complete (soup_server_message_get_response_body (request->message));
+      soup_server_message_unpause (request->message);
+      http_request_unref (request);
+    }
+  request->message = message;
+  request->finished_id = g_signal_connect (message, "finished", G_CALLBACK (on_message_finished),
+                                           http_request_ref (request));
+  return TRUE;
+}
+
 /* GET: the session's stream of what the servers send unasked (their
- * notifications, their requests); a newer one takes its place. */
+ * notifications, their requests); a newer one takes its place.  With
+ * Last-Event-ID, a stream cut off goes on (resume_stream()). */
 static void
 handle_get (McpHttpFront      *front,
             SoupServerMessage *message)
 {
   const char *accept = soup_message_headers_get_one (soup_server_message_get_request_headers (message), "Accept");
   HttpSession *session;
-  SoupMessageHeaders *headers;
+  guint64 missed_after = 0;
 
   if (accept == NULL || strstr (accept, "text/event-stream") == NULL)
     {
@@ -743,27 +853,33 @@ handle_get (McpHttpFront      *front,
     }
   if ((session = named_session (front, message, NULL)) == NULL)
     return;
+  session->last_used = g_get_monotonic_time ();
+  if (resume_stream (session, message, &missed_after))
+    return;
   if (session->stream != NULL)
     {
       g_signal_handler_disconnect (session->stream, session->stream_finished_id);
       soup_message_body_complete (soup_server_message_get_response_body (session->stream));
       soup_server_message_unpause (session->stream);
     }
-  session->last_used = g_get_monotonic_time ();
   session->stream = message;
   session->stream_finished_id = g_signal_connect (message, "finished", G_CALLBACK (on_stream_finished), session);
-  headers = soup_server_message_get_response_headers (message);
-  soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
-  soup_message_headers_set_content_type (headers, "text/event-stream", NULL);
-  soup_message_headers_replace (headers, "Cache-Control", "no-cache");
-  soup_message_headers_set_encoding (headers, SOUP_ENCODING_CHUNKED);
+  start_event_stream (message);
   /* The headers go out now, so that the client knows the stream is open. */
   soup_message_body_append (soup_server_message_get_response_body (message), SOUP_MEMORY_STATIC, ": open\n\n", 8);
+  for (GList *link = session->sent.head; missed_after > 0 && link != NULL; link = link->next)
+    {
+      SentEvent *event = link->data;
+
+      if (event->id > missed_after && g_str_equal (event->stream, GET_STREAM))
+        soup_message_body_append (soup_server_message_get_response_body (message), SOUP_MEMORY_COPY,
+                                  event->text, strlen (event->text));
+    }
   while (!g_queue_is_empty (&session->backlog))
     {
       g_autoptr(json_t) waiting = g_queue_pop_head (&session->backlog);
 
-      write_event (message, waiting);
+      write_event (session, GET_STREAM, message, waiting);
     }
   soup_server_message_unpause (message);
 }
@@ -780,9 +896,9 @@ handle_delete (McpHttpFront      *front,
   soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
 }
 
-/* After the headers, before the body: a body over the bound is never
- * read (nor one without a length, which could be any), and the checks
- * come first. */
+/* After the headers, before the body: the checks, and a body over the
+ * bound (or without a length, which could be any) is refused and never
+ * kept. */
 static void
 handle_headers (SoupServer        *server,
                 SoupServerMessage *message,
@@ -793,8 +909,13 @@ handle_headers (SoupServer        *server,
   McpHttpFront *front = user_data;
   SoupMessageHeaders *headers = soup_server_message_get_request_headers (message);
 
-  if (!g_str_equal (soup_server_message_get_method (message), "POST") || !passes_checks (front, message))
+  if (!g_str_equal (soup_server_message_get_method (message), "POST"))
     return;
+  if (!passes_checks (front, message))
+    {
+      soup_message_body_set_accumulate (soup_server_message_get_request_body (message), FALSE);
+      return;
+    }
   if (soup_message_headers_get_encoding (headers) != SOUP_ENCODING_CONTENT_LENGTH)
     refuse (message, SOUP_STATUS_LENGTH_REQUIRED, NULL, MCP_JSONRPC_INVALID_REQUEST,
             _("Length Required: POST a message with a Content-Length"));
@@ -805,6 +926,10 @@ handle_headers (SoupServer        *server,
 
       refuse (message, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, NULL, MCP_JSONRPC_INVALID_REQUEST, text);
     }
+  /* A refused body is read and dropped, never kept; a client that
+   * asked "Expect: 100-continue" is answered without sending it. */
+  if (soup_server_message_get_status (message) != 0)
+    soup_message_body_set_accumulate (soup_server_message_get_request_body (message), FALSE);
 }
 
 static void

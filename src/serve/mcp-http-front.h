@@ -16,15 +16,19 @@
  * their requests (sampling, elicitation, roots), each relayed to the
  * session whose call the server serves, or outside any call to the one
  * session that can answer; its responses come back as POSTs.  Until a
- * stream is open, the last 64 messages are kept for it.
+ * stream is open, the last 64 messages are kept for it.  Every event has
+ * an id; a GET with Last-Event-ID resumes the stream it was on (the last
+ * 256 events of a session are kept), and a stream cut off does not cancel
+ * its request.
  *
  * Security, before anything of the pool is seen: Host must name a
  * loopback host (the DNS-rebinding rule) unless non-loopback listening was
  * asked for; a browser's Origin must be a loopback origin (or the host
  * itself); with a token, Authorization must be "Bearer TOKEN" (compared in
  * constant time).  Failures get 403 or 401 with a JSON-RPC error that
- * names the check and nothing else.  Bounds: the body (413), sessions
- * (503), requests in flight per session (429).
+ * names the check and nothing else.  Bounds: the body (413, from the
+ * headers; a refused body is never kept), sessions (503), requests in
+ * flight per session (429).
  *
  * Threads: everything of the front runs on its context (the HTTP server,
  * the sessions); requests run on the front's workers, which only post
