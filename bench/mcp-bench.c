@@ -2015,6 +2015,17 @@ row_peers (BenchSetup *s)
                                    / peer_value (targets, "mcp-pool", "rss_kib"));
       emit_row (name, peer_us, pool_us, "µs", peer_us / pool_us, peer_note);
     }
+  /* Over HTTP, as the HTTP gateways are reached. */
+  {
+    double pool_us = peer_value (targets, "mcp-pool-http", "latency_us");
+    double gateway_us = MIN (peer_value (targets, "supergateway", "latency_us"),
+                             peer_value (targets, "mcp-hub", "latency_us"));
+    g_autofree char *summary = peer_summary (targets, "mcp-pool-http");
+    g_autofree char *http_note = g_strdup_printf ("%s; the quicker of supergateway and mcp-hub against "
+                                                  "serve --listen, the same SDK client over HTTP", summary);
+
+    emit_row ("peers-http", gateway_us, pool_us, "µs", gateway_us / pool_us, http_note);
+  }
   {
     double mcporter_ms = json_number_value (json_object_get (json_object_get (clis, "mcporter"), "median_ms"));
     double pool_ms = json_number_value (json_object_get (json_object_get (clis, "mcp-pool"), "median_ms"));
@@ -2067,6 +2078,82 @@ row_remote (BenchSetup *s)
   return 0;
 }
 
+/* Row: http */
+
+/* `mcp-pool serve --listen 127.0.0.1:0` of the config at @path; the URL
+ * it says in @url. */
+static GSubprocess *
+start_http_serve (const char  *path,
+                  char       **url,
+                  GError     **error)
+{
+  g_autoptr(GSubprocess) serve = g_subprocess_new (G_SUBPROCESS_FLAGS_STDERR_PIPE, error, setup.mcp_pool, "serve",
+                                                   "--config", path, "--expose", "proxy", "--listen",
+                                                   "127.0.0.1:0", NULL);
+  g_autoptr(GDataInputStream) errors = NULL;
+  char *line;
+
+  if (serve == NULL)
+    return NULL;
+  errors = g_data_input_stream_new (g_subprocess_get_stderr_pipe (serve));
+  while ((line = g_data_input_stream_read_line (errors, NULL, NULL, error)) != NULL)
+    {
+      const char *at = strstr (line, "MCP over HTTP at ");
+
+      if (at != NULL)
+        *url = g_strdup (at + strlen ("MCP over HTTP at "));
+      g_free (line);
+      if (*url != NULL)
+        return g_steal_pointer (&serve);
+    }
+  if (error != NULL && *error == NULL)
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "serve --listen said no URL");
+  return NULL;
+}
+
+static int
+row_http (BenchSetup *s)
+{
+  g_autoptr(McpServerConfig) config = example_config ("example");
+  g_autoptr(McpServerConfig) remote = NULL;
+  g_autoptr(GPtrArray) configs = g_ptr_array_new ();
+  g_autoptr(GSubprocess) http_serve = NULL;
+  McpSession *sessions[2] = { NULL, NULL };   /* stdio serve, serve --listen */
+  const char *tools[2] = { "example__echo", "example__echo" };
+  double medians[2] = { 0, 0 };
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *note = NULL;
+  gboolean timed = FALSE;
+
+  g_ptr_array_add (configs, config);
+  path = write_config_file (configs, &error);
+  if (path == NULL || (http_serve = start_http_serve (path, &url, &error)) == NULL ||
+      (remote = mcp_server_config_new_remote (url, MCP_TRANSPORT_HTTP, NULL, NULL, NULL, FALSE, &error)) == NULL)
+    {
+      if (http_serve != NULL)
+        g_subprocess_force_exit (http_serve);
+      return fail ("http", error);
+    }
+  sessions[0] = start_serve (path, "proxy", &error);
+  if (sessions[0] != NULL)
+    sessions[1] = mcp_session_start (remote, NULL, NULL, NULL, &error);
+  timed = sessions[1] != NULL && time_echo_calls (sessions, tools, 2, s->calls * 2, medians, &error);
+  for (guint i = 0; i < 2; i++)
+    g_clear_pointer (&sessions[i], stop_session);
+  g_subprocess_send_signal (http_serve, SIGTERM);
+  g_subprocess_wait (http_serve, NULL, NULL);
+  g_unlink (path);
+  if (!timed)
+    return fail ("http", error);
+  note = g_strdup_printf ("a warm echo of the example server through serve --listen (Streamable HTTP, "
+                          "mcp-pool's own HTTP client, keep-alive) against stdio serve; median of %d "
+                          "calls each, interleaved", s->calls * 2);
+  emit_row ("http", medians[0], medians[1], "µs", medians[1] / medians[0], note);
+  return 0;
+}
+
 /* Main */
 
 static const struct {
@@ -2086,6 +2173,7 @@ static const struct {
   { "large-reply",   row_large_reply },
   { "peers",         row_peers },
   { "remote",        row_remote },
+  { "http",          row_http },
 };
 
 typedef struct {

@@ -6,7 +6,8 @@
 // One client for every target, all of them the MCP TypeScript SDK's, so
 // that each number carries the same client overhead: "direct" (the SDK
 // client on the example server over stdio: that overhead itself),
-// "mcp-pool" (`mcp-pool serve --expose proxy`), "mcporter" (`mcporter serve
+// "mcp-pool" (`mcp-pool serve --expose proxy`), "mcp-pool-http" (the same
+// with --listen: Streamable HTTP), "mcporter" (`mcporter serve
 // --stdio` on its keep-alive daemon), "supergateway" (`--stateful`,
 // Streamable HTTP) and "mcp-hub" (SSE at /mcp).  Warm calls are
 // interleaved over all targets, so that each sees the same load of a
@@ -246,6 +247,11 @@ const targets = [
   stdioTarget ('mcporter', process.execPath,
                [peerBin ('mcporter', 'dist/cli.js'), '--config', mcporterConfig, 'serve', '--stdio'],
                'example__echo'),
+  httpTarget ('mcp-pool-http', 'example__echo',
+              (port) => spawnGateway ('mcp-pool-http', mcpPool,
+                                      ['serve', '--config', poolConfig, '--expose', 'proxy',
+                                       '--listen', `127.0.0.1:${port}`]),
+              (url) => new StreamableHTTPClientTransport (url)),
   httpTarget ('supergateway', 'echo',
               (port) => spawnGateway ('supergateway', process.execPath,
                                       [peerBin ('supergateway', 'dist/index.js'), '--stdio', example,

@@ -11,6 +11,8 @@
 
 #include "serve/mcp-http-front.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -32,8 +34,10 @@
 #define IDLE_CHECK_S         60
 /* Messages kept for a session until it opens its GET stream. */
 #define STREAM_BACKLOG_MAX   64
-/* Events of a session kept for a client that resumes a stream. */
+/* Events of a session kept for a client that resumes a stream: at most
+ * this many, and this many bytes (an event larger than that is not kept). */
 #define SENT_EVENTS_MAX      256
+#define SENT_BYTES_MAX       (1024 * 1024)
 /* The stream name of the GET stream (others are request id keys). */
 #define GET_STREAM           ""
 
@@ -68,7 +72,8 @@ typedef struct {
   gulong             stream_finished_id;
   GQueue             backlog;     /* context: messages for a stream not open yet */
   guint64            last_event;  /* context: the id of the last event sent */
-  GQueue             sent;        /* context: the last SENT_EVENTS_MAX SentEvents, for Last-Event-ID */
+  GQueue             sent;        /* context: the last SentEvents, for Last-Event-ID */
+  gsize              sent_bytes;  /* context: of their texts */
 } HttpSession;
 
 /* An event sent on one of a session's streams, kept for its resumption. */
@@ -393,8 +398,14 @@ write_event (HttpSession       *session,
   if (target != NULL)
     write_text (target, event->text);
   g_queue_push_tail (&session->sent, event);
-  if (g_queue_get_length (&session->sent) > SENT_EVENTS_MAX)
-    sent_event_free (g_queue_pop_head (&session->sent));
+  session->sent_bytes += strlen (event->text);
+  while (g_queue_get_length (&session->sent) > SENT_EVENTS_MAX || session->sent_bytes > SENT_BYTES_MAX)
+    {
+      SentEvent *oldest = g_queue_pop_head (&session->sent);
+
+      session->sent_bytes -= strlen (oldest->text);
+      sent_event_free (oldest);
+    }
 }
 
 static void
@@ -561,6 +572,26 @@ run_request (gpointer data,
   post (request, reply, TRUE);
 }
 
+/* The warm path's reply, on the context (mcp_upstream_handle_request_warm()). */
+static void
+on_warm_reply (json_t   *id,
+               json_t   *reply,
+               GBytes   *line,
+               gpointer  user_data)
+{
+  g_autoptr(HttpRequest) request = user_data;
+  g_autoptr(json_t) parsed = NULL;
+
+  if (reply == NULL && line != NULL)
+    reply = parsed = json_loadb (g_bytes_get_data (line, NULL), g_bytes_get_size (line), 0, NULL);
+  else
+    parsed = reply;
+  if (reply == NULL)
+    reply = parsed = mcp_upstream_error_reply (id, MCP_JSONRPC_INTERNAL_ERROR, "%s",
+                                               _("A server's reply could not be read"));
+  answer (request, reply);
+}
+
 /* Context: the client is gone, or the exchange is over. */
 static void
 on_message_finished (SoupServerMessage *message,
@@ -669,6 +700,12 @@ start_request (McpHttpFront      *front,
   if (request->streamed)
     start_event_stream (message);
   soup_server_message_pause (message);
+  /* A call of a started server is made here, on the context, with no
+   * thread hop; anything else (a start, a listing, run_python) goes to
+   * the workers. */
+  if (mcp_upstream_handle_request_warm (front->expose, body, 0, request->cancellable,
+                                        request->streamed ? on_progress : NULL, request, on_warm_reply, request))
+    return;
   g_thread_pool_push (front->workers, request, NULL);
 }
 
@@ -908,7 +945,12 @@ handle_headers (SoupServer        *server,
 {
   McpHttpFront *front = user_data;
   SoupMessageHeaders *headers = soup_server_message_get_request_headers (message);
+  GSocket *socket = soup_server_message_get_socket (message);
 
+  /* An answer goes out in more than one write (headers, events): without
+   * this, each later write would wait for the client's delayed ACK. */
+  if (socket != NULL && g_socket_get_family (socket) != G_SOCKET_FAMILY_UNIX)
+    g_socket_set_option (socket, IPPROTO_TCP, TCP_NODELAY, 1, NULL);
   if (!g_str_equal (soup_server_message_get_method (message), "POST"))
     return;
   if (!passes_checks (front, message))

@@ -18,7 +18,7 @@
  * session that can answer; its responses come back as POSTs.  Until a
  * stream is open, the last 64 messages are kept for it.  Every event has
  * an id; a GET with Last-Event-ID resumes the stream it was on (the last
- * 256 events of a session are kept), and a stream cut off does not cancel
+ * 256 events of a session, within 1 MiB, are kept), and a stream cut off does not cancel
  * its request.
  *
  * Security, before anything of the pool is seen: Host must name a
@@ -31,8 +31,10 @@
  * flight per session (429).
  *
  * Threads: everything of the front runs on its context (the HTTP server,
- * the sessions); requests run on the front's workers, which only post
- * back to the context.
+ * the sessions), which is the pool's: a tools/call of a started server
+ * is made there, with no thread hop (the pool's warm path); other
+ * requests run on the front's workers, which only post back to the
+ * context.
  */
 #pragma once
 
