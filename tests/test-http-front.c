@@ -221,20 +221,6 @@ post (Front      *front,
   send_http (front, "POST", session_id, body, NULL, answer);
 }
 
-/* serve's resident memory now. */
-static guint64
-serve_rss_kib (Front *front)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/%s/status", g_subprocess_get_identifier (front->serve));
-  g_autofree char *status = NULL;
-  const char *line;
-
-  g_assert_true (g_file_get_contents (path, &status, NULL, NULL));
-  line = strstr (status, "VmRSS:");
-  g_assert_nonnull (line);
-  return g_ascii_strtoull (line + strlen ("VmRSS:"), NULL, 10);
-}
-
 /* Sends @request as it is over a new connection to serve, and reads the
  * answer: its headers and its Content-Length of body (the connection may
  * stay open, serve waiting for a body that is not sent). */
@@ -647,14 +633,14 @@ test_security (Front         *front,
                                                    "Content-Type: application/json\r\n"
                                                    "Content-Length: 34603008\r\n\r\n");
     gsize headers_length = sent_anyway->len;
-    guint64 rss_before = serve_rss_kib (front);
+    guint64 rss_before = test_process_rss_kib (g_subprocess_get_identifier (front->serve));
     g_autofree char *answer = NULL;
 
     g_string_set_size (sent_anyway, headers_length + 34603008);
     memset (sent_anyway->str + headers_length, ' ', 34603008);
     answer = raw_exchange (front, sent_anyway->str);
     g_assert_true (g_str_has_prefix (answer, "HTTP/1.1 413 "));
-    g_assert_cmpuint (serve_rss_kib (front), <, rss_before + 8 * 1024);
+    g_assert_cmpuint (test_process_rss_kib (g_subprocess_get_identifier (front->serve)), <, rss_before + 8 * 1024);
   }
 
   send_http (front, "POST", NULL, INITIALIZE,

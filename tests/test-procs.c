@@ -233,6 +233,19 @@ open_fds_are (gpointer count)
   return test_count_open_fds () == GPOINTER_TO_UINT (count);
 }
 
+guint64
+test_process_rss_kib (const char *pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%s/status", pid);
+  g_autofree char *status = NULL;
+  const char *line;
+
+  g_assert_true (g_file_get_contents (path, &status, NULL, NULL));
+  line = strstr (status, "VmRSS:");
+  g_assert_nonnull (line);
+  return g_ascii_strtoull (line + strlen ("VmRSS:"), NULL, 10);
+}
+
 void
 test_assert_open_fds (guint count)
 {

@@ -39,6 +39,8 @@ gboolean         test_process_gone       (GPid                pid);
  * most) and reaped. */
 void             test_assert_no_children (void);
 guint            test_count_open_fds     (void);
+/* The resident memory (VmRSS) of the running process @pid, in KiB. */
+guint64          test_process_rss_kib    (const char         *pid);
 /* Asserts that the process has @count open fds again, waiting for that
  * with the usual bound: a session's fds go with its last reference, which
  * a worker may hold a moment after the test's call returned (the thread

@@ -398,70 +398,87 @@ test_session_restarted (Fixture *fixture, gconstpointer data)
   g_assert_nonnull (strstr (mcp_json_get_string (after, "stderr"), "the Python session had ended"));
 }
 
+/* An McpCode of its own, with @options, for the tests that need options
+ * the fixture does not give: its pool, context and state dir. */
+typedef struct {
+  TestIoThread *io;
+  McpPool      *pool;
+  McpCode      *code;
+  char         *state;
+} OwnCode;
+
+static void
+own_code_start (OwnCode        *own,
+                McpCodeOptions *options)
+{
+  own->state = g_dir_make_tmp ("mcp-pool-state-XXXXXX", NULL);
+  options->state_dir = own->state;
+  own->io = test_io_thread_new ();
+  own->pool = mcp_pool_new (test_io_thread_get_context (own->io), NULL, NULL);
+  own->code = mcp_code_new (own->pool, test_io_thread_get_context (own->io), options);
+}
+
+/* Ends it all and checks that nothing is left. */
+static void
+own_code_stop (OwnCode *own)
+{
+  mcp_code_free (own->code);
+  mcp_pool_shutdown (own->pool, 200 * 1000, 200 * 1000);
+  mcp_pool_free (own->pool);
+  test_io_thread_free (own->io);
+  test_assert_no_children ();
+  test_remove_tree (own->state);
+  g_free (own->state);
+}
+
+static json_t *
+own_code_run (OwnCode    *own,
+              const char *client,
+              const char *source)
+{
+  g_autoptr(json_t) arguments = json_pack ("{s:s}", "code", source);
+
+  return mcp_code_run (own->code, arguments, &(McpCallOptions) { .client = client });
+}
+
 /* Past the most sessions at once, a client's call runs fresh, and says so. */
 static void
 test_sessions_full (void)
 {
-  g_autoptr(json_t) arguments = json_pack ("{s:s}", "code", "x = 1\nprint(x)");
+  McpCodeOptions options = { .sessions = TRUE, .sessions_max = 1 };
   g_autoptr(json_t) first = NULL;
   g_autoptr(json_t) second = NULL;
-  McpCodeOptions options = { .sessions = TRUE, .sessions_max = 1 };
-  g_autofree char *state = NULL;
-  TestIoThread *io;
-  McpPool *pool;
-  McpCode *code;
+  OwnCode own;
 
   if (!require_sandbox ())
     return;
-  state = g_dir_make_tmp ("mcp-pool-state-XXXXXX", NULL);
-  options.state_dir = state;
-  io = test_io_thread_new ();
-  pool = mcp_pool_new (test_io_thread_get_context (io), NULL, NULL);
-  code = mcp_code_new (pool, test_io_thread_get_context (io), &options);
-  first = mcp_code_run (code, arguments, &(McpCallOptions) { .client = "one" });
-  second = mcp_code_run (code, arguments, &(McpCallOptions) { .client = "two" });
+  own_code_start (&own, &options);
+  first = own_code_run (&own, "one", "x = 1\nprint(x)");
+  second = own_code_run (&own, "two", "x = 1\nprint(x)");
   assert_prints (first, "1\n");
   g_assert_cmpstr (mcp_json_get_string (first, "stderr"), ==, "");
   assert_prints (second, "1\n");
   g_assert_nonnull (strstr (mcp_json_get_string (second, "stderr"), "ran in a fresh sandbox"));
-  g_assert_cmpuint (mcp_code_count_sessions (code), ==, 1);
-  mcp_code_free (code);
-  mcp_pool_shutdown (pool, 200 * 1000, 200 * 1000);
-  mcp_pool_free (pool);
-  test_io_thread_free (io);
-  test_assert_no_children ();
-  test_remove_tree (state);
+  g_assert_cmpuint (mcp_code_count_sessions (own.code), ==, 1);
+  own_code_stop (&own);
 }
 
 /* The session ends after its idle time. */
 static void
 test_session_idle (void)
 {
-  g_autoptr(json_t) arguments = json_pack ("{s:s}", "code", "print(1)");
-  g_autoptr(json_t) result = NULL;
   McpCodeOptions options = { .sessions = TRUE, .session_idle_s = 1 };
-  g_autofree char *state = NULL;
-  TestIoThread *io;
-  McpPool *pool;
-  McpCode *code;
+  g_autoptr(json_t) result = NULL;
+  OwnCode own;
 
   if (!require_sandbox ())
     return;
-  state = g_dir_make_tmp ("mcp-pool-state-XXXXXX", NULL);
-  options.state_dir = state;
-  io = test_io_thread_new ();
-  pool = mcp_pool_new (test_io_thread_get_context (io), NULL, NULL);
-  code = mcp_code_new (pool, test_io_thread_get_context (io), &options);
-  result = mcp_code_run (code, arguments, &(McpCallOptions) { .client = "idle" });
+  own_code_start (&own, &options);
+  result = own_code_run (&own, "idle", "print(1)");
   assert_prints (result, "1\n");
-  g_assert_cmpuint (mcp_code_count_sessions (code), ==, 1);
-  g_assert_true (test_wait_for (no_sessions, code, 20000));
-  mcp_code_free (code);
-  mcp_pool_shutdown (pool, 200 * 1000, 200 * 1000);
-  mcp_pool_free (pool);
-  test_io_thread_free (io);
-  test_assert_no_children ();
-  test_remove_tree (state);
+  g_assert_cmpuint (mcp_code_count_sessions (own.code), ==, 1);
+  g_assert_true (test_wait_for (no_sessions, own.code, 20000));
+  own_code_stop (&own);
 }
 
 /* The state dir is the runs' one persistent folder: what one run saves

@@ -1230,14 +1230,7 @@ test_code_concurrent_runs (Fixture       *fixture,
 static guint64
 serve_rss_kb (TestClient *client)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/%s/status", g_subprocess_get_identifier (client->process));
-  g_autofree char *status = NULL;
-  const char *line;
-
-  g_assert_true (g_file_get_contents (path, &status, NULL, NULL));
-  line = strstr (status, "VmRSS:");
-  g_assert_nonnull (line);
-  return g_ascii_strtoull (line + strlen ("VmRSS:"), NULL, 10);
+  return test_process_rss_kib (g_subprocess_get_identifier (client->process));
 }
 
 /* How much serve may keep after a run that flooded it with requests: far
