@@ -500,8 +500,9 @@ test_cancel (Front         *front,
   soup_message_set_request_body_from_bytes (message, "application/json", body);
   soup_session_send_and_read_async (front->http, message, G_PRIORITY_DEFAULT, NULL, on_sent, &pending);
   /* Until the server has the call: a cancellation of an unknown request
-   * is dropped, as the specification asks. */
-  while (!pending.done)
+   * is dropped, as the specification asks.  Bounded: 100 tries, each
+   * waiting 200 ms (scaled) for the answer. */
+  for (guint tries = 0; !pending.done && tries < 100; tries++)
     {
       g_auto(Answer) sent = { 0 };
 
