@@ -16,9 +16,9 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import { sdkModule, startChecks } from './checks.mjs';
 import { descendantsOf, isAlive, readStat, waitGone } from './procs.mjs';
 
 /* Every bound of ours stretches as the C tests' do (tests/test-wait.h). */
@@ -34,13 +34,6 @@ const LOG_MESSAGES = 60;
 const LOG_MESSAGE_CHARS = 1_500;
 const STDERR_CHARS = 32_000;
 
-function sdkModule (subpath) {
-  const root = process.env.MCP_POOL_NODE_MODULES;
-
-  if (root)
-    return pathToFileURL (join (root, '@modelcontextprotocol', 'sdk', 'dist', 'esm', subpath)).href;
-  return `@modelcontextprotocol/sdk/${subpath}`;
-}
 
 const { Client } = await import (sdkModule ('client/index.js'));
 const { StdioClientTransport } = await import (sdkModule ('client/stdio.js'));
@@ -56,8 +49,6 @@ const [mcpPool, configPath, scratch] = process.argv.slice (2);
 /* Checks and failure */
 
 const sessions = [];
-let current = 'start';
-let passed = 0;
 
 function dumpDiagnostics () {
   for (const session of sessions) {
@@ -74,34 +65,16 @@ function dumpDiagnostics () {
   }
 }
 
-function fail (message) {
-  console.log (`not ok - ${current}`);
-  console.error (`FAILED: ${current}: ${message}`);
+/* On a failure: what each session saw, and its mcp-pool killed (the
+ * servers die with it, PR_SET_PDEATHSIG). */
+function killSessions () {
   dumpDiagnostics ();
-  /* mcp-pool's servers die with it (PR_SET_PDEATHSIG). */
   for (const session of sessions)
     if (session.pid && isAlive (session.pid, session.startTime))
       try { process.kill (session.pid, 'SIGKILL'); } catch { /* gone already */ }
-  process.exit (1);
 }
 
-const overall = setTimeout (() => fail (`no result after ${TOTAL_MS / 1000} s`), TOTAL_MS);
-
-process.on ('unhandledRejection', (error) => fail (`unhandled rejection: ${error?.stack ?? error}`));
-process.on ('uncaughtException', (error) => fail (`uncaught exception: ${error?.stack ?? error}`));
-
-async function check (name, body) {
-  const start = Date.now ();
-
-  current = name;
-  try {
-    await body ();
-  } catch (error) {
-    fail (error?.stack ?? String (error));
-  }
-  passed++;
-  console.log (`ok - ${name} (${Date.now () - start} ms)`);
-}
+const { check, finish } = startChecks ({ totalMs: TOTAL_MS, onFail: killSessions });
 
 /* Sessions */
 
@@ -777,6 +750,4 @@ await direct.close ();
 noteClientErrors (one);
 await closeAndCheck (one, [everything.args[0]]);
 
-clearTimeout (overall);
-console.log (`# ${passed} checks passed`);
-process.exit (0);
+finish ();

@@ -13,21 +13,14 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 
+import { sdkModule, startChecks } from './checks.mjs';
 import { descendantsOf, readStat, waitGone } from './procs.mjs';
 
 const SLOWDOWN = Math.max (1, Number.parseInt (process.env.MCP_POOL_TEST_SLOWDOWN ?? '1', 10) || 1);
 const TOTAL_MS = 120_000 * SLOWDOWN;
 const GONE_MS = 10_000 * SLOWDOWN;
 
-function sdkModule (subpath) {
-  const root = process.env.MCP_POOL_NODE_MODULES;
-
-  if (root)
-    return pathToFileURL (join (root, '@modelcontextprotocol', 'sdk', 'dist', 'esm', subpath)).href;
-  return `@modelcontextprotocol/sdk/${subpath}`;
-}
 
 const { Client } = await import (sdkModule ('client/index.js'));
 const { StreamableHTTPClientTransport } = await import (sdkModule ('client/streamableHttp.js'));
@@ -40,37 +33,16 @@ if (process.argv.length !== 5) {
 }
 const [mcpPool, configPath, scratch] = process.argv.slice (2);
 
-let current = 'start';
-let passed = 0;
 const serves = [];
-
-function fail (message) {
-  console.log (`not ok - ${current}`);
-  console.error (`FAILED: ${current}: ${message}`);
-  for (const serve of serves) {
-    console.error (`# --- stderr of ${serve.label} ---\n${serve.stderr}`);
-    serve.child.kill ('SIGKILL');
-  }
-  process.exit (1);
-}
-
-const overall = setTimeout (() => fail (`no result after ${TOTAL_MS / 1000} s`), TOTAL_MS);
-
-process.on ('unhandledRejection', (error) => fail (`unhandled rejection: ${error?.stack ?? error}`));
-process.on ('uncaughtException', (error) => fail (`uncaught exception: ${error?.stack ?? error}`));
-
-async function check (name, body) {
-  const start = Date.now ();
-
-  current = name;
-  try {
-    await body ();
-  } catch (error) {
-    fail (error?.stack ?? String (error));
-  }
-  passed++;
-  console.log (`ok - ${name} (${Date.now () - start} ms)`);
-}
+const { check, finish } = startChecks ({
+  totalMs: TOTAL_MS,
+  onFail: () => {
+    for (const serve of serves) {
+      console.error (`# --- stderr of ${serve.label} ---\n${serve.stderr}`);
+      serve.child.kill ('SIGKILL');
+    }
+  },
+});
 
 /* Starts `serve --listen 127.0.0.1:0` with @exposure; resolves once it
  * says its URL. */
@@ -337,6 +309,4 @@ await check ('one server: its own serverInfo and tools, over HTTP', async () => 
 
 await stopServe (oneServe);
 
-clearTimeout (overall);
-console.log (`# ${passed} checks passed`);
-process.exit (0);
+finish ();
