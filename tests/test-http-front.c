@@ -28,6 +28,7 @@
 
 typedef struct {
   char         *folder;     /* config, state, token and socket */
+  char         *log;        /* serve's stderr, a file: no pipe for it to fill */
   GSubprocess  *serve;
   char         *url;        /* http://…/mcp, or unix:PATH */
   SoupSession  *http;
@@ -50,14 +51,29 @@ answer_clear (Answer *answer)
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Answer, answer_clear)
 
+/* The URL serve says in its log, once it has said it. */
+static gboolean
+said_url (gpointer data)
+{
+  Front *front = data;
+  g_autofree char *log = NULL;
+  const char *at;
+
+  if (!g_file_get_contents (front->log, &log, NULL, NULL) || (at = strstr (log, "MCP over HTTP at ")) == NULL ||
+      strchr (at, '\n') == NULL)
+    return FALSE;
+  at += strlen ("MCP over HTTP at ");
+  front->url = g_strndup (at, strchr (at, '\n') - at);
+  return TRUE;
+}
+
 /* Starts `serve --listen @listen` with @extra arguments; the URL it says. */
 static void
 front_start (Front              *front,
              const char         *listen,
              const char * const *extra)
 {
-  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDERR_PIPE |
-                                                                       G_SUBPROCESS_FLAGS_STDIN_PIPE);
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE);
   g_autofree char *config = g_build_filename (front->folder, "servers.json", NULL);
   g_autofree char *state = g_build_filename (front->folder, "state", NULL);
   g_autofree char *contents = g_strdup_printf ("{\"mcpServers\": {\"fx\": {\"command\": \"%s\"}}}",
@@ -65,13 +81,14 @@ front_start (Front              *front,
   g_autoptr(GStrvBuilder) argv = g_strv_builder_new ();
   g_auto(GStrv) args = NULL;
   g_auto(GStrv) wrapped = NULL;
-  g_autoptr(GDataInputStream) errors = NULL;
   g_autoptr(GError) error = NULL;
-  char *line;
 
   g_assert_true (g_file_set_contents (config, contents, -1, NULL));
   g_subprocess_launcher_setenv (launcher, "MCP_BRIDGE_STATE_DIR", state, TRUE);
   g_subprocess_launcher_set_child_setup (launcher, test_die_with_parent, NULL, NULL);
+  g_clear_pointer (&front->log, g_free);
+  front->log = g_build_filename (front->folder, "serve.log", NULL);
+  g_subprocess_launcher_set_stderr_file_path (launcher, front->log);
   g_strv_builder_add_many (argv, test_mcp_pool_path (), "serve", "--config", config,
                            "--expose", "proxy,code", "--listen", listen, NULL);
   if (extra != NULL)
@@ -80,21 +97,7 @@ front_start (Front              *front,
   wrapped = test_wrap_argv ((const char * const *) args);
   front->serve = g_subprocess_launcher_spawnv (launcher, (const char * const *) wrapped, &error);
   g_assert_no_error (error);
-  errors = g_data_input_stream_new (g_subprocess_get_stderr_pipe (front->serve));
-  while ((line = g_data_input_stream_read_line (errors, NULL, NULL, &error)) != NULL)
-    {
-      const char *at = strstr (line, "MCP over HTTP at ");
-
-      g_test_message ("serve: %s", line);
-      if (at != NULL)
-        {
-          front->url = g_strdup (at + strlen ("MCP over HTTP at "));
-          g_free (line);
-          break;
-        }
-      g_free (line);
-    }
-  g_assert_nonnull (front->url);
+  g_assert_true (test_wait_for (said_url, front, ANSWER_TIMEOUT_MS));
   if (g_str_has_prefix (front->url, "unix:"))
     {
       g_autoptr(GSocketAddress) address = g_unix_socket_address_new (front->url + 5);
@@ -112,6 +115,8 @@ setup (Front         *front,
        gconstpointer  data)
 {
   front->folder = g_dir_make_tmp ("mcp-pool-http-front-XXXXXX", NULL);
+  /* A root serve's sandboxes must pass it to reach the state dir in it. */
+  g_chmod (front->folder, 0755);
   if (data != NULL)
     return;
   front_start (front, "127.0.0.1:0", NULL);
@@ -125,6 +130,13 @@ front_stop (Front *front)
     return;
   g_subprocess_send_signal (front->serve, SIGTERM);
   g_assert_true (test_subprocess_wait (front->serve, EXIT_TIMEOUT_MS));
+  if (!g_subprocess_get_successful (front->serve))
+    {
+      g_autofree char *log = NULL;
+
+      g_file_get_contents (front->log, &log, NULL, NULL);
+      g_test_message ("serve's stderr:\n%s", log != NULL ? log : "");
+    }
   g_assert_true (g_subprocess_get_if_exited (front->serve));
   g_assert_cmpint (g_subprocess_get_exit_status (front->serve), ==, 0);
   g_clear_object (&front->serve);
@@ -137,6 +149,7 @@ teardown (Front         *front,
   front_stop (front);
   g_clear_object (&front->http);
   g_clear_pointer (&front->url, g_free);
+  g_clear_pointer (&front->log, g_free);
   test_assert_no_children ();
   test_remove_tree (front->folder);
   g_free (front->folder);

@@ -1084,7 +1084,8 @@ listen_at (McpHttpFront  *front,
     }
   {
     g_autoptr(GInetAddress) inet = g_inet_address_new_from_string (host);
-    g_autoptr(GSList) uris = NULL;
+    g_autoptr(GSocket) socket = NULL;
+    g_autoptr(GSocketAddress) bound = NULL;
 
     if (inet == NULL)
       {
@@ -1107,11 +1108,15 @@ listen_at (McpHttpFront  *front,
       }
     front->loopback_only = g_inet_address_get_is_loopback (inet);
     address = g_inet_socket_address_new (inet, port);
-    if (!soup_server_listen (front->server, address, 0, error))
+    /* The socket is ours, so that the port it got is read from it. */
+    socket = g_socket_new (g_inet_address_get_family (inet), G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, error);
+    if (socket == NULL || !g_socket_bind (socket, address, TRUE, error) || !g_socket_listen (socket, error) ||
+        !soup_server_listen_socket (front->server, socket, 0, error))
       return FALSE;
-    uris = soup_server_get_uris (front->server);
-    port = uris != NULL ? (guint16) g_uri_get_port (uris->data) : port;
-    g_slist_free_full (g_steal_pointer (&uris), (GDestroyNotify) g_uri_unref);
+    bound = g_socket_get_local_address (socket, error);
+    if (bound == NULL)
+      return FALSE;
+    port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
     front->url = g_strdup_printf (g_inet_address_get_family (inet) == G_SOCKET_FAMILY_IPV6
                                   ? "http://[%s]:%u%s" : "http://%s:%u%s", host, port, front->path);
   }
