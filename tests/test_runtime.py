@@ -707,6 +707,17 @@ class RuntimeTest(RuntimeCase):
         self.assertEqual(results[3][1], "This is a persistent session, like a notebook: variables, imports and\n")
         self.assertEqual(exit_status, 0)
 
+    def test_session_forked_child_does_not_end_the_run(self):
+        # A process the code forks that comes back from the code (an
+        # exception, SystemExit) exits; only the session's process says
+        # "done", so the run ends when the code ends, with its status.
+        results, _ = asyncio.run(run_session([
+            ("import os\npid = os.fork()\nif pid == 0:\n    raise SystemExit(7)\n"
+             "print('child', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))", []),
+            ("print('next')", []),
+        ]))
+        self.assertEqual(results, [(0, "child 7\n", ""), (0, "next\n", "")])
+
     def test_session_saves_a_function_of_an_earlier_run(self):
         state = self.state_dir()
         results, _ = asyncio.run(run_session([

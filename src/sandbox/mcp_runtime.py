@@ -1070,6 +1070,7 @@ def main():
     _rpc.start()
     package = make_package()
     namespace = new_namespace()
+    session_pid = os.getpid()
     for number in itertools.count(1):
         session_kept = request.keep
         modules = load_servers(request.servers)
@@ -1083,6 +1084,11 @@ def main():
             status = run_code(request.code, namespace, code_filename(number))
         except SystemExit as exit:
             status = exit_status(exit)
+        if os.getpid() != session_pid:
+            # A process the code forked came back here: only the session's
+            # own process speaks to the host.
+            flush_output()
+            os._exit(status & 0xff)
         flush_output()
         _rpc.notify("done", {"status": status & 0xff})
         request = _rpc.next_run()

@@ -1128,7 +1128,7 @@ mcp_http_front_notify (McpHttpFront *front,
                        const char   *method,
                        json_t       *params)
 {
-  g_autoptr(json_t) notification = mcp_jsonrpc_notification_new (method, json_incref (params));
+  g_autoptr(json_t) notification = mcp_jsonrpc_notification_new (method, params);
   gboolean is_log = g_str_equal (method, "notifications/message");
   gint rank = is_log ? mcp_log_level_rank (mcp_json_get_string (params, "level")) : 0;
   GHashTableIter iter;
