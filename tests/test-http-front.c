@@ -589,10 +589,13 @@ test_security (Front         *front,
 {
   g_autofree char *token_file = g_build_filename (front->folder, "token", NULL);
   const char * const extra[] = { "--token-file", token_file, "--max-sessions", "2", NULL };
-  g_autofree char *bearer = NULL;
   g_autofree char *too_big = NULL;
-  static const char * const bad_origins[] = { "http://evil.example", "https://localhost.evil.example", "null" };
-  static const char * const bad_hosts[] = { "evil.example", "evil.example:80", "127.0.0.1.evil.example" };
+  /* (header, value) pairs that fail the DNS-rebinding rule. */
+  static const char * const forbidden[][2] = {
+    { "Origin", "http://evil.example" }, { "Origin", "https://localhost.evil.example" }, { "Origin", "null" },
+    { "Host", "evil.example" }, { "Host", "evil.example:80" }, { "Host", "127.0.0.1.evil.example" },
+  };
+  const char *bearer = "Bearer s3cret-token";
   g_auto(Answer) no_token = { 0 };
   g_auto(Answer) wrong_token = { 0 };
   g_auto(Answer) good_origin = { 0 };
@@ -602,7 +605,6 @@ test_security (Front         *front,
 
   g_assert_true (g_file_set_contents (token_file, "s3cret-token\n", -1, NULL));
   front_start (front, "127.0.0.1:0", extra);
-  bearer = g_strdup ("Bearer s3cret-token");
 
   send_http (front, "POST", NULL, INITIALIZE, NULL, &no_token);
   g_assert_cmpuint (no_token.status, ==, SOUP_STATUS_UNAUTHORIZED);
@@ -613,21 +615,12 @@ test_security (Front         *front,
   g_assert_cmpuint (wrong_token.status, ==, SOUP_STATUS_UNAUTHORIZED);
   assert_tells_nothing (&wrong_token);
 
-  for (gsize i = 0; i < G_N_ELEMENTS (bad_origins); i++)
+  for (gsize i = 0; i < G_N_ELEMENTS (forbidden); i++)
     {
       g_auto(Answer) answer = { 0 };
 
       send_http (front, "POST", NULL, INITIALIZE,
-                 (const char *[]) { "Authorization", bearer, "Origin", bad_origins[i], NULL }, &answer);
-      g_assert_cmpuint (answer.status, ==, SOUP_STATUS_FORBIDDEN);
-      assert_tells_nothing (&answer);
-    }
-  for (gsize i = 0; i < G_N_ELEMENTS (bad_hosts); i++)
-    {
-      g_auto(Answer) answer = { 0 };
-
-      send_http (front, "POST", NULL, INITIALIZE,
-                 (const char *[]) { "Authorization", bearer, "Host", bad_hosts[i], NULL }, &answer);
+                 (const char *[]) { "Authorization", bearer, forbidden[i][0], forbidden[i][1], NULL }, &answer);
       g_assert_cmpuint (answer.status, ==, SOUP_STATUS_FORBIDDEN);
       assert_tells_nothing (&answer);
     }

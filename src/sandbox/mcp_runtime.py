@@ -1116,11 +1116,7 @@ def finish(status):
     except Exception:  # an interpreter without it: nothing to wait for
         pass
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    flush_output()
     os._exit(status & 0xff)
 
 

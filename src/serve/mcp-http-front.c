@@ -1013,64 +1013,94 @@ handle_message (SoupServer        *server,
 
 /* Listening */
 
-/* Listens at @listen; FALSE with @error.  Sets the URL and whether Host
- * must be loopback. */
+/* Makes a socket for @address, binds it (@private: made 0600, for a
+ * socket file), listens and hands it to the server; the socket, or NULL
+ * with @error. */
+static GSocket *
+serve_socket (McpHttpFront    *front,
+              GSocketAddress  *address,
+              GSocketProtocol  protocol,
+              gboolean         private,
+              GError         **error)
+{
+  g_autoptr(GSocket) socket = g_socket_new (g_socket_address_get_family (address), G_SOCKET_TYPE_STREAM,
+                                            protocol, error);
+  mode_t old_mask = 0;
+  gboolean bound;
+
+  if (socket == NULL)
+    return NULL;
+  if (private)
+    old_mask = umask (0177);
+  bound = g_socket_bind (socket, address, TRUE, error);
+  if (private)
+    umask (old_mask);
+  if (!bound || !g_socket_listen (socket, error) || !soup_server_listen_socket (front->server, socket, 0, error))
+    return NULL;
+  return g_steal_pointer (&socket);
+}
+
+/* unix:PATH, a socket made 0600 from the start: nobody else may connect,
+ * even briefly.  Not reachable from a browser, so any Host will do. */
 static gboolean
-listen_at (McpHttpFront  *front,
-           const char    *listen,
-           GError       **error)
+listen_unix (McpHttpFront  *front,
+             const char    *path,
+             GError       **error)
 {
   g_autoptr(GSocketAddress) address = NULL;
-  g_autofree char *host = NULL;
+  g_autoptr(GSocket) socket = NULL;
+
+  if (path[0] == '\0')
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, _("--listen unix: needs a path"));
+      return FALSE;
+    }
+  front->unix_path = g_strdup (path);
+  g_unlink (path);
+  address = g_unix_socket_address_new (path);
+  socket = serve_socket (front, address, G_SOCKET_PROTOCOL_DEFAULT, TRUE, error);
+  if (socket == NULL)
+    return FALSE;
+  front->loopback_only = FALSE;
+  front->url = g_strdup_printf ("unix:%s", path);
+  return TRUE;
+}
+
+/* The host and port of "HOST:PORT" ("[V6]:PORT"); NULL if it is not that. */
+static char *
+split_host_port (const char *listen,
+                 guint16    *port)
+{
+  const char *colon = strrchr (listen, ':');
+  char *end = NULL;
+  guint64 value;
+  gsize length;
+
+  if (colon == NULL || colon[1] == '\0' || g_hostname_is_ip_address (listen))
+    return NULL;
+  value = g_ascii_strtoull (colon + 1, &end, 10);
+  if (*end != '\0' || value > 65535)
+    return NULL;
+  *port = (guint16) value;
+  length = colon - listen;
+  if (length >= 2 && listen[0] == '[' && listen[length - 1] == ']')
+    return g_strndup (listen + 1, length - 2);
+  return g_strndup (listen, length);
+}
+
+/* HOST:PORT: loopback unless allowed otherwise (with a token). */
+static gboolean
+listen_inet (McpHttpFront  *front,
+             const char    *listen,
+             GError       **error)
+{
+  g_autoptr(GInetAddress) inet = NULL;
+  g_autoptr(GSocketAddress) address = NULL;
+  g_autoptr(GSocketAddress) bound = NULL;
+  g_autoptr(GSocket) socket = NULL;
   guint16 port = 0;
+  g_autofree char *host = split_host_port (listen, &port);
 
-  if (g_str_has_prefix (listen, "unix:"))
-    {
-      g_autoptr(GSocket) socket = NULL;
-      mode_t old_mask;
-      gboolean bound;
-
-      front->unix_path = g_strdup (listen + 5);
-      if (front->unix_path[0] == '\0')
-        {
-          g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, _("--listen unix: needs a path"));
-          return FALSE;
-        }
-      g_unlink (front->unix_path);
-      address = g_unix_socket_address_new (front->unix_path);
-      socket = g_socket_new (G_SOCKET_FAMILY_UNIX, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_DEFAULT, error);
-      if (socket == NULL)
-        return FALSE;
-      /* Made 0600 from the start: nobody else may connect, even briefly. */
-      old_mask = umask (0177);
-      bound = g_socket_bind (socket, address, FALSE, error);
-      umask (old_mask);
-      if (!bound || !g_socket_listen (socket, error) ||
-          !soup_server_listen_socket (front->server, socket, 0, error))
-        return FALSE;
-      /* A unix socket is not reachable from a browser: any Host will do. */
-      front->loopback_only = FALSE;
-      front->url = g_strdup_printf ("unix:%s", front->unix_path);
-      return TRUE;
-    }
-
-  if (!g_hostname_is_ip_address (listen) && strrchr (listen, ':') != NULL)
-    {
-      const char *colon = strrchr (listen, ':');
-      gint64 value = g_ascii_strtoll (colon + 1, NULL, 10);
-
-      host = g_strndup (listen, colon - listen);
-      if (host[0] == '[' && host[strlen (host) - 1] == ']')
-        {
-          char *bare = g_strndup (host + 1, strlen (host) - 2);
-
-          g_free (host);
-          host = bare;
-        }
-      if (value < 0 || value > 65535 || colon[1] == '\0')
-        host = (g_free (host), NULL);
-      port = (guint16) value;
-    }
   if (host == NULL)
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
@@ -1082,45 +1112,48 @@ listen_at (McpHttpFront  *front,
       g_free (host);
       host = g_strdup ("127.0.0.1");
     }
-  {
-    g_autoptr(GInetAddress) inet = g_inet_address_new_from_string (host);
-    g_autoptr(GSocket) socket = NULL;
-    g_autoptr(GSocketAddress) bound = NULL;
-
-    if (inet == NULL)
-      {
-        g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-                     _("--listen “%s”: “%s” is not an IP address"), listen, host);
-        return FALSE;
-      }
-    if (!g_inet_address_get_is_loopback (inet) && !front->options.allow_remote)
-      {
-        g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
-                     _("--listen “%s” is not a loopback address: mcp-pool listens on this machine only "
-                       "unless --allow-remote is given (with a --token-file)"), listen);
-        return FALSE;
-      }
-    if (!g_inet_address_get_is_loopback (inet) && front->token == NULL)
-      {
-        g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
-                     _("--listen “%s” on a non-loopback address needs a --token-file"), listen);
-        return FALSE;
-      }
-    front->loopback_only = g_inet_address_get_is_loopback (inet);
-    address = g_inet_socket_address_new (inet, port);
-    /* The socket is ours, so that the port it got is read from it. */
-    socket = g_socket_new (g_inet_address_get_family (inet), G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, error);
-    if (socket == NULL || !g_socket_bind (socket, address, TRUE, error) || !g_socket_listen (socket, error) ||
-        !soup_server_listen_socket (front->server, socket, 0, error))
+  inet = g_inet_address_new_from_string (host);
+  if (inet == NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                   _("--listen “%s”: “%s” is not an IP address"), listen, host);
       return FALSE;
-    bound = g_socket_get_local_address (socket, error);
-    if (bound == NULL)
+    }
+  front->loopback_only = g_inet_address_get_is_loopback (inet);
+  if (!front->loopback_only && !front->options.allow_remote)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                   _("--listen “%s” is not a loopback address: mcp-pool listens on this machine only "
+                     "unless --allow-remote is given (with a --token-file)"), listen);
       return FALSE;
-    port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
-    front->url = g_strdup_printf (g_inet_address_get_family (inet) == G_SOCKET_FAMILY_IPV6
-                                  ? "http://[%s]:%u%s" : "http://%s:%u%s", host, port, front->path);
-  }
+    }
+  if (!front->loopback_only && front->token == NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                   _("--listen “%s” on a non-loopback address needs a --token-file"), listen);
+      return FALSE;
+    }
+  address = g_inet_socket_address_new (inet, port);
+  /* The socket is ours, so that the port it got is read from it. */
+  socket = serve_socket (front, address, G_SOCKET_PROTOCOL_TCP, FALSE, error);
+  if (socket == NULL || (bound = g_socket_get_local_address (socket, error)) == NULL)
+    return FALSE;
+  port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+  front->url = g_strdup_printf (g_inet_address_get_family (inet) == G_SOCKET_FAMILY_IPV6
+                                ? "http://[%s]:%u%s" : "http://%s:%u%s", host, port, front->path);
   return TRUE;
+}
+
+/* Listens at @listen; FALSE with @error.  Sets the URL and whether Host
+ * must be loopback. */
+static gboolean
+listen_at (McpHttpFront  *front,
+           const char    *listen,
+           GError       **error)
+{
+  if (g_str_has_prefix (listen, "unix:"))
+    return listen_unix (front, listen + strlen ("unix:"), error);
+  return listen_inet (front, listen, error);
 }
 
 void

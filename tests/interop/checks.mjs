@@ -1,5 +1,6 @@
-// checks.mjs — what the SDK scripts share: the SDK's modules, and their
-// checks as "ok - NAME (N ms)" lines.  The first failure prints "not ok -
+// checks.mjs — what the SDK scripts share: the SDK's modules, the scale of
+// their bounds, a capable client's answers to the servers' requests, and
+// their checks as "ok - NAME (N ms)" lines.  The first failure prints "not ok -
 // NAME" and the reason, lets the script show what it knows (@onFail), and
 // ends it with status 1; so do an unhandled error and a script that runs
 // longer than @totalMs (only against a hang: the checks wait for events).
@@ -14,6 +15,30 @@ export function sdkModule (subpath) {
   if (root)
     return pathToFileURL (join (root, '@modelcontextprotocol', 'sdk', 'dist', 'esm', subpath)).href;
   return `@modelcontextprotocol/sdk/${subpath}`;
+}
+
+/* Every bound of ours stretches as the C tests' do (tests/test-wait.h). */
+export const SLOWDOWN = Math.max (1, Number.parseInt (process.env.MCP_POOL_TEST_SLOWDOWN ?? '1', 10) || 1);
+
+/* A client that answers roots, sampling and elicitation declares this. */
+export const CAPABLE = { roots: { listChanged: true }, sampling: {}, elicitation: {} };
+
+const { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } =
+  await import (sdkModule ('types.js'));
+
+/* Handlers of what CAPABLE declares, for client.setRequestHandler(): the
+ * one root is the folder @root, sampling answers as @model, elicitation
+ * declines; each request's kind goes to @asked. */
+export function answering (asked, root, model) {
+  return [
+    [ListRootsRequestSchema, () => { asked.push ('roots'); return { roots: [{ uri: `file://${root}`, name: 'root' }] }; }],
+    [CreateMessageRequestSchema, (request) => {
+      asked.push ('sampling');
+      return { role: 'assistant', model,
+               content: { type: 'text', text: `sampled: ${request.params.messages.length} message(s)` } };
+    }],
+    [ElicitRequestSchema, () => { asked.push ('elicitation'); return { action: 'decline' }; }],
+  ];
 }
 
 export function startChecks ({ totalMs, onFail }) {

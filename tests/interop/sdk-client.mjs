@@ -18,11 +18,9 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { sdkModule, startChecks } from './checks.mjs';
+import { answering as answeringIn, CAPABLE, SLOWDOWN, sdkModule, startChecks } from './checks.mjs';
 import { descendantsOf, isAlive, readStat, waitGone } from './procs.mjs';
 
-/* Every bound of ours stretches as the C tests' do (tests/test-wait.h). */
-const SLOWDOWN = Math.max (1, Number.parseInt (process.env.MCP_POOL_TEST_SLOWDOWN ?? '1', 10) || 1);
 /* Only against a hang (the checks wait for events), and below the C side's
  * 150 s (tests/test-sdk-client.c), so that the script says which check hung. */
 const TOTAL_MS = 120_000 * SLOWDOWN;
@@ -37,8 +35,6 @@ const STDERR_CHARS = 32_000;
 
 const { Client } = await import (sdkModule ('client/index.js'));
 const { StdioClientTransport } = await import (sdkModule ('client/stdio.js'));
-const { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } =
-  await import (sdkModule ('types.js'));
 
 if (process.argv.length !== 5) {
   console.error ('usage: node sdk-client.mjs MCP_POOL CONFIG SCRATCH');
@@ -552,7 +548,6 @@ await closeAndCheck (proxy, servers);
 /* A client that answers roots, sampling and elicitation: server-everything
  * offers it the tools it keeps for such clients, and their requests reach
  * the client through mcp-pool and back. */
-const CAPABLE = { roots: { listChanged: true }, sampling: {}, elicitation: {} };
 /* The one root of a capable client: a folder of its own, so that a server
  * that takes it (server-filesystem) shows it took it. */
 const ROOT = join (scratch, 'root');
@@ -561,15 +556,7 @@ mkdirSync (ROOT, { recursive: true });
 
 /* Handlers of what CAPABLE declares; each request's kind goes to @asked. */
 function answering (asked) {
-  return [
-    [ListRootsRequestSchema, () => { asked.push ('roots'); return { roots: [{ uri: `file://${ROOT}`, name: 'root' }] }; }],
-    [CreateMessageRequestSchema, (request) => {
-      asked.push ('sampling');
-      return { role: 'assistant', model: 'sdk-client.mjs',
-               content: { type: 'text', text: `sampled: ${request.params.messages.length} message(s)` } };
-    }],
-    [ElicitRequestSchema, () => { asked.push ('elicitation'); return { action: 'decline' }; }],
-  ];
+  return answeringIn (asked, ROOT, 'sdk-client.mjs');
 }
 
 const asked = [];

@@ -14,18 +14,15 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 
-import { sdkModule, startChecks } from './checks.mjs';
+import { answering, CAPABLE, SLOWDOWN, sdkModule, startChecks } from './checks.mjs';
 import { descendantsOf, readStat, waitGone } from './procs.mjs';
 
-const SLOWDOWN = Math.max (1, Number.parseInt (process.env.MCP_POOL_TEST_SLOWDOWN ?? '1', 10) || 1);
 const TOTAL_MS = 120_000 * SLOWDOWN;
 const GONE_MS = 10_000 * SLOWDOWN;
 
 
 const { Client } = await import (sdkModule ('client/index.js'));
 const { StreamableHTTPClientTransport } = await import (sdkModule ('client/streamableHttp.js'));
-const { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } =
-  await import (sdkModule ('types.js'));
 
 if (process.argv.length !== 5) {
   console.error ('usage: node sdk-http-client.mjs MCP_POOL CONFIG SCRATCH');
@@ -228,24 +225,11 @@ await stopServe (proxyServe);
  * requests reach it over its GET stream, and its answers (POSTs) the
  * servers; another session's calls meanwhile are not asked. */
 
-const CAPABLE = { roots: { listChanged: true }, sampling: {}, elicitation: {} };
 const capableServe = await startServe ('capable', ['--expose', 'proxy']);
-
-function answering (asked) {
-  return [
-    [ListRootsRequestSchema, () => { asked.push ('roots'); return { roots: [{ uri: `file://${scratch}`, name: 'scratch' }] }; }],
-    [CreateMessageRequestSchema, (request) => {
-      asked.push ('sampling');
-      return { role: 'assistant', model: 'sdk-http-client.mjs',
-               content: { type: 'text', text: `sampled: ${request.params.messages.length} message(s)` } };
-    }],
-    [ElicitRequestSchema, () => { asked.push ('elicitation'); return { action: 'decline' }; }],
-  ];
-}
 
 await check ('capable: sampling, elicitation and roots reach the HTTP client and come back', async () => {
   const asked = [];
-  const capable = await connect (capableServe, CAPABLE, answering (asked));
+  const capable = await connect (capableServe, CAPABLE, answering (asked, scratch, 'sdk-http-client.mjs'));
   const plain = await connect (capableServe);
   const names = (await capable.client.listTools ()).tools.map ((tool) => tool.name);
 
