@@ -381,20 +381,18 @@ write_text (SoupServerMessage *message,
  * @target (NULL: the client is not connected to it now), and kept for a
  * client that resumes the stream. */
 static void
-write_event (HttpSession       *session,
-             const char        *stream,
-             SoupServerMessage *target,
-             json_t            *event_message)
+write_event_data (HttpSession       *session,
+                  const char        *stream,
+                  SoupServerMessage *target,
+                  const char        *data,
+                  gsize              length)
 {
-  g_autofree char *data = json_dumps (event_message, JSON_COMPACT);
-  SentEvent *event;
+  SentEvent *event = g_new0 (SentEvent, 1);
 
-  if (data == NULL)
-    return;
-  event = g_new0 (SentEvent, 1);
   event->id = ++session->last_event;
   event->stream = g_strdup (stream);
-  event->text = g_strdup_printf ("id: %" G_GUINT64_FORMAT "\nevent: message\ndata: %s\n\n", event->id, data);
+  event->text = g_strdup_printf ("id: %" G_GUINT64_FORMAT "\nevent: message\ndata: %.*s\n\n", event->id,
+                                 (int) length, data);
   if (target != NULL)
     write_text (target, event->text);
   g_queue_push_tail (&session->sent, event);
@@ -409,20 +407,44 @@ write_event (HttpSession       *session,
 }
 
 static void
-append_event (HttpRequest *request,
-              json_t      *message)
+write_event (HttpSession       *session,
+             const char        *stream,
+             SoupServerMessage *target,
+             json_t            *event_message)
+{
+  g_autofree char *data = json_dumps (event_message, JSON_COMPACT);
+
+  if (data != NULL)
+    write_event_data (session, stream, target, data, strlen (data));
+}
+
+/* Context: the next event of @request's stream, @data (one message's
+ * compact JSON, @length bytes). */
+static void
+append_event_data (HttpRequest *request,
+                   const char  *data,
+                   gsize        length)
 {
   HttpSession *session = g_hash_table_lookup (request->front->sessions, request->session_id);
 
   if (session != NULL)
-    write_event (session, request->key, request->message, message);
+    write_event_data (session, request->key, request->message, data, length);
   else if (request->message != NULL)
     {
-      g_autofree char *data = json_dumps (message, JSON_COMPACT);
-      g_autofree char *text = g_strdup_printf ("event: message\ndata: %s\n\n", data ? data : "null");
+      g_autofree char *text = g_strdup_printf ("event: message\ndata: %.*s\n\n", (int) length, data);
 
       write_text (request->message, text);
     }
+}
+
+static void
+append_event (HttpRequest *request,
+              json_t      *message)
+{
+  g_autofree char *data = json_dumps (message, JSON_COMPACT);
+
+  if (data != NULL)
+    append_event_data (request, data, strlen (data));
 }
 
 /* Context: @message (borrowed) for @session, on its GET stream, or kept
@@ -496,23 +518,20 @@ posted_free (Posted *posted)
   g_free (posted);
 }
 
-/* Context: the end of a request's exchange. */
+/* Context: the end of a request's exchange with its reply, @data (its
+ * compact JSON, @length bytes). */
 static void
-answer (HttpRequest *request,
-        json_t      *reply)
+answer_data (HttpRequest *request,
+             const char  *data,
+             gsize        length)
 {
-  McpHttpFront *front = request->front;
-  HttpSession *session = g_hash_table_lookup (front->sessions, request->session_id);
+  HttpSession *session = g_hash_table_lookup (request->front->sessions, request->session_id);
   SoupServerMessage *message = request->message;
 
-  if (session != NULL && g_str_equal (mcp_json_get_string (request->request, "method"), "logging/setLevel") &&
-      json_object_get (reply, "result") != NULL)
-    session->log_level = mcp_log_level_rank (mcp_json_get_string (json_object_get (request->request, "params"),
-                                                                  "level"));
   /* A stream's reply is kept even with nobody connected: its client may
    * resume the stream. */
   if (request->streamed && !request->cancelled)
-    append_event (request, reply);
+    append_event_data (request, data, length);
   if (session != NULL && g_hash_table_lookup (session->in_flight, request->key) == request)
     g_hash_table_remove (session->in_flight, request->key);
   if (message == NULL)
@@ -522,8 +541,25 @@ answer (HttpRequest *request,
   else if (request->cancelled)
     soup_server_message_set_status (message, SOUP_STATUS_ACCEPTED, NULL);
   else
-    set_json_body (message, SOUP_STATUS_OK, reply);
+    {
+      soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
+      soup_server_message_set_response (message, "application/json", SOUP_MEMORY_COPY, data, length);
+    }
   soup_server_message_unpause (message);
+}
+
+static void
+answer (HttpRequest *request,
+        json_t      *reply)
+{
+  HttpSession *session = g_hash_table_lookup (request->front->sessions, request->session_id);
+  g_autofree char *data = json_dumps (reply, JSON_COMPACT);
+
+  if (session != NULL && g_str_equal (mcp_json_get_string (request->request, "method"), "logging/setLevel") &&
+      json_object_get (reply, "result") != NULL)
+    session->log_level = mcp_log_level_rank (mcp_json_get_string (json_object_get (request->request, "params"),
+                                                                  "level"));
+  answer_data (request, data != NULL ? data : "null", data != NULL ? strlen (data) : 4);
 }
 
 static gboolean
@@ -580,16 +616,20 @@ on_warm_reply (json_t   *id,
                gpointer  user_data)
 {
   g_autoptr(HttpRequest) request = user_data;
-  g_autoptr(json_t) parsed = NULL;
+  g_autoptr(json_t) owned = reply;
+  gsize length;
+  const char *text;
 
-  if (reply == NULL && line != NULL)
-    reply = parsed = json_loadb (g_bytes_get_data (line, NULL), g_bytes_get_size (line), 0, NULL);
-  else
-    parsed = reply;
-  if (reply == NULL)
-    reply = parsed = mcp_upstream_error_reply (id, MCP_JSONRPC_INTERNAL_ERROR, "%s",
-                                               _("A server's reply could not be read"));
-  answer (request, reply);
+  if (reply != NULL)
+    {
+      answer (request, reply);
+      return;
+    }
+  /* The reply as the pool spliced it, one line: passed on as it is. */
+  text = g_bytes_get_data (line, &length);
+  if (length > 0 && text[length - 1] == '\n')
+    length--;
+  answer_data (request, text, length);
 }
 
 /* Context: the client is gone, or the exchange is over. */
