@@ -41,6 +41,78 @@
 /* The stream name of the GET stream (others are request id keys). */
 #define GET_STREAM           ""
 
+/* A message an answer goes to, and how its end is learnt: libsoup emits
+ * "finished" when the exchange is over, but frees a message whose
+ * connection went without emitting it, so its end is also watched with a
+ * weak reference.  Either way @gone (if set) runs once, on the context,
+ * and the message is not to be touched after. */
+typedef struct {
+  SoupServerMessage *message;        /* NULL: none */
+  gulong             finished_id;
+  void             (*gone) (gpointer data);
+  gpointer           data;
+} MessageWatch;
+
+static void message_watch_stop (MessageWatch *watch);
+
+static void
+on_watched_finished (SoupServerMessage *message,
+                     gpointer           data)
+{
+  MessageWatch *watch = data;
+
+  message_watch_stop (watch);
+  if (watch->gone != NULL)
+    watch->gone (watch->data);
+}
+
+static void
+on_watched_freed (gpointer  data,
+                  GObject  *where_it_was)
+{
+  MessageWatch *watch = data;
+
+  /* Its signal handlers went with it. */
+  watch->message = NULL;
+  if (watch->gone != NULL)
+    watch->gone (watch->data);
+}
+
+static void
+message_watch_start (MessageWatch      *watch,
+                     SoupServerMessage *message,
+                     void             (*gone) (gpointer data),
+                     gpointer           data)
+{
+  *watch = (MessageWatch) { message, 0, gone, data };
+  watch->finished_id = g_signal_connect (message, "finished", G_CALLBACK (on_watched_finished), watch);
+  g_object_weak_ref (G_OBJECT (message), on_watched_freed, watch);
+}
+
+/* Stops watching, without calling gone. */
+static void
+message_watch_stop (MessageWatch *watch)
+{
+  if (watch->message == NULL)
+    return;
+  g_signal_handler_disconnect (watch->message, watch->finished_id);
+  g_object_weak_unref (G_OBJECT (watch->message), on_watched_freed, watch);
+  watch->message = NULL;
+}
+
+/* Ends the event stream of a watched message, and stops watching it. */
+static void
+message_watch_end_stream (MessageWatch *watch)
+{
+  SoupServerMessage *message = watch->message;
+
+  if (message == NULL)
+    return;
+  message_watch_stop (watch);
+  soup_message_body_complete (soup_server_message_get_response_body (message));
+  soup_server_message_unpause (message);
+}
+
 struct _McpHttpFront {
   gatomicrefcount      ref_count;     /* the owner's and one per HttpRequest */
   McpExpose           *expose;        /* immutable */
@@ -68,8 +140,7 @@ typedef struct {
   McpClientRequests *requests;    /* immutable: the servers' requests relayed to this client */
   gboolean           initialized; /* context */
   gint               log_level;   /* context: the rank it asked for, -1 until it asks */
-  SoupServerMessage *stream;      /* context: its GET stream, or NULL */
-  gulong             stream_finished_id;
+  MessageWatch       stream;      /* context: its GET stream (stream.message NULL: none) */
   GQueue             backlog;     /* context: messages for a stream not open yet */
   guint64            last_event;  /* context: the id of the last event sent */
   GQueue             sent;        /* context: the last SentEvents, for Last-Event-ID */
@@ -100,8 +171,7 @@ typedef struct {
   json_t             *request;      /* immutable */
   GCancellable       *cancellable;  /* immutable */
   gboolean            streamed;     /* immutable: answered as an event stream */
-  SoupServerMessage  *message;      /* context; NULL once the exchange is over */
-  gulong              finished_id;  /* context */
+  MessageWatch        answer;       /* context: where the answer goes (message NULL: nowhere now) */
   gboolean            cancelled;    /* context: by the client, so no reply is sent */
 } HttpRequest;
 
@@ -158,12 +228,7 @@ session_free (HttpSession *session)
   g_hash_table_unref (session->in_flight);
   /* Answers what waits for this client; afterwards nothing sends for it. */
   mcp_client_requests_free (session->requests);
-  if (session->stream != NULL)
-    {
-      g_signal_handler_disconnect (session->stream, session->stream_finished_id);
-      soup_message_body_complete (soup_server_message_get_response_body (session->stream));
-      soup_server_message_unpause (session->stream);
-    }
+  message_watch_end_stream (&session->stream);
   g_queue_clear_full (&session->backlog, (GDestroyNotify) json_decref);
   g_queue_clear_full (&session->sent, (GDestroyNotify) sent_event_free);
   g_free (session->id);
@@ -428,12 +493,12 @@ append_event_data (HttpRequest *request,
   HttpSession *session = g_hash_table_lookup (request->front->sessions, request->session_id);
 
   if (session != NULL)
-    write_event_data (session, request->key, request->message, data, length);
-  else if (request->message != NULL)
+    write_event_data (session, request->key, request->answer.message, data, length);
+  else if (request->answer.message != NULL)
     {
       g_autofree char *text = g_strdup_printf ("event: message\ndata: %.*s\n\n", (int) length, data);
 
-      write_text (request->message, text);
+      write_text (request->answer.message, text);
     }
 }
 
@@ -453,9 +518,9 @@ static void
 session_send (HttpSession *session,
               json_t      *message)
 {
-  if (session->stream != NULL)
+  if (session->stream.message != NULL)
     {
-      write_event (session, GET_STREAM, session->stream, message);
+      write_event (session, GET_STREAM, session->stream.message, message);
       return;
     }
   g_queue_push_tail (&session->backlog, json_incref (message));
@@ -526,7 +591,7 @@ answer_data (HttpRequest *request,
              gsize        length)
 {
   HttpSession *session = g_hash_table_lookup (request->front->sessions, request->session_id);
-  SoupServerMessage *message = request->message;
+  SoupServerMessage *message = request->answer.message;
 
   /* A stream's reply is kept even with nobody connected: its client may
    * resume the stream. */
@@ -632,19 +697,36 @@ on_warm_reply (json_t   *id,
   answer_data (request, text, length);
 }
 
-/* Context: the client is gone, or the exchange is over. */
+/* Context: the client is gone, or the exchange is over; the watch held
+ * a reference. */
 static void
-on_message_finished (SoupServerMessage *message,
-                     gpointer           user_data)
+on_answer_gone (gpointer data)
 {
-  HttpRequest *request = user_data;
+  HttpRequest *request = data;
 
-  g_signal_handler_disconnect (message, request->finished_id);
-  request->message = NULL;
   /* A stream cut off is not a cancellation (the client may resume it);
    * a JSON answer nobody waits for is not worth the work. */
   if (!request->streamed)
     g_cancellable_cancel (request->cancellable);
+  http_request_unref (request);
+}
+
+/* Context: @message is now where @request's answer goes, until it is
+ * gone; a reference is held meanwhile. */
+static void
+attach_message (HttpRequest       *request,
+                SoupServerMessage *message)
+{
+  message_watch_start (&request->answer, message, on_answer_gone, http_request_ref (request));
+}
+
+/* Context: @request's answer goes nowhere now. */
+static void
+detach_message (HttpRequest *request)
+{
+  if (request->answer.message == NULL)
+    return;
+  message_watch_stop (&request->answer);
   http_request_unref (request);
 }
 
@@ -731,10 +813,7 @@ start_request (McpHttpFront      *front,
   request->request = json_incref (body);
   request->cancellable = g_cancellable_new ();
   request->streamed = mcp_jsonrpc_id_is_valid (token);
-  request->message = message;
-  /* A reference for the message's life, dropped when it finishes. */
-  request->finished_id = g_signal_connect (message, "finished", G_CALLBACK (on_message_finished),
-                                           http_request_ref (request));
+  attach_message (request, message);
   g_hash_table_insert (session->in_flight, g_strdup (request->key), http_request_ref (request));
 
   if (request->streamed)
@@ -848,17 +927,6 @@ handle_post (McpHttpFront      *front,
     }
 }
 
-/* Context: the GET stream went (the client closed it, or it ended). */
-static void
-on_stream_finished (SoupServerMessage *message,
-                    gpointer           user_data)
-{
-  HttpSession *session = user_data;
-
-  g_signal_handler_disconnect (message, session->stream_finished_id);
-  session->stream = NULL;
-}
-
 /* GET with Last-Event-ID: the stream that event was on goes on here,
  * from the event after it.  TRUE if that was a request's stream, which
  * @message now is; else the GET stream starts anew on @message, and
@@ -898,16 +966,15 @@ resume_stream (HttpSession       *session,
       soup_message_body_complete (soup_server_message_get_response_body (message));
       return TRUE;
     }
-  if (request->message != NULL)
+  if (request->answer.message != NULL)
     {
-      g_signal_handler_disconnect (request->message, request->finished_id);
-      soup_message_body_complete (soup_server_message_get_response_body (request->message));
-      soup_server_message_unpause (request->message);
-      http_request_unref (request);
+      SoupServerMessage *old = request->answer.message;
+
+      detach_message (request);
+      soup_message_body_complete (soup_server_message_get_response_body (old));
+      soup_server_message_unpause (old);
     }
-  request->message = message;
-  request->finished_id = g_signal_connect (message, "finished", G_CALLBACK (on_message_finished),
-                                           http_request_ref (request));
+  attach_message (request, message);
   return TRUE;
 }
 
@@ -933,14 +1000,8 @@ handle_get (McpHttpFront      *front,
   session->last_used = g_get_monotonic_time ();
   if (resume_stream (session, message, &missed_after))
     return;
-  if (session->stream != NULL)
-    {
-      g_signal_handler_disconnect (session->stream, session->stream_finished_id);
-      soup_message_body_complete (soup_server_message_get_response_body (session->stream));
-      soup_server_message_unpause (session->stream);
-    }
-  session->stream = message;
-  session->stream_finished_id = g_signal_connect (message, "finished", G_CALLBACK (on_stream_finished), session);
+  message_watch_end_stream (&session->stream);
+  message_watch_start (&session->stream, message, NULL, NULL);
   start_event_stream (message);
   /* The headers go out now, so that the client knows the stream is open. */
   soup_message_body_append (soup_server_message_get_response_body (message), SOUP_MEMORY_STATIC, ": open\n\n", 8);
@@ -1357,8 +1418,8 @@ mcp_http_front_free (McpHttpFront *front)
   if (front == NULL)
     return;
   mcp_http_front_close (front);
-  /* Its messages finish, and drop their requests; what the workers
-   * posted last finds no message and goes with its request. */
+  /* Its messages go with it, and let go of their requests; what the
+   * workers posted last finds no message and goes with its request. */
   g_clear_object (&front->server);
   front_unref (front);
 }
