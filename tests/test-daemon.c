@@ -27,10 +27,13 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gio/gunixsocketaddress.h>
 #include <glib/gstdio.h>
+#include <libsoup/soup.h>
 
 #include "daemon/mcp-remote.h"
 #include "test-client.h"
@@ -67,6 +70,7 @@ typedef struct {
 typedef struct {
   const char *daemon_args;      /* appended to Exec= */
   const char *server_args;      /* the fixture server's, as JSON array items */
+  gboolean    listen;           /* and --listen unix:DIR/http.sock */
 } Setup;
 
 static const Setup plain = { "--idle-timeout=600", "" };
@@ -74,6 +78,7 @@ static const Setup quick_idle = { "--idle-timeout=1", "" };
 static const Setup with_grandchild = { "--idle-timeout=600", "\"--grandchild\"" };
 static const Setup with_prompts = { "--idle-timeout=600", "\"--prompts\", \"--resources\", \"fix\"" };
 static const Setup with_logging = { "--idle-timeout=600", "\"--logging\", \"--resources\", \"fix\"" };
+static const Setup listening = { "--idle-timeout=600 --server fix", "", TRUE };
 
 static const char *
 poold_path (void)
@@ -92,7 +97,9 @@ write_service_file (const char  *services,
   g_autofree char *template_path = g_test_build_filename (G_TEST_DIST, "..", "data",
                                                           "io.github.mcppool.Pool.service.in", NULL);
   g_autofree char *template = NULL;
-  g_autofree char *command_line = g_strdup_printf ("%s %s", poold_path (), setup->daemon_args);
+  g_autofree char *dir = g_path_get_dirname (services);
+  g_autofree char *listen = setup->listen ? g_strdup_printf (" --listen unix:%s/http.sock", dir) : g_strdup ("");
+  g_autofree char *command_line = g_strdup_printf ("%s %s%s", poold_path (), setup->daemon_args, listen);
   g_autofree char *exec = test_wrap_command_line (command_line);
   g_autofree char *path = g_build_filename (services, "io.github.mcppool.Pool.service", NULL);
   g_autoptr(GError) error = NULL;
@@ -1733,6 +1740,257 @@ test_no_session_bus (void)
   g_assert_true (reap_and_check_no_children (NULL));
 }
 
+/* Over HTTP */
+
+/* An MCP client over HTTP: a session of the daemon's HTTP front. */
+typedef struct {
+  SoupSession *http;
+  char        *url;
+  char        *session_id;   /* once initialized */
+} HttpClient;
+
+static void
+http_client_init (HttpClient *client,
+                  const char *url)
+{
+  if (g_str_has_prefix (url, "unix:"))
+    {
+      g_autoptr(GSocketAddress) address = g_unix_socket_address_new (url + strlen ("unix:"));
+
+      client->http = soup_session_new_with_options ("remote-connectable", address, NULL);
+      client->url = g_strdup ("http://localhost/mcp");
+    }
+  else
+    {
+      client->http = soup_session_new ();
+      client->url = g_strdup (url);
+    }
+  soup_session_set_proxy_resolver (client->http, NULL);
+  soup_session_set_timeout (client->http, test_timeout_ms (WAIT_MS) / 1000);
+}
+
+static void
+http_client_clear (HttpClient *client)
+{
+  g_clear_object (&client->http);
+  g_clear_pointer (&client->url, g_free);
+  g_clear_pointer (&client->session_id, g_free);
+}
+
+/* Sends @method with @body (NULL: none) and the session's id; the HTTP
+ * status, and the JSON answer in @answer (NULL: not wanted). */
+static guint
+http_send (HttpClient  *client,
+           const char  *method,
+           const char  *body,
+           json_t     **answer)
+{
+  g_autoptr(SoupMessage) message = soup_message_new (method, client->url);
+  SoupMessageHeaders *headers = soup_message_get_request_headers (message);
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *session_id;
+
+  soup_message_headers_replace (headers, "Accept", "application/json, text/event-stream");
+  if (client->session_id != NULL)
+    soup_message_headers_replace (headers, "Mcp-Session-Id", client->session_id);
+  if (body != NULL)
+    {
+      g_autoptr(GBytes) sent = g_bytes_new (body, strlen (body));
+
+      soup_message_set_request_body_from_bytes (message, "application/json", sent);
+    }
+  bytes = soup_session_send_and_read (client->http, message, NULL, &error);
+  g_assert_no_error (error);
+  session_id = soup_message_headers_get_one (soup_message_get_response_headers (message), "Mcp-Session-Id");
+  if (session_id != NULL && client->session_id == NULL)
+    client->session_id = g_strdup (session_id);
+  if (answer != NULL)
+    {
+      *answer = json_loadb (g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes), 0, NULL);
+      g_assert_nonnull (*answer);
+    }
+  return soup_message_get_status (message);
+}
+
+/* initialize and notifications/initialized. */
+static void
+http_initialize (HttpClient *client)
+{
+  g_autoptr(json_t) answer = NULL;
+
+  g_assert_cmpuint (http_send (client, "POST",
+                               "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                               "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                               "\"clientInfo\":{\"name\":\"test-daemon\",\"version\":\"1\"}}}", &answer),
+                    ==, SOUP_STATUS_OK);
+  g_assert_nonnull (json_object_get (answer, "result"));
+  g_assert_nonnull (client->session_id);
+  g_assert_cmpuint (http_send (client, "POST", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+                               NULL), ==, SOUP_STATUS_ACCEPTED);
+}
+
+/* The pid of the fixture server that answers the stats tool over HTTP. */
+static json_int_t
+http_server_pid (HttpClient *client)
+{
+  g_autoptr(json_t) answer = NULL;
+  json_t *stats;
+
+  g_assert_cmpuint (http_send (client, "POST",
+                               "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                               "\"params\":{\"name\":\"stats\",\"arguments\":{}}}", &answer),
+                    ==, SOUP_STATUS_OK);
+  stats = json_object_get (json_object_get (answer, "result"), "structuredContent");
+  g_assert_nonnull (stats);
+  return json_integer_value (json_object_get (stats, "pid"));
+}
+
+static json_int_t
+dbus_server_pid (Fixture *fixture)
+{
+  g_autoptr(json_t) result = call_tool (fixture, "stats", "{}");
+
+  return json_integer_value (json_object_get (json_object_get (result, "structuredContent"), "pid"));
+}
+
+/* mcp-poold --listen, started by D-Bus activation: an HTTP client and a
+ * D-Bus client share the one warm server, over a socket only this user
+ * may connect to; DELETE ends the session. */
+static void
+test_http_with_dbus (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  g_autofree char *socket_path = g_build_filename (fixture->dir, "http.sock", NULL);
+  g_autofree char *url = g_strconcat ("unix:", socket_path, NULL);
+  g_autoptr(json_t) server = NULL;
+  HttpClient client = { 0 };
+  json_int_t pid = dbus_server_pid (fixture);
+  struct stat info;
+
+  g_assert_cmpint (pid, >, 0);
+  /* Only this user may connect. */
+  g_assert_cmpint (g_stat (socket_path, &info), ==, 0);
+  g_assert_cmpint (info.st_mode & 0777, ==, 0600);
+
+  http_client_init (&client, url);
+  http_initialize (&client);
+  g_assert_cmpint (http_server_pid (&client), ==, pid);
+  server = server_entry (fixture);
+  g_assert_cmpint (json_integer_value (json_object_get (server, "starts")), ==, 1);
+
+  g_assert_cmpuint (http_send (&client, "DELETE", NULL, NULL), ==, SOUP_STATUS_OK);
+  g_assert_cmpuint (http_send (&client, "POST", "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}", NULL),
+                    ==, SOUP_STATUS_NOT_FOUND);
+  http_client_clear (&client);
+}
+
+/* Spawns mcp-poold as systemd does for a socket unit: @socket's fd as 3,
+ * $LISTEN_FDS=1 and $LISTEN_PID its own pid (set by the shell it execs
+ * from, which keeps the pid). */
+static Child *
+spawn_socket_activated (Fixture    *fixture,
+                        GSocket    *socket,
+                        const char *extra_arg)
+{
+  const char *argv[] = { "/bin/sh", "-c", "LISTEN_PID=$$ exec \"$@\"", "sh", poold_path (), "--no-idle-exit",
+                         "--server", "fix", extra_arg, NULL };
+  g_auto(GStrv) envp = g_environ_setenv (g_strdupv (fixture->envp), "LISTEN_FDS", "1", TRUE);
+  int source_fds[] = { g_socket_get_fd (socket) };
+  int target_fds[] = { 3 };
+  Child *child = g_new0 (Child, 1);
+  g_autoptr(GError) error = NULL;
+
+  child->out_fd = -1;
+  g_spawn_async_with_pipes_and_fds (NULL, argv, (const char * const *) envp,
+                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL, NULL, NULL,
+                                    -1, -1, -1, source_fds, target_fds, 1, &child->pid, NULL, NULL,
+                                    &child->err_fd, &error);
+  g_assert_no_error (error);
+  return child;
+}
+
+static gboolean
+bus_has_daemon (gpointer connection)
+{
+  return daemon_is_running (connection);
+}
+
+/* Socket activation: a listening socket handed over as fd 3 is served;
+ * the daemon also takes the bus name, so HTTP and D-Bus clients share it. */
+static void
+test_http_socket_activation (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+  g_autoptr(GSocket) socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  g_autoptr(Child) daemon = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *said = NULL;
+  HttpClient client = { 0 };
+  json_int_t pid;
+
+  g_assert_true (g_socket_bind (socket, address, TRUE, &error));
+  g_assert_true (g_socket_listen (socket, &error));
+  bound = g_socket_get_local_address (socket, &error);
+  g_assert_no_error (error);
+  url = g_strdup_printf ("http://127.0.0.1:%u/mcp", g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
+
+  daemon = spawn_socket_activated (fixture, socket, NULL);
+  /* The socket is the daemon's now: connections queue until it serves. */
+  g_clear_object (&socket);
+  http_client_init (&client, url);
+  http_initialize (&client);
+  pid = http_server_pid (&client);
+  g_assert_cmpint (pid, >, 0);
+
+  g_assert_true (test_wait_for (bus_has_daemon, fixture->connection, WAIT_MS));
+  g_assert_cmpint (daemon_pid (fixture->connection), ==, daemon->pid);
+  g_assert_cmpint (dbus_server_pid (fixture), ==, pid);
+
+  http_client_clear (&client);
+  g_assert_cmpint (kill (daemon->pid, SIGTERM), ==, 0);
+  child_communicate (daemon, NULL, &said);
+  g_test_message ("The daemon said: %s", said);
+  g_assert_true (child_exited_with (daemon, 0));
+  g_assert_nonnull (strstr (said, url));
+}
+
+/* What mcp-poold refuses to listen with, each with a message that says
+ * what to do. */
+static void
+test_http_refused (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  static const struct {
+    const char *args[3];
+    const char *said;
+  } cases[] = {
+    { { "--listen", "192.0.2.1:8931", NULL }, "--allow-remote" },
+    { { "--server", "fix", NULL }, "give --listen" },
+    { { "--listen", "127.0.0.1:0", "--path=mcp" }, "must start with /" },
+    { { "--listen=127.0.0.1:0", "--expose=code", "--server=fix" }, "use one of them" },
+    { { "--listen", "127.0.0.1:0", "--server=nosuch" }, "nosuch" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(Child) refused = spawn_daemon (fixture, "--no-idle-exit", cases[i].args[0], cases[i].args[1],
+                                               cases[i].args[2], NULL);
+      g_autofree char *said = NULL;
+
+      child_communicate (refused, NULL, &said);
+      g_test_message ("mcp-poold %s %s: %s", cases[i].args[0], cases[i].args[1], said);
+      g_assert_false (child_exited_with (refused, 0));
+      g_assert_nonnull (strstr (said, cases[i].said));
+    }
+  /* None of them took the name or left anything. */
+  g_assert_false (daemon_is_running (fixture->connection));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1762,6 +2020,11 @@ main (int    argc,
               fixture_tear_down);
   g_test_add ("/daemon/idle-exit", Fixture, &quick_idle, fixture_set_up, test_idle_exit, fixture_tear_down);
   g_test_add ("/daemon/replace", Fixture, &plain, fixture_set_up, test_replace, fixture_tear_down);
+  g_test_add ("/daemon/http/with-dbus", Fixture, &listening, fixture_set_up, test_http_with_dbus,
+              fixture_tear_down);
+  g_test_add ("/daemon/http/socket-activation", Fixture, &plain, fixture_set_up, test_http_socket_activation,
+              fixture_tear_down);
+  g_test_add ("/daemon/http/refused", Fixture, &plain, fixture_set_up, test_http_refused, fixture_tear_down);
   g_test_add ("/daemon/sigkill-leaves-no-server", Fixture, &with_grandchild, fixture_set_up,
               test_sigkill_leaves_no_server, fixture_tear_down);
   g_test_add ("/daemon/bus/runtime-dir", Fixture, &plain, fixture_set_up, test_bus_in_runtime_dir,

@@ -165,8 +165,8 @@ read_listen (const char      *listen,
     }
   if (shared)
     {
-      g_printerr ("%s\n", _("mcp-pool serve: --listen does not go with --shared yet: the HTTP front serves "
-                            "a pool of its own"));
+      g_printerr ("%s\n", _("mcp-pool serve: --listen does not go with --shared: the HTTP front serves a "
+                            "pool of its own; to serve the shared pool over HTTP, run mcp-poold --listen"));
       return FALSE;
     }
   if (path != NULL && path[0] != '/')
@@ -178,15 +178,10 @@ read_listen (const char      *listen,
     {
       g_autoptr(GError) error = NULL;
 
-      if (!g_file_get_contents (token_file, token, NULL, &error))
+      *token = mcp_http_front_read_token (token_file, &error);
+      if (*token == NULL)
         {
           g_printerr (_("mcp-pool serve: --token-file: %s\n"), error->message);
-          return FALSE;
-        }
-      g_strstrip (*token);
-      if (**token == '\0')
-        {
-          g_printerr (_("mcp-pool serve: --token-file %s is empty; put the token in it\n"), token_file);
           return FALSE;
         }
     }

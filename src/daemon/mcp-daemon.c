@@ -10,8 +10,9 @@
  *
  * Idleness: the daemon exits after options.idle_timeout_s with no call in
  * flight and no client connected.  A client is a bus name that has called
- * the daemon and is still on the bus; `serve --shared` keeps its
- * connection for its whole life, so the daemon stays while it runs.
+ * the daemon and is still on the bus, or an open HTTP session; `serve
+ * --shared` keeps its connection for its whole life, so the daemon stays
+ * while it runs.
  */
 #include "config.h"
 
@@ -57,6 +58,8 @@ struct _McpDaemon {
   gboolean                   ended;       /* main context: the pool is shut down */
   GSource                   *idle_timer;  /* main context; NULL while busy */
   GSource                   *signals[2];  /* main context */
+  McpHttpFront              *http;        /* NULL unless listening; main context */
+  McpExpose                 *http_expose; /* the HTTP front's, in the tables below; immutable */
 
   McpPool                   *pool;        /* immutable */
   McpCode                   *code;        /* immutable */
@@ -149,6 +152,12 @@ declare_client_capabilities (McpDaemon *daemon)
   g_hash_table_iter_init (&iter, daemon->client_capabilities);
   while (g_hash_table_iter_next (&iter, NULL, &capabilities))
     json_object_update (declared, capabilities);
+  if (daemon->http != NULL)
+    {
+      g_autoptr(json_t) sessions = mcp_http_front_dup_declared (daemon->http);
+
+      json_object_update (declared, sessions);
+    }
   mcp_pool_set_client_capabilities (daemon->pool, declared);
 }
 
@@ -314,7 +323,8 @@ static void
 update_idleness (McpDaemon *daemon)
 {
   gboolean idle = g_hash_table_size (daemon->in_flight) == 0 &&
-                  g_hash_table_size (daemon->clients) == 0;
+                  g_hash_table_size (daemon->clients) == 0 &&
+                  (daemon->http == NULL || mcp_http_front_get_n_sessions (daemon->http) == 0);
 
   if (daemon->idle_timer != NULL && !idle)
     {
@@ -1117,6 +1127,20 @@ on_state_changed (McpPool        *pool,
   mcp_dbus_pool1_emit_server_state_changed (daemon->skeleton, server, mcp_server_state_to_string (state));
 }
 
+/* Main context: a server's notification for the HTTP sessions, if their
+ * exposure shows the server. */
+static void
+notify_http_sessions (McpDaemon  *daemon,
+                      const char *server,
+                      const char *method,
+                      json_t     *params)
+{
+  g_autoptr(json_t) shown = mcp_expose_client_notification (daemon->http_expose, server, method, params);
+
+  if (shown != NULL)
+    mcp_http_front_notify (daemon->http, method, shown);
+}
+
 static void
 on_tools_changed (McpPool    *pool,
                   const char *server,
@@ -1125,6 +1149,8 @@ on_tools_changed (McpPool    *pool,
   McpDaemon *daemon = user_data;
 
   mcp_dbus_pool1_emit_tools_changed (daemon->skeleton, server);
+  if (daemon->http != NULL)
+    notify_http_sessions (daemon, server, "notifications/tools/list_changed", NULL);
 }
 
 /* A server's request, passed to the client whose call the server serves */
@@ -1267,6 +1293,11 @@ on_server_request (McpPool             *pool,
   guint n_declaring = 0;
   ClientRequest *request;
 
+  /* An HTTP session's call, or outside any call the one HTTP session
+   * that declared it. */
+  if (client == NULL && n_clients == 0 && daemon->http != NULL &&
+      mcp_http_front_relay (daemon->http, server, method, params, responder))
+    return TRUE;
   if (client == NULL && n_clients == 0)
     client = client_declaring (daemon, method, &n_declaring);
   if (client == NULL)
@@ -1340,6 +1371,8 @@ on_server_notification (McpPool    *pool,
   for (guint i = 0; i < signals->len; i++)
     g_dbus_connection_emit_signal (daemon->connection, NULL, MCP_DAEMON_OBJECT_PATH, MCP_DAEMON_INTERFACE,
                                    "ServerNotification", g_ptr_array_index (signals, i), NULL);
+  if (daemon->http != NULL)
+    notify_http_sessions (daemon, server, method, params);
 }
 
 static void
@@ -1372,6 +1405,8 @@ end_in_thread (gpointer data)
   mcp_pool_shutdown (daemon->pool, 0, TERM_GRACE_US);
   /* The calls in flight have failed or been cancelled by now. */
   g_thread_pool_free (g_steal_pointer (&daemon->workers), FALSE, TRUE);
+  if (daemon->http != NULL)
+    mcp_http_front_wait (daemon->http);
   g_clear_pointer (&daemon->code, mcp_code_free);
   g_main_context_invoke (daemon->context, on_pool_down, daemon);
   return NULL;
@@ -1405,6 +1440,9 @@ begin_ending (McpDaemon *daemon,
     }
   g_clear_pointer (&daemon->watcher, mcp_config_watcher_free);
   g_hash_table_foreach (daemon->in_flight, cancel_call, NULL);
+  /* Its streams end, its sessions go and their calls are cancelled. */
+  if (daemon->http != NULL)
+    mcp_http_front_close (daemon->http);
   g_thread_unref (g_thread_new ("mcp-poold-end", end_in_thread, daemon));
 }
 
@@ -1476,6 +1514,40 @@ mcp_daemon_new (const McpDiscoveryOptions *discovery,
   return daemon;
 }
 
+/* Main context: an HTTP session began or ended. */
+static void
+on_http_sessions_changed (gpointer user_data)
+{
+  McpDaemon *daemon = user_data;
+
+  declare_client_capabilities (daemon);
+  update_idleness (daemon);
+}
+
+/* Main context, before the name is owned: listens as the options say;
+ * FALSE with @error. */
+static gboolean
+start_http_front (McpDaemon  *daemon,
+                  GError    **error)
+{
+  McpHttpFrontOptions http = daemon->options.http;
+  McpExposeFlags flags = 0;
+
+  if (daemon->options.http_server != NULL)
+    daemon->http_expose = lookup_server_exposure (daemon, daemon->options.http_server, error);
+  else if (mcp_expose_parse (daemon->options.http_expose, &flags, error))
+    daemon->http_expose = lookup_exposure (daemon, flags);
+  if (daemon->http_expose == NULL)
+    return FALSE;
+  http.sessions_changed = on_http_sessions_changed;
+  http.user_data = daemon;
+  daemon->http = mcp_http_front_new (daemon->http_expose, daemon->code, daemon->context, &http, error);
+  if (daemon->http == NULL)
+    return FALSE;
+  g_printerr (_("mcp-poold: MCP over HTTP at %s\n"), mcp_http_front_get_url (daemon->http));
+  return TRUE;
+}
+
 static const struct {
   const char *signal;
   GCallback   handler;
@@ -1530,6 +1602,13 @@ mcp_daemon_run (McpDaemon *daemon)
   /* Watch first, so that no change between discovery and watching is lost. */
   daemon->watcher = mcp_config_watcher_new (daemon->discovery, daemon->context, on_config_changed, daemon);
   apply_discovery (daemon, mcp_config_discover (daemon->discovery));
+  if ((daemon->options.http.listen != NULL || daemon->options.http.socket != NULL) &&
+      !start_http_front (daemon, &error))
+    {
+      g_printerr ("mcp-poold: %s\n", error->message);
+      g_clear_error (&error);
+      begin_ending (daemon, 1);
+    }
 
   daemon->skeleton = mcp_dbus_pool1_skeleton_new ();
   for (guint i = 0; i < G_N_ELEMENTS (method_handlers); i++)
@@ -1577,6 +1656,7 @@ mcp_daemon_free (McpDaemon *daemon)
         g_source_unref (daemon->signals[i]);
       }
   g_clear_pointer (&daemon->watcher, mcp_config_watcher_free);
+  g_clear_pointer (&daemon->http, mcp_http_front_free);
   g_hash_table_unref (daemon->exposures);
   g_hash_table_unref (daemon->server_exposures);
   g_clear_pointer (&daemon->pool, mcp_pool_free);

@@ -6,6 +6,11 @@
  * as `serve` finds them, from the daemon's environment, and their files
  * are followed.
  *
+ * With McpDaemonOptions.http it also serves MCP over HTTP
+ * (mcp-http-front.h) from the same pool: each HTTP session is one more
+ * client, kept as the D-Bus ones are (what it can answer, its requests in
+ * flight, the servers' requests and notifications for it).
+ *
  * Threads: D-Bus handlers run on the main context and hand blocking work
  * to the worker pool; each result comes back to the main context, which
  * sends the reply.  The uid check runs on GDBus's authorisation threads.
@@ -14,6 +19,7 @@
 
 #include <glib.h>
 
+#include "mcp/mcp-http-front.h"
 #include "pool/mcp-config-discovery.h"
 
 G_BEGIN_DECLS
@@ -21,8 +27,14 @@ G_BEGIN_DECLS
 #define MCP_DAEMON_IDLE_TIMEOUT_DEFAULT_S 600
 
 typedef struct {
-  guint    idle_timeout_s;   /* 0: never exit for idleness */
-  gboolean replace;          /* take the name from a running daemon */
+  guint               idle_timeout_s;   /* 0: never exit for idleness */
+  gboolean            replace;          /* take the name from a running daemon */
+  /* Serve MCP over HTTP too when http.listen or http.socket is set (the
+   * callbacks are the daemon's own), with http_expose (NULL: serve's
+   * default) or the one server http_server. */
+  McpHttpFrontOptions http;
+  const char         *http_expose;
+  const char         *http_server;
 } McpDaemonOptions;
 
 typedef struct _McpDaemon McpDaemon;

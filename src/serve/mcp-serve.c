@@ -21,7 +21,7 @@
 #include "common/mcp-output-queue.h"
 #include "daemon/mcp-remote.h"
 #include "mcp/mcp-upstream.h"
-#include "serve/mcp-client-requests.h"
+#include "mcp/mcp-client-requests.h"
 
 #define WORKERS_DEFAULT        32
 /* The one upstream client of a stdio serve, as code mode keys sessions. */

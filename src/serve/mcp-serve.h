@@ -39,7 +39,7 @@
 
 #include "pool/mcp-config-discovery.h"
 #include "mcp/mcp-expose.h"
-#include "serve/mcp-http-front.h"
+#include "mcp/mcp-http-front.h"
 
 G_BEGIN_DECLS
 

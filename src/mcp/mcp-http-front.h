@@ -1,5 +1,6 @@
-/* mcp-http-front.h — `serve --listen`: the MCP Streamable HTTP transport
- * (2025-11-25), server side, in front of an exposure of the pool.
+/* mcp-http-front.h — `serve --listen` and `mcp-poold --listen`: the MCP
+ * Streamable HTTP transport (2025-11-25), server side, in front of an
+ * exposure of the pool.
  *
  * One endpoint (default /mcp) takes POSTs of one JSON-RPC message each.
  * An initialize makes a session, named by an Mcp-Session-Id of 32 random
@@ -52,6 +53,8 @@ G_BEGIN_DECLS
 
 typedef struct {
   const char *listen;          /* "127.0.0.1:PORT", "[::1]:PORT", "localhost:PORT" or "unix:PATH" */
+  GSocket    *socket;          /* instead of listen: a listening socket handed over (socket
+                                * activation), borrowed; a TCP one is held to the same rules */
   const char *path;            /* NULL: MCP_HTTP_FRONT_PATH_DEFAULT */
   const char *token;           /* NULL: none; required with allow_remote */
   gboolean    allow_remote;    /* listen on an address other than loopback */
@@ -59,6 +62,11 @@ typedef struct {
   guint       max_sessions;    /* 0: MCP_HTTP_FRONT_SESSIONS_DEFAULT */
   guint       max_in_flight;   /* per session; 0: MCP_HTTP_FRONT_IN_FLIGHT_DEFAULT */
   gint64      session_idle_s;  /* 0: MCP_HTTP_FRONT_SESSION_IDLE_S */
+  /* On the context, may be NULL: a session began or ended.  Without it
+   * the front declares its sessions' capabilities to the pool itself;
+   * with it the owner does (mcp_http_front_dup_declared()). */
+  void      (*sessions_changed) (gpointer user_data);
+  gpointer    user_data;
 } McpHttpFrontOptions;
 
 typedef struct _McpHttpFront McpHttpFront;
@@ -85,6 +93,15 @@ gboolean      mcp_http_front_relay    (McpHttpFront              *front,
                                        McpSessionResponder       *responder);
 /* The URL clients use, e.g. "http://127.0.0.1:8931/mcp" or "unix:PATH". */
 const char   *mcp_http_front_get_url  (McpHttpFront              *front);
+/* On the context: how many sessions are open. */
+guint         mcp_http_front_get_n_sessions (McpHttpFront        *front);
+/* On the context: what the sessions' clients declared that the servers
+ * may ask of them (roots, sampling, elicitation); a new object. */
+json_t       *mcp_http_front_dup_declared   (McpHttpFront        *front);
+/* The token in the file at @path (--token-file), without the white space
+ * around it; NULL with @error if it cannot be read or is empty. */
+char         *mcp_http_front_read_token (const char               *path,
+                                         GError                  **error);
 /* On the context: stops listening, cancels every request in flight and
  * drops the sessions; the requests still answer what they can. */
 void          mcp_http_front_close    (McpHttpFront              *front);

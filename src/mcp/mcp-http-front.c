@@ -9,7 +9,7 @@
  */
 #include "config.h"
 
-#include "serve/mcp-http-front.h"
+#include "mcp/mcp-http-front.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -27,7 +27,7 @@
 #include "common/mcp-jsonrpc.h"
 #include "common/mcp-protocol.h"
 #include "mcp/mcp-upstream.h"
-#include "serve/mcp-client-requests.h"
+#include "mcp/mcp-client-requests.h"
 
 #define WORKERS              32
 #define SESSION_ID_BYTES     32
@@ -368,13 +368,10 @@ new_session_id (void)
   return g_string_free (id, FALSE);
 }
 
-/* Context: the servers started from now on are told their client can
- * answer what any session's client declared (each request goes to the
- * client whose call it serves). */
-static void
-declare_client_capabilities (McpHttpFront *front)
+json_t *
+mcp_http_front_dup_declared (McpHttpFront *front)
 {
-  g_autoptr(json_t) declared = json_object ();
+  json_t *declared = json_object ();
   GHashTableIter iter;
   HttpSession *session;
 
@@ -385,7 +382,24 @@ declare_client_capabilities (McpHttpFront *front)
 
       json_object_update (declared, own);
     }
-  mcp_pool_set_client_capabilities (mcp_expose_get_pool (front->expose), declared);
+  return declared;
+}
+
+/* Context: a session began or ended.  The servers started from now on are
+ * told their client can answer what any session's client declared (each
+ * request goes to the client whose call it serves); an owner that has
+ * clients of its own is told instead, and declares for all of them. */
+static void
+sessions_changed (McpHttpFront *front)
+{
+  if (front->options.sessions_changed != NULL)
+    front->options.sessions_changed (front->options.user_data);
+  else
+    {
+      g_autoptr(json_t) declared = mcp_http_front_dup_declared (front);
+
+      mcp_pool_set_client_capabilities (mcp_expose_get_pool (front->expose), declared);
+    }
 }
 
 static void
@@ -395,7 +409,7 @@ end_session (McpHttpFront *front,
   if (front->code != NULL)
     mcp_code_end_session (front->code, id);
   g_hash_table_remove (front->sessions, id);
-  declare_client_capabilities (front);
+  sessions_changed (front);
 }
 
 static gboolean
@@ -786,7 +800,7 @@ start_request (McpHttpFront      *front,
       g_hash_table_insert (front->sessions, session->id, session);
       mcp_client_requests_set_client (session->requests,
                                       json_object_get (json_object_get (body, "params"), "capabilities"));
-      declare_client_capabilities (front);
+      sessions_changed (front);
       soup_message_headers_replace (soup_server_message_get_response_headers (message), "Mcp-Session-Id",
                                     session->id);
     }
@@ -1189,6 +1203,45 @@ split_host_port (const char *listen,
   return g_strndup (listen, length);
 }
 
+/* Whether the front may listen on @inet, which @what names in errors:
+ * loopback, or another address when allowed, with a token.  Sets whether
+ * Host must be loopback. */
+static gboolean
+may_listen_on (McpHttpFront  *front,
+               GInetAddress  *inet,
+               const char    *what,
+               GError       **error)
+{
+  front->loopback_only = g_inet_address_get_is_loopback (inet);
+  if (!front->loopback_only && !front->options.allow_remote)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                   _("%s is not a loopback address: mcp-pool listens on this machine only "
+                     "unless --allow-remote is given (with a --token-file)"), what);
+      return FALSE;
+    }
+  if (!front->loopback_only && front->token == NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
+                   _("%s is not a loopback address and needs a --token-file"), what);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* The URL of @address, a TCP socket's own (with the port it got). */
+static char *
+inet_url (McpHttpFront   *front,
+          GSocketAddress *address)
+{
+  GInetAddress *inet = g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (address));
+  guint16 port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (address));
+  g_autofree char *host = g_inet_address_to_string (inet);
+
+  return g_strdup_printf (g_inet_address_get_family (inet) == G_SOCKET_FAMILY_IPV6
+                          ? "http://[%s]:%u%s" : "http://%s:%u%s", host, port, front->path);
+}
+
 /* HOST:PORT: loopback unless allowed otherwise (with a token). */
 static gboolean
 listen_inet (McpHttpFront  *front,
@@ -1199,6 +1252,7 @@ listen_inet (McpHttpFront  *front,
   g_autoptr(GSocketAddress) address = NULL;
   g_autoptr(GSocketAddress) bound = NULL;
   g_autoptr(GSocket) socket = NULL;
+  g_autofree char *what = NULL;
   guint16 port = 0;
   g_autofree char *host = split_host_port (listen, &port);
 
@@ -1220,41 +1274,64 @@ listen_inet (McpHttpFront  *front,
                    _("--listen “%s”: “%s” is not an IP address"), listen, host);
       return FALSE;
     }
-  front->loopback_only = g_inet_address_get_is_loopback (inet);
-  if (!front->loopback_only && !front->options.allow_remote)
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
-                   _("--listen “%s” is not a loopback address: mcp-pool listens on this machine only "
-                     "unless --allow-remote is given (with a --token-file)"), listen);
-      return FALSE;
-    }
-  if (!front->loopback_only && front->token == NULL)
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED,
-                   _("--listen “%s” on a non-loopback address needs a --token-file"), listen);
-      return FALSE;
-    }
+  what = g_strdup_printf ("--listen “%s”", listen);
+  if (!may_listen_on (front, inet, what, error))
+    return FALSE;
   address = g_inet_socket_address_new (inet, port);
   /* The socket is ours, so that the port it got is read from it. */
   socket = serve_socket (front, address, G_SOCKET_PROTOCOL_TCP, FALSE, error);
   if (socket == NULL || (bound = g_socket_get_local_address (socket, error)) == NULL)
     return FALSE;
-  port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
-  front->url = g_strdup_printf (g_inet_address_get_family (inet) == G_SOCKET_FAMILY_IPV6
-                                ? "http://[%s]:%u%s" : "http://%s:%u%s", host, port, front->path);
+  front->url = inet_url (front, bound);
   return TRUE;
 }
 
-/* Listens at @listen; FALSE with @error.  Sets the URL and whether Host
- * must be loopback. */
+/* A listening socket handed over (socket activation), held to the rules
+ * of --listen: a unix socket's mode is its maker's business, a TCP one
+ * must be loopback unless allowed otherwise. */
+static gboolean
+listen_handed (McpHttpFront  *front,
+               GSocket       *socket,
+               GError       **error)
+{
+  g_autoptr(GSocketAddress) address = g_socket_get_local_address (socket, error);
+
+  if (address == NULL)
+    return FALSE;
+  if (G_IS_UNIX_SOCKET_ADDRESS (address))
+    {
+      front->loopback_only = FALSE;
+      front->url = g_strdup_printf ("unix:%s", g_unix_socket_address_get_path (G_UNIX_SOCKET_ADDRESS (address)));
+    }
+  else if (G_IS_INET_SOCKET_ADDRESS (address))
+    {
+      g_autofree char *url = inet_url (front, address);
+      g_autofree char *what = g_strdup_printf (_("The socket handed over (%s)"), url);
+
+      if (!may_listen_on (front, g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (address)), what, error))
+        return FALSE;
+      front->url = g_steal_pointer (&url);
+    }
+  else
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                   _("The socket handed over is neither a TCP nor a unix socket"));
+      return FALSE;
+    }
+  return soup_server_listen_socket (front->server, socket, 0, error);
+}
+
+/* Listens where the options say; FALSE with @error.  Sets the URL and
+ * whether Host must be loopback. */
 static gboolean
 listen_at (McpHttpFront  *front,
-           const char    *listen,
            GError       **error)
 {
-  if (g_str_has_prefix (listen, "unix:"))
-    return listen_unix (front, listen + strlen ("unix:"), error);
-  return listen_inet (front, listen, error);
+  if (front->options.socket != NULL)
+    return listen_handed (front, front->options.socket, error);
+  if (g_str_has_prefix (front->options.listen, "unix:"))
+    return listen_unix (front, front->options.listen + strlen ("unix:"), error);
+  return listen_inet (front, front->options.listen, error);
 }
 
 void
@@ -1360,7 +1437,7 @@ mcp_http_front_new (McpExpose                 *expose,
   front->server = soup_server_new ("server-header", "mcp-pool", NULL);
   soup_server_add_early_handler (front->server, NULL, handle_headers, front, NULL);
   soup_server_add_handler (front->server, NULL, handle_message, front, NULL);
-  if (!listen_at (front, options->listen, error))
+  if (!listen_at (front, error))
     {
       mcp_http_front_close (front);
       mcp_http_front_wait (front);
@@ -1377,6 +1454,12 @@ const char *
 mcp_http_front_get_url (McpHttpFront *front)
 {
   return front->url;
+}
+
+guint
+mcp_http_front_get_n_sessions (McpHttpFront *front)
+{
+  return g_hash_table_size (front->sessions);
 }
 
 void
@@ -1422,4 +1505,21 @@ mcp_http_front_free (McpHttpFront *front)
    * workers posted last finds no message and goes with its request. */
   g_clear_object (&front->server);
   front_unref (front);
+}
+
+char *
+mcp_http_front_read_token (const char  *path,
+                           GError     **error)
+{
+  g_autofree char *token = NULL;
+
+  if (!g_file_get_contents (path, &token, NULL, error))
+    return NULL;
+  g_strstrip (token);
+  if (*token == '\0')
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, _("%s is empty; put the token in it"), path);
+      return NULL;
+    }
+  return g_steal_pointer (&token);
 }

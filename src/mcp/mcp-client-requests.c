@@ -2,7 +2,7 @@
  * serve's own client. */
 #include "config.h"
 
-#include "serve/mcp-client-requests.h"
+#include "mcp/mcp-client-requests.h"
 
 #include <glib/gi18n-lib.h>
 
