@@ -1,14 +1,19 @@
-/* soak.c — `mcp-pool serve --expose proxy` under sustained load: 16 callers
- * share one serve connection for SOAK_SECONDS (default 600) over 4 fixture
- * servers, with 1 % of calls crashing their server and 1 % hanging past the
- * server's 2 s timeout.  Afterwards every request must have had exactly one
- * reply, mcp-pool's fds, threads and RSS must be back to their level after
- * warm-up, and nothing may be left running.  Not part of `make check`: run
- * by `make soak` (and, for 60 s, by .ci/run).
+/* soak.c — `mcp-pool serve --expose proxy` under sustained load, over 4
+ * fixture servers with 1 % of calls crashing their server and 1 % hanging
+ * past the server's 2 s timeout, for SOAK_SECONDS (default 600) each:
+ * - /soak/serve: 16 callers share one stdio connection;
+ * - /soak/http: `serve --listen`, 64 HTTP sessions, one caller each, each
+ *   with its own connection.
+ * Afterwards every request must have had exactly one reply, mcp-pool's
+ * fds, threads and RSS must be back to their level after warm-up, and
+ * nothing may be left running.  Not part of `make check`: run by `make
+ * soak` (and, for 60 s each, by .ci/run).
  *
- * Threads: the callers write whole lines under write_lock and wait on cond
- * for their reply; one reader thread reads mcp-pool's stdout and hands each
- * reply to its call by id.
+ * Threads: over stdio the callers write whole lines under write_lock and
+ * wait on cond for their reply; one reader thread reads mcp-pool's stdout
+ * and hands each reply to its call by id.  Over HTTP each caller has a
+ * SoupSession of its own, used by its thread alone, and a POST's answer
+ * is its reply.
  */
 #include "config.h"
 
@@ -17,11 +22,14 @@
 #include <sys/prctl.h>
 
 #include <gio/gunixinputstream.h>
+#include <libsoup/soup.h>
 
 #include "common/mcp-jsonrpc.h"
 #include "test-procs.h"
+#include "test-wait.h"
 
 #define CALLERS          16
+#define HTTP_SESSIONS    64
 #define SERVERS          4
 /* The servers' call timeout, in seconds, in the config: what ends a hang. */
 #define SERVER_TIMEOUT_S 2
@@ -66,6 +74,8 @@ typedef struct {
 typedef struct {
   GSubprocess      *process;
   GPid              pid;           /* immutable */
+  char             *url;           /* immutable; NULL over stdio */
+  guint             n_callers;     /* immutable */
 
   GMutex            write_lock;
   GOutputStream    *input;         /* protected by write_lock */
@@ -78,6 +88,7 @@ typedef struct {
   guint64           unknown;       /* protected by lock; replies to no request */
   guint64           notifications; /* protected by lock */
   guint64           lost;          /* protected by lock; no reply in REPLY_WAIT_US */
+  guint64           refused;       /* protected by lock; an HTTP status other than 200 */
   gboolean          closed;        /* protected by lock; stdout ended */
 
   gint              stop;          /* atomic: the callers finish */
@@ -88,6 +99,13 @@ typedef struct {
   guint   threads;
   guint64 rss_kb;
 } Sample;
+
+/* One caller; over HTTP with its session, used by one thread at a time. */
+typedef struct {
+  Soak        *soak;
+  SoupSession *http;         /* NULL over stdio */
+  char        *session_id;   /* once initialized */
+} Caller;
 
 static char *scratch_home;
 
@@ -154,30 +172,33 @@ read_replies (gpointer data)
 
 /* Writing */
 
-/* Sends a request and waits for its reply; takes @params.  Any thread. */
-static ReplyKind
-soak_request (Soak       *soak,
-              CallKind    kind,
-              const char *method,
-              json_t     *params)
+/* A new call of @kind, in the table; its id. */
+static json_int_t
+register_call (Soak     *soak,
+               CallKind  kind)
 {
-  g_autoptr(json_t) request = NULL;
-  g_autofree char *line = NULL;
-  g_autoptr(GError) error = NULL;
-  gint64 deadline;
   json_int_t *key = g_new (json_int_t, 1);
   Call *call = g_new0 (Call, 1);
-  ReplyKind reply;
 
   call->kind = kind;
   g_mutex_lock (&soak->lock);
   *key = soak->next_id++;
   g_hash_table_insert (soak->calls, key, call);
   g_mutex_unlock (&soak->lock);
+  return *key;
+}
 
-  request = json_pack ("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id", *key, "method", method,
-                       "params", params);
-  line = json_dumps (request, JSON_COMPACT);
+/* Writes @line and waits for the reply to @id from the reader. */
+static ReplyKind
+stdio_exchange (Soak       *soak,
+                json_int_t  id,
+                const char *line)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 deadline;
+  Call *call;
+  ReplyKind reply;
+
   g_mutex_lock (&soak->write_lock);
   if (g_output_stream_write_all (soak->input, line, strlen (line), NULL, NULL, &error))
     g_output_stream_write_all (soak->input, "\n", 1, NULL, NULL, &error);
@@ -186,6 +207,7 @@ soak_request (Soak       *soak,
 
   deadline = g_get_monotonic_time () + REPLY_WAIT_US;
   g_mutex_lock (&soak->lock);
+  call = g_hash_table_lookup (soak->calls, &id);
   while (call->reply == REPLY_NONE && !soak->closed)
     if (!g_cond_wait_until (&soak->cond, &soak->lock, deadline))
       break;
@@ -198,8 +220,89 @@ soak_request (Soak       *soak,
   return reply;
 }
 
+/* POSTs @body in @caller's session; the status, and the answer's body in
+ * @answer when there is one. */
+static guint
+http_post (Caller      *caller,
+           const char  *body,
+           json_t     **answer)
+{
+  g_autoptr(SoupMessage) message = soup_message_new ("POST", caller->soak->url);
+  SoupMessageHeaders *headers = soup_message_get_request_headers (message);
+  g_autoptr(GBytes) sent = g_bytes_new (body, strlen (body));
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *session_id;
+
+  soup_message_headers_replace (headers, "Accept", "application/json, text/event-stream");
+  if (caller->session_id != NULL)
+    soup_message_headers_replace (headers, "Mcp-Session-Id", caller->session_id);
+  soup_message_set_request_body_from_bytes (message, "application/json", sent);
+  bytes = soup_session_send_and_read (caller->http, message, NULL, &error);
+  if (bytes == NULL)
+    {
+      g_test_message ("A POST failed: %s", error->message);
+      return 0;
+    }
+  session_id = soup_message_headers_get_one (soup_message_get_response_headers (message), "Mcp-Session-Id");
+  if (caller->session_id == NULL && session_id != NULL)
+    caller->session_id = g_strdup (session_id);
+  *answer = json_loadb (g_bytes_get_data (bytes, NULL), g_bytes_get_size (bytes), 0, NULL);
+  return soup_message_get_status (message);
+}
+
+/* POSTs @line in @caller's session; its answer is the reply to @id. */
 static ReplyKind
-soak_call (Soak       *soak,
+http_exchange (Caller     *caller,
+               json_int_t  id,
+               const char *line)
+{
+  Soak *soak = caller->soak;
+  g_autoptr(json_t) answer = NULL;
+  guint status = http_post (caller, line, &answer);
+  json_t *answer_id = json_object_get (answer, "id");
+  gboolean timed_out = FALSE;
+  ReplyKind reply = REPLY_NONE;
+  Call *call;
+
+  g_mutex_lock (&soak->lock);
+  call = g_hash_table_lookup (soak->calls, &id);
+  if (status != SOUP_STATUS_OK)
+    {
+      g_test_message ("HTTP %u for request %" JSON_INTEGER_FORMAT, status, id);
+      soak->refused++;
+    }
+  else if (!json_is_integer (answer_id) || json_integer_value (answer_id) != id)
+    soak->unknown++;
+  else
+    {
+      reply = call->reply = classify (answer, &timed_out);
+      call->timed_out = timed_out;
+    }
+  g_mutex_unlock (&soak->lock);
+  return reply;
+}
+
+/* Sends a request and waits for its reply; takes @params.  Any thread,
+ * @caller used by it alone. */
+static ReplyKind
+soak_request (Caller     *caller,
+              CallKind    kind,
+              const char *method,
+              json_t     *params)
+{
+  json_int_t id = register_call (caller->soak, kind);
+  g_autoptr(json_t) request = json_pack ("{s:s, s:I, s:s, s:o}", "jsonrpc", "2.0", "id", id, "method", method,
+                                         "params", params);
+  g_autofree char *line = json_dumps (request, JSON_COMPACT);
+
+  if (caller->http != NULL)
+    return http_exchange (caller, id, line);
+  return stdio_exchange (caller->soak, id, line);
+}
+
+static ReplyKind
+soak_call (Caller     *caller,
            CallKind    kind,
            guint       server,
            const char *tool,
@@ -207,7 +310,71 @@ soak_call (Soak       *soak,
 {
   g_autofree char *name = g_strdup_printf ("s%u__%s", server, tool);
 
-  return soak_request (soak, kind, "tools/call", json_pack ("{s:s, s:o}", "name", name, "arguments", arguments));
+  return soak_request (caller, kind, "tools/call", json_pack ("{s:s, s:o}", "name", name, "arguments", arguments));
+}
+
+/* initialize, and notifications/initialized: a session over HTTP, on
+ * stdio the one client. */
+static void
+caller_initialize (Caller *caller)
+{
+  Soak *soak = caller->soak;
+  const char *initialized = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+  g_autoptr(GError) error = NULL;
+
+  g_assert_cmpint (soak_request (caller, KIND_OTHER, "initialize",
+                                 json_pack ("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", "2025-11-25",
+                                            "capabilities", "clientInfo", "name", "soak", "version", "1")),
+                   ==, REPLY_OK);
+  if (caller->http != NULL)
+    {
+      g_autoptr(json_t) none = NULL;
+
+      g_assert_nonnull (caller->session_id);
+      g_assert_cmpuint (http_post (caller, initialized, &none), ==, SOUP_STATUS_ACCEPTED);
+      return;
+    }
+  g_mutex_lock (&soak->write_lock);
+  if (g_output_stream_write_all (soak->input, initialized, strlen (initialized), NULL, NULL, &error))
+    g_output_stream_write_all (soak->input, "\n", 1, NULL, NULL, &error);
+  g_mutex_unlock (&soak->write_lock);
+  g_assert_no_error (error);
+}
+
+/* A caller of @soak: over HTTP with a session of its own, which it
+ * initializes; over stdio the one client, initialized once. */
+static Caller *
+caller_new (Soak *soak)
+{
+  Caller *caller = g_new0 (Caller, 1);
+
+  caller->soak = soak;
+  if (soak->url != NULL)
+    {
+      caller->http = soup_session_new_with_options ("timeout", (guint) (REPLY_WAIT_US / G_USEC_PER_SEC), NULL);
+      soup_session_set_proxy_resolver (caller->http, NULL);
+      caller_initialize (caller);
+    }
+  return caller;
+}
+
+/* Ends the caller's session (DELETE) and closes its connection. */
+static void
+caller_free (Caller *caller)
+{
+  if (caller->http != NULL)
+    {
+      g_autoptr(SoupMessage) message = soup_message_new ("DELETE", caller->soak->url);
+      g_autoptr(GBytes) bytes = NULL;
+
+      soup_message_headers_replace (soup_message_get_request_headers (message), "Mcp-Session-Id",
+                                    caller->session_id);
+      bytes = soup_session_send_and_read (caller->http, message, NULL, NULL);
+      g_assert_cmpuint (soup_message_get_status (message), ==, SOUP_STATUS_OK);
+      g_object_unref (caller->http);
+    }
+  g_free (caller->session_id);
+  g_free (caller);
 }
 
 /* One caller: calls one after the other until told to stop, so that
@@ -215,7 +382,8 @@ soak_call (Soak       *soak,
 static gpointer
 run_caller (gpointer data)
 {
-  Soak *soak = data;
+  Caller *caller = data;
+  Soak *soak = caller->soak;
   g_autoptr(GRand) rand = g_rand_new ();
 
   while (!g_atomic_int_get (&soak->stop))
@@ -224,34 +392,43 @@ run_caller (gpointer data)
       gint32 dice = g_rand_int_range (rand, 0, 100);
 
       if (dice == 0)
-        soak_call (soak, KIND_CRASH, server, "crash", json_object ());
+        soak_call (caller, KIND_CRASH, server, "crash", json_object ());
       else if (dice == 1)
-        soak_call (soak, KIND_HANG, server, "hang", json_object ());
+        soak_call (caller, KIND_HANG, server, "hang", json_object ());
       else if (dice < 50)
-        soak_call (soak, KIND_ECHO, server, "echo", json_pack ("{s:s}", "message", "soak"));
+        soak_call (caller, KIND_ECHO, server, "echo", json_pack ("{s:s}", "message", "soak"));
       else
-        soak_call (soak, KIND_SLEEP, server, "sleep", json_pack ("{s:i}", "ms", g_rand_int_range (rand, 1, 20)));
+        soak_call (caller, KIND_SLEEP, server, "sleep", json_pack ("{s:i}", "ms", g_rand_int_range (rand, 1, 20)));
     }
   return NULL;
 }
 
+/* The load: n_callers callers, over HTTP each in a session of its own
+ * that ends (DELETE) with the load. */
 static void
 run_callers (Soak  *soak,
              guint  seconds)
 {
-  GThread *callers[CALLERS];
-  gint64 end = g_get_monotonic_time () + seconds * G_USEC_PER_SEC;
+  g_autofree Caller **callers = g_new0 (Caller *, soak->n_callers);
+  g_autofree GThread **threads = g_new0 (GThread *, soak->n_callers);
+  gint64 end;
 
+  for (guint i = 0; i < soak->n_callers; i++)
+    callers[i] = caller_new (soak);
+  end = g_get_monotonic_time () + seconds * G_USEC_PER_SEC;
   g_atomic_int_set (&soak->stop, FALSE);
-  for (guint i = 0; i < CALLERS; i++)
-    callers[i] = g_thread_new ("soak-caller", run_caller, soak);
+  for (guint i = 0; i < soak->n_callers; i++)
+    threads[i] = g_thread_new ("soak-caller", run_caller, callers[i]);
   /* The load runs for this long: the duration is the test's input, not
    * something it waits for. */
   while (g_get_monotonic_time () < end)
     g_usleep (MIN (G_USEC_PER_SEC, end - g_get_monotonic_time ()));
   g_atomic_int_set (&soak->stop, TRUE);
-  for (guint i = 0; i < CALLERS; i++)
-    g_thread_join (callers[i]);
+  for (guint i = 0; i < soak->n_callers; i++)
+    {
+      g_thread_join (threads[i]);
+      caller_free (callers[i]);
+    }
 }
 
 /* Measuring mcp-pool */
@@ -283,7 +460,8 @@ sample (Soak *soak)
  * server running (one may have crashed on the last call), every retired
  * session gone, every idle worker thread gone; then measures it. */
 static Sample
-settle (Soak *soak)
+settle (Soak   *soak,
+        Caller *caller)
 {
   gint64 start = g_get_monotonic_time (), stable_since = start;
   Sample last;
@@ -293,7 +471,7 @@ settle (Soak *soak)
       guint tries = 0;
 
       /* A call right after a crash may still meet the dying session. */
-      while (soak_call (soak, KIND_OTHER, server, "echo", json_pack ("{s:s}", "message", "settle")) != REPLY_OK)
+      while (soak_call (caller, KIND_OTHER, server, "echo", json_pack ("{s:s}", "message", "settle")) != REPLY_OK)
         g_assert_cmpuint (++tries, <, 10);
     }
 
@@ -396,59 +574,119 @@ wait_exit (Soak *soak)
     g_error ("mcp-pool did not exit within %d s of its stdin closing", EXIT_WAIT_MS / 1000);
 }
 
+/* serve's stderr, a file: the URL it says it serves at. */
+typedef struct {
+  const char *log;
+  char       *url;
+} SaidUrl;
+
+static gboolean
+said_url (gpointer data)
+{
+  SaidUrl *said = data;
+  g_autofree char *log = NULL;
+  const char *at;
+
+  if (!g_file_get_contents (said->log, &log, NULL, NULL) || (at = strstr (log, "MCP over HTTP at ")) == NULL ||
+      strchr (at, '\n') == NULL)
+    return FALSE;
+  at += strlen ("MCP over HTTP at ");
+  said->url = g_strndup (at, strchr (at, '\n') - at);
+  return TRUE;
+}
+
+/* Starts serve --expose proxy over the soak's servers: on stdio, or with
+ * --listen over HTTP, where it also takes one session more than the
+ * callers' (the one that settles). */
 static void
-test_soak (void)
+soak_start (Soak     *soak,
+            gboolean  http)
+{
+  g_autofree char *config = write_config ();
+  g_autofree char *log = g_build_filename (scratch_home, "serve.log", NULL);
+  g_autofree char *max_sessions = g_strdup_printf ("%d", HTTP_SESSIONS + 1);
+  g_autoptr(GSubprocessLauncher) launcher =
+    g_subprocess_launcher_new (http ? G_SUBPROCESS_FLAGS_NONE
+                                    : G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+  const char *argv[] = { test_mcp_pool_path (), "serve", "--config", config, "--expose", "proxy",
+                         http ? "--listen" : NULL, "127.0.0.1:0", "--max-sessions", max_sessions, NULL };
+  g_autoptr(GError) error = NULL;
+
+  g_subprocess_launcher_setenv (launcher, "HOME", scratch_home, TRUE);
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_CONFIG");
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_EXPOSE");
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_TIMEOUT");
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_LISTEN");
+  g_subprocess_launcher_set_cwd (launcher, scratch_home);
+  if (http)
+    g_subprocess_launcher_set_stderr_file_path (launcher, log);
+  soak->process = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  soak->pid = (GPid) g_ascii_strtoll (g_subprocess_get_identifier (soak->process), NULL, 10);
+  g_mutex_init (&soak->write_lock);
+  g_mutex_init (&soak->lock);
+  g_cond_init (&soak->cond);
+  soak->calls = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
+  soak->n_callers = http ? HTTP_SESSIONS : CALLERS;
+  if (http)
+    {
+      SaidUrl said = { log, NULL };
+
+      g_assert_true (test_wait_for (said_url, &said, EXIT_WAIT_MS));
+      soak->url = said.url;
+    }
+  else
+    soak->input = g_object_ref (g_subprocess_get_stdin_pipe (soak->process));
+}
+
+/* Ends serve as its client would, SIGTERM over HTTP or stdin closed over
+ * stdio: it exits with 0, leaving nothing behind. */
+static void
+soak_stop (Soak *soak)
+{
+  if (soak->url != NULL)
+    g_subprocess_send_signal (soak->process, SIGTERM);
+  else
+    {
+      g_mutex_lock (&soak->write_lock);
+      g_output_stream_close (soak->input, NULL, NULL);
+      g_mutex_unlock (&soak->write_lock);
+    }
+  wait_exit (soak);
+  g_assert_true (g_subprocess_get_if_exited (soak->process));
+  g_assert_cmpint (g_subprocess_get_exit_status (soak->process), ==, 0);
+  test_assert_no_children ();
+
+  g_hash_table_unref (soak->calls);
+  g_cond_clear (&soak->cond);
+  g_mutex_clear (&soak->lock);
+  g_mutex_clear (&soak->write_lock);
+  g_clear_object (&soak->input);
+  g_object_unref (soak->process);
+  g_free (soak->url);
+}
+
+/* The load after a warm-up, and its checks. */
+static void
+soak_run (Soak   *soak,
+          Caller *settler)
 {
   static const char * const kind_names[N_KINDS] = { "echo", "sleep", "crash", "hang", "other" };
   const char *seconds_env = g_getenv ("SOAK_SECONDS");
   guint seconds = seconds_env != NULL ? (guint) g_ascii_strtoull (seconds_env, NULL, 10) : 600;
   guint warm_up = CLAMP (seconds / 6, WARM_UP_MIN_S, WARM_UP_MAX_S);
-  g_autofree char *config = write_config ();
-  g_autoptr(GSubprocessLauncher) launcher =
-    g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE);
-  const char *argv[] = { test_mcp_pool_path (), "serve", "--config", config, "--expose", "proxy", NULL };
   guint64 by_kind[N_KINDS][N_REPLIES] = { { 0 } }, timeouts = 0, total = 0;
-  g_autoptr(GError) error = NULL;
-  Soak soak = { 0 };
   Sample warm, end;
-  GThread *reader;
 
   g_assert_cmpuint (seconds, >, 0);
-  g_subprocess_launcher_setenv (launcher, "HOME", scratch_home, TRUE);
-  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_CONFIG");
-  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_EXPOSE");
-  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_TIMEOUT");
-  g_subprocess_launcher_set_cwd (launcher, scratch_home);
-  soak.process = g_subprocess_launcher_spawnv (launcher, argv, &error);
-  g_assert_no_error (error);
-  soak.pid = (GPid) g_ascii_strtoll (g_subprocess_get_identifier (soak.process), NULL, 10);
-  soak.input = g_object_ref (g_subprocess_get_stdin_pipe (soak.process));
-  g_mutex_init (&soak.write_lock);
-  g_mutex_init (&soak.lock);
-  g_cond_init (&soak.cond);
-  soak.calls = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
-  reader = g_thread_new ("soak-reader", read_replies, &soak);
+  g_test_message ("Warm-up: %u s, then %u s of %u callers over %d servers%s", warm_up, seconds, soak->n_callers,
+                  SERVERS, soak->url != NULL ? ", each in an HTTP session of its own" : "");
+  run_callers (soak, warm_up);
+  warm = settle (soak, settler);
+  run_callers (soak, seconds);
+  end = settle (soak, settler);
 
-  g_assert_cmpint (soak_request (&soak, KIND_OTHER, "initialize",
-                                 json_pack ("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", "2025-11-25",
-                                            "capabilities", "clientInfo", "name", "soak", "version", "1")),
-                   ==, REPLY_OK);
-  {
-    const char *initialized = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
-
-    g_mutex_lock (&soak.write_lock);
-    g_output_stream_write_all (soak.input, initialized, strlen (initialized), NULL, NULL, &error);
-    g_mutex_unlock (&soak.write_lock);
-    g_assert_no_error (error);
-  }
-
-  g_test_message ("Warm-up: %u s, then %u s of %d callers over %d servers", warm_up, seconds, CALLERS, SERVERS);
-  run_callers (&soak, warm_up);
-  warm = settle (&soak);
-  run_callers (&soak, seconds);
-  end = settle (&soak);
-
-  count_calls (&soak, by_kind, &timeouts);
+  count_calls (soak, by_kind, &timeouts);
   for (guint kind = 0; kind < N_KINDS; kind++)
     {
       guint64 calls = 0;
@@ -463,17 +701,18 @@ test_soak (void)
     }
   g_test_message ("%" G_GUINT64_FORMAT " requests, %" G_GUINT64_FORMAT " timeouts, %" G_GUINT64_FORMAT
                   " duplicate replies, %" G_GUINT64_FORMAT " replies to no request, %" G_GUINT64_FORMAT
-                  " lost, %" G_GUINT64_FORMAT " notifications",
-                  total, timeouts, soak.duplicates, soak.unknown, soak.lost, soak.notifications);
+                  " lost, %" G_GUINT64_FORMAT " refused, %" G_GUINT64_FORMAT " notifications",
+                  total, timeouts, soak->duplicates, soak->unknown, soak->lost, soak->refused, soak->notifications);
   report_sample ("after warm-up:", &warm);
   report_sample ("after the soak:", &end);
 
   /* Exactly one reply to every request. */
   for (guint kind = 0; kind < N_KINDS; kind++)
     g_assert_cmpuint (by_kind[kind][REPLY_NONE], ==, 0);
-  g_assert_cmpuint (soak.duplicates, ==, 0);
-  g_assert_cmpuint (soak.unknown, ==, 0);
-  g_assert_cmpuint (soak.lost, ==, 0);
+  g_assert_cmpuint (soak->duplicates, ==, 0);
+  g_assert_cmpuint (soak->unknown, ==, 0);
+  g_assert_cmpuint (soak->lost, ==, 0);
+  g_assert_cmpuint (soak->refused, ==, 0);
   /* A crash or a hang is never reported as a success. */
   g_assert_cmpuint (by_kind[KIND_CRASH][REPLY_OK], ==, 0);
   g_assert_cmpuint (by_kind[KIND_HANG][REPLY_OK], ==, 0);
@@ -481,23 +720,36 @@ test_soak (void)
   g_assert_cmpuint (end.fds, ==, warm.fds);
   g_assert_cmpuint (end.threads, ==, warm.threads);
   g_assert_cmpuint (end.rss_kb, <=, warm.rss_kb + RSS_SLACK_KB);
+}
 
-  /* A normal end, with nothing left behind. */
-  g_mutex_lock (&soak.write_lock);
-  g_output_stream_close (soak.input, NULL, NULL);
-  g_mutex_unlock (&soak.write_lock);
-  wait_exit (&soak);
-  g_assert_true (g_subprocess_get_if_exited (soak.process));
-  g_assert_cmpint (g_subprocess_get_exit_status (soak.process), ==, 0);
+static void
+test_soak_stdio (void)
+{
+  Soak soak = { 0 };
+  Caller *client;
+  GThread *reader;
+
+  soak_start (&soak, FALSE);
+  reader = g_thread_new ("soak-reader", read_replies, &soak);
+  client = caller_new (&soak);
+  caller_initialize (client);
+  soak_run (&soak, client);
+  caller_free (client);
+  soak_stop (&soak);
   g_thread_join (reader);
-  test_assert_no_children ();
+}
 
-  g_hash_table_unref (soak.calls);
-  g_cond_clear (&soak.cond);
-  g_mutex_clear (&soak.lock);
-  g_mutex_clear (&soak.write_lock);
-  g_object_unref (soak.input);
-  g_object_unref (soak.process);
+static void
+test_soak_http (void)
+{
+  Soak soak = { 0 };
+  Caller *settler;
+
+  soak_start (&soak, TRUE);
+  settler = caller_new (&soak);
+  soak_run (&soak, settler);
+  caller_free (settler);
+  soak_stop (&soak);
 }
 
 int
@@ -509,7 +761,8 @@ main (int argc, char **argv)
   /* Orphans of mcp-pool come to this process, so a leak shows as a child. */
   prctl (PR_SET_CHILD_SUBREAPER, 1);
   signal (SIGPIPE, SIG_IGN);
-  g_test_add_func ("/soak/serve", test_soak);
+  g_test_add_func ("/soak/serve", test_soak_stdio);
+  g_test_add_func ("/soak/http", test_soak_http);
 
   scratch_home = g_dir_make_tmp ("mcp-pool-soak-XXXXXX", NULL);
   status = g_test_run ();

@@ -38,6 +38,9 @@
  * this many, and this many bytes (an event larger than that is not kept). */
 #define SENT_EVENTS_MAX      256
 #define SENT_BYTES_MAX       (1024 * 1024)
+/* Connections waiting to be accepted (the kernel caps it at somaxconn):
+ * every request comes on a connection of its own. */
+#define LISTEN_BACKLOG       4096
 /* The stream name of the GET stream (others are request id keys). */
 #define GET_STREAM           ""
 
@@ -125,6 +128,8 @@ struct _McpHttpFront {
   char                *unix_path;     /* immutable: the socket file, removed at the end */
   gboolean             loopback_only; /* immutable: Host must name loopback */
   SoupServer          *server;        /* context */
+  GSocket             *listening;     /* context; NULL once closed */
+  GSource             *accepting;     /* context; NULL once closed */
   GHashTable          *sessions;      /* context: id -> HttpSession */
   GSource             *idle_check;    /* context */
   gboolean             closed;        /* context */
@@ -1066,6 +1071,11 @@ handle_headers (SoupServer        *server,
    * this, each later write would wait for the client's delayed ACK. */
   if (socket != NULL && g_socket_get_family (socket) != G_SOCKET_FAMILY_UNIX)
     g_socket_set_option (socket, IPPROTO_TCP, TCP_NODELAY, 1, NULL);
+  /* One request per connection, said to the client: libsoup keeps a
+   * connection alive only for the listeners it made itself, and its own
+   * listener leaks (see on_connections(); before 3.3 it also kept every
+   * connection that a client closed between requests open for good). */
+  soup_message_headers_replace (soup_server_message_get_response_headers (message), "Connection", "close");
   if (!g_str_equal (soup_server_message_get_method (message), "POST"))
     return;
   if (!passes_checks (front, message))
@@ -1128,8 +1138,44 @@ handle_message (SoupServer        *server,
 
 /* Listening */
 
+/* Context: takes the connections waiting on the listening socket and
+ * hands each to libsoup as a stream.  libsoup 3.2's own listener loses
+ * the GSocket of every connection it accepts (a few hundred bytes each,
+ * for good); a stream accepted here is freed with its connection. */
+static gboolean
+on_connections (GSocket      *listening,
+                GIOCondition  condition,
+                gpointer      data)
+{
+  McpHttpFront *front = data;
+  GSocket *socket;
+
+  while ((socket = g_socket_accept (listening, NULL, NULL)) != NULL)
+    {
+      g_autoptr(GSocketConnection) connection = g_socket_connection_factory_create_connection (socket);
+      g_autoptr(GSocketAddress) local = g_socket_get_local_address (socket, NULL);
+      g_autoptr(GSocketAddress) remote = g_socket_get_remote_address (socket, NULL);
+
+      g_object_unref (socket);
+      soup_server_accept_iostream (front->server, G_IO_STREAM (connection), local, remote, NULL);
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+/* Serves the connections of @socket, a listening one. */
+static void
+accept_on (McpHttpFront *front,
+           GSocket      *socket)
+{
+  g_socket_set_blocking (socket, FALSE);
+  front->listening = g_object_ref (socket);
+  front->accepting = g_socket_create_source (socket, G_IO_IN, NULL);
+  g_source_set_callback (front->accepting, (GSourceFunc) (void (*) (void)) on_connections, front, NULL);
+  g_source_attach (front->accepting, front->context);
+}
+
 /* Makes a socket for @address, binds it (@private: made 0600, for a
- * socket file), listens and hands it to the server; the socket, or NULL
+ * socket file), listens and accepts its connections; the socket, or NULL
  * with @error. */
 static GSocket *
 serve_socket (McpHttpFront    *front,
@@ -1150,8 +1196,11 @@ serve_socket (McpHttpFront    *front,
   bound = g_socket_bind (socket, address, TRUE, error);
   if (private)
     umask (old_mask);
-  if (!bound || !g_socket_listen (socket, error) || !soup_server_listen_socket (front->server, socket, 0, error))
+  /* GSocket's default of 10 drops connections under a burst of clients. */
+  g_socket_set_listen_backlog (socket, LISTEN_BACKLOG);
+  if (!bound || !g_socket_listen (socket, error))
     return NULL;
+  accept_on (front, socket);
   return g_steal_pointer (&socket);
 }
 
@@ -1318,7 +1367,8 @@ listen_handed (McpHttpFront  *front,
                    _("The socket handed over is neither a TCP nor a unix socket"));
       return FALSE;
     }
-  return soup_server_listen_socket (front->server, socket, 0, error);
+  accept_on (front, socket);
+  return TRUE;
 }
 
 /* Listens where the options say; FALSE with @error.  Sets the URL and
@@ -1468,6 +1518,13 @@ mcp_http_front_close (McpHttpFront *front)
   if (front->closed)
     return;
   front->closed = TRUE;
+  if (front->accepting != NULL)
+    {
+      g_source_destroy (front->accepting);
+      g_clear_pointer (&front->accepting, g_source_unref);
+      g_socket_close (front->listening, NULL);
+      g_clear_object (&front->listening);
+    }
   soup_server_disconnect (front->server);
   if (front->unix_path != NULL)
     g_unlink (front->unix_path);

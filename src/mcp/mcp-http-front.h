@@ -22,6 +22,11 @@
  * 256 events of a session, within 1 MiB, are kept), and a stream cut off does not cancel
  * its request.
  *
+ * Each connection carries one request and its answer ("Connection:
+ * close"), the front accepting connections itself: libsoup 3.2's listener
+ * loses every connection's socket, and keeps those a client closes
+ * between requests open.
+ *
  * Security, before anything of the pool is seen: Host must name a
  * loopback host (the DNS-rebinding rule) unless non-loopback listening was
  * asked for; a browser's Origin must be a loopback origin (or the host
