@@ -2148,7 +2148,7 @@ row_http (BenchSetup *s)
   if (!timed)
     return fail ("http", error);
   note = g_strdup_printf ("a warm echo of the example server through serve --listen (Streamable HTTP, "
-                          "mcp-pool's own HTTP client, keep-alive) against stdio serve; median of %d "
+                          "mcp-pool's own HTTP client, a connection per request) against stdio serve; median of %d "
                           "calls each, interleaved", s->calls * 2);
   emit_row ("http", medians[0], medians[1], "µs", medians[1] / medians[0], note);
   return 0;
