@@ -1,5 +1,5 @@
-/* mcp-http-front.c — `serve --listen`: the Streamable HTTP transport,
- * server side (see mcp-http-front.h).
+/* mcp-http-front.c — `serve --listen` and `mcp-poold --listen`: the
+ * Streamable HTTP transport, server side (see mcp-http-front.h).
  *
  * Threads: the SoupServer, the sessions and every HttpRequest's message
  * live on front->context.  A request's work runs on front->workers; what
