@@ -5,11 +5,14 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <gio/gunixinputstream.h>
+#include <glib/gstdio.h>
 
+#include "test-http-lines.h"
 #include "test-procs.h"
 
 json_t *
@@ -80,9 +83,98 @@ test_client_new (GSubprocessLauncher *launcher,
   return client;
 }
 
+static void
+on_ended (GObject      *process,
+          GAsyncResult *result,
+          gpointer      user_data)
+{
+  TestClient *client = user_data;
+
+  g_subprocess_wait_finish (G_SUBPROCESS (process), result, NULL);
+  g_clear_object (&client->waiting);
+}
+
+static gboolean
+program_ended (gpointer data)
+{
+  TestClient *client = data;
+
+  return client->waiting == NULL;
+}
+
+typedef struct {
+  const char *log;
+  char       *url;
+} SaidUrl;
+
+static gboolean
+said_url (gpointer data)
+{
+  SaidUrl *said = data;
+  g_autofree char *log = NULL;
+  const char *at;
+
+  if (!g_file_get_contents (said->log, &log, NULL, NULL) || (at = strstr (log, "MCP over HTTP at ")) == NULL ||
+      strchr (at, '\n') == NULL)
+    return FALSE;
+  at += strlen ("MCP over HTTP at ");
+  said->url = g_strndup (at, strchr (at, '\n') - at);
+  return TRUE;
+}
+
+TestClient *
+test_client_new_http (GSubprocessLauncher *launcher,
+                      const char * const  *argv)
+{
+  g_autoptr(GError) error = NULL;
+  TestClient *client = g_new0 (TestClient, 1);
+  int log_fd = g_file_open_tmp ("mcp-pool-test-client-XXXXXX.log", &client->log, &error);
+  SaidUrl said = { NULL, NULL };
+
+  g_assert_no_error (error);
+  close (log_fd);
+  g_subprocess_launcher_set_flags (launcher, G_SUBPROCESS_FLAGS_STDIN_INHERIT);
+  g_subprocess_launcher_set_stderr_file_path (launcher, client->log);
+  /* No stdin to end it: a test that dies takes it along. */
+  g_subprocess_launcher_set_child_setup (launcher, test_die_with_parent, NULL, NULL);
+  client->process = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  client->waiting = g_cancellable_new ();
+  g_subprocess_wait_async (client->process, client->waiting, on_ended, client);
+  said.log = client->log;
+  if (!test_wait_for (said_url, &said, TEST_CLIENT_WAIT_MS))
+    g_error ("serve --listen said no URL within %d s", TEST_CLIENT_TIMEOUT_MS / 1000);
+  client->http = test_http_lines_new (said.url);
+  g_free (said.url);
+  client->output_fd = -1;
+  client->pending = g_string_new (NULL);
+  client->stash = g_ptr_array_new_with_free_func ((GDestroyNotify) json_decref);
+  client->notifications = g_ptr_array_new_with_free_func ((GDestroyNotify) json_decref);
+  client->requests = g_ptr_array_new_with_free_func ((GDestroyNotify) json_decref);
+  client->next_id = 1;
+  return client;
+}
+
 void
 test_client_free (TestClient *client)
 {
+  if (client->http != NULL)
+    {
+      g_autofree char *log = NULL;
+
+      g_clear_pointer (&client->http, test_http_lines_free);
+      if (client->waiting != NULL)
+        {
+          /* Its callback clears it, cancelled or not. */
+          g_cancellable_cancel (client->waiting);
+          while (client->waiting != NULL)
+            g_main_context_iteration (NULL, TRUE);
+        }
+      if (g_test_failed () && g_file_get_contents (client->log, &log, NULL, NULL))
+        g_test_message ("serve's stderr:\n%s", log);
+      g_unlink (client->log);
+      g_free (client->log);
+    }
   g_clear_object (&client->input);
   g_clear_object (&client->process);
   g_string_free (client->pending, TRUE);
@@ -98,6 +190,11 @@ test_client_send_line (TestClient *client,
 {
   g_autoptr(GError) error = NULL;
 
+  if (client->http != NULL)
+    {
+      test_http_lines_send (client->http, line);
+      return;
+    }
   if (g_output_stream_write_all (client->input, line, strlen (line), NULL, NULL, &error))
     g_output_stream_write_all (client->input, "\n", 1, NULL, NULL, &error);
   g_assert_no_error (error);
@@ -121,6 +218,14 @@ test_client_read_line (TestClient *client)
 {
   gint64 deadline = g_get_monotonic_time () + TEST_CLIENT_TIMEOUT_MS * G_TIME_SPAN_MILLISECOND;
 
+  if (client->http != NULL)
+    {
+      char *line = test_http_lines_read (client->http, deadline, program_ended, client);
+
+      if (line == NULL && !program_ended (client))
+        g_error ("The MCP server sent nothing for %d s", TEST_CLIENT_TIMEOUT_MS / 1000);
+      return line;
+    }
   for (;;)
     {
       char *newline = memchr (client->pending->str, '\n', client->pending->len);
@@ -346,6 +451,11 @@ test_client_close_input (TestClient *client)
 {
   g_autoptr(GError) error = NULL;
 
+  if (client->http != NULL)
+    {
+      g_subprocess_send_signal (client->process, SIGTERM);
+      return;
+    }
   g_output_stream_close (client->input, NULL, &error);
   g_assert_no_error (error);
   g_clear_object (&client->input);
@@ -357,6 +467,7 @@ test_client_close_output (TestClient *client)
 {
   g_autoptr(GError) error = NULL;
 
+  g_assert_null (client->http);
   g_input_stream_close (g_subprocess_get_stdout_pipe (client->process), NULL, &error);
   g_assert_no_error (error);
   client->output_fd = -1;
@@ -369,7 +480,7 @@ test_client_wait_exit (TestClient *client)
 {
   json_t *message;
 
-  while (client->output_fd >= 0 && (message = test_client_read_message (client)) != NULL)
+  while ((client->http != NULL || client->output_fd >= 0) && (message = test_client_read_message (client)) != NULL)
     client_keep (client, message);
   test_client_wait_process (client);
 }

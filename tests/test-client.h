@@ -52,6 +52,10 @@ typedef struct {
   /* private */
   GOutputStream *input;          /* NULL once closed */
   int            output_fd;      /* -1 once closed */
+  struct _TestHttpLines *http;   /* over HTTP instead of stdio (test_client_new_http()) */
+  char          *log;            /* over HTTP: the program's stderr, a file */
+  GCancellable  *waiting;        /* over HTTP: the wait for the program's end */
+  gboolean       ended;          /* over HTTP: the program has exited */
   GString       *pending;        /* bytes after the last complete line */
   json_int_t     next_id;
 } TestClient;
@@ -60,6 +64,12 @@ typedef struct {
  * @launcher's flags are replaced, its environment and cwd kept.  The
  * functions that send take ownership of the JSON given to them. */
 TestClient      *test_client_new             (GSubprocessLauncher *launcher,
+                                              const char * const  *argv);
+/* The same client over Streamable HTTP: @argv (`serve --listen
+ * 127.0.0.1:0 …`) says its URL on stderr, and every line goes to it and
+ * comes from it as test-http-lines.h says.  Closing the input sends
+ * SIGTERM, serve's end over HTTP; the output cannot be closed. */
+TestClient      *test_client_new_http        (GSubprocessLauncher *launcher,
                                               const char * const  *argv);
 void             test_client_free            (TestClient   *client);
 void             test_client_send_line       (TestClient   *client,

@@ -44,7 +44,50 @@ write_config (const char * const *servers)
 }
 
 /* serve with @option @option_value (@option may be NULL), and
- * @variable=@value (may be NULL) in mcp-pool's environment. */
+ * @variable=@value (may be NULL) in mcp-pool's environment; over HTTP
+ * (`--listen 127.0.0.1:0`) if @http. */
+static TestClient *
+serve_launch_over (gboolean    http,
+                   const char *config,
+                   const char *option,
+                   const char *option_value,
+                   const char *variable,
+                   const char *value)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_auto(GStrv) wrapped = NULL;
+
+  g_ptr_array_add (argv, (char *) test_mcp_pool_path ());
+  g_ptr_array_add (argv, "serve");
+  g_ptr_array_add (argv, "--config");
+  g_ptr_array_add (argv, (char *) config);
+  if (http)
+    {
+      g_ptr_array_add (argv, "--listen");
+      g_ptr_array_add (argv, "127.0.0.1:0");
+    }
+  if (option != NULL)
+    {
+      g_ptr_array_add (argv, (char *) option);
+      g_ptr_array_add (argv, (char *) option_value);
+    }
+  g_ptr_array_add (argv, NULL);
+
+  /* A home and a working folder of its own, so no real config leaks in. */
+  g_subprocess_launcher_setenv (launcher, "HOME", scratch_home, TRUE);
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_CONFIG");
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_EXPOSE");
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_TIMEOUT");
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_LISTEN");
+  g_subprocess_launcher_set_cwd (launcher, scratch_home);
+  if (variable != NULL)
+    g_subprocess_launcher_setenv (launcher, variable, value, TRUE);
+  wrapped = test_wrap_argv ((const char * const *) argv->pdata);
+  return http ? test_client_new_http (launcher, (const char * const *) wrapped)
+              : test_client_new (launcher, (const char * const *) wrapped);
+}
+
 static TestClient *
 serve_launch (const char *config,
               const char *option,
@@ -52,20 +95,7 @@ serve_launch (const char *config,
               const char *variable,
               const char *value)
 {
-  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
-  const char *argv[] = { test_mcp_pool_path (), "serve", "--config", config, option, option_value, NULL };
-  g_auto(GStrv) wrapped = NULL;
-
-  /* A home and a working folder of its own, so no real config leaks in. */
-  g_subprocess_launcher_setenv (launcher, "HOME", scratch_home, TRUE);
-  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_CONFIG");
-  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_EXPOSE");
-  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_TIMEOUT");
-  g_subprocess_launcher_set_cwd (launcher, scratch_home);
-  if (variable != NULL)
-    g_subprocess_launcher_setenv (launcher, variable, value, TRUE);
-  wrapped = test_wrap_argv (argv);
-  return test_client_new (launcher, (const char * const *) wrapped);
+  return serve_launch_over (FALSE, config, option, option_value, variable, value);
 }
 
 /* @expose may be NULL: serve's default. */
@@ -239,12 +269,37 @@ typedef struct {
   const char *expose;
   const char *servers[12];   /* name, flags as a JSON array, …, NULL */
   const char *server;        /* --server this one instead of --expose */
+  gboolean    http;          /* over HTTP (--listen), not stdio: ADD_BOTH */
 } ServeSetup;
 
 typedef struct {
   char       *config;
   TestClient *client;
 } Fixture;
+
+/* @setup over HTTP: a copy, kept for the whole run. */
+static const ServeSetup *
+over_http (const ServeSetup *setup)
+{
+  ServeSetup *copy = g_memdup2 (setup, sizeof *setup);
+
+  copy->http = TRUE;
+  return copy;
+}
+
+static void fixture_set_up (Fixture *fixture, gconstpointer data);
+static void fixture_tear_down (Fixture *fixture, gconstpointer data);
+
+/* /serve/X over HTTP, as /serve/http/X. */
+static void
+add_over_http (const char         *path,
+               const ServeSetup   *setup,
+               void              (*test) (Fixture *fixture, gconstpointer data))
+{
+  g_autofree char *name = g_strconcat ("/serve/http", path + strlen ("/serve"), NULL);
+
+  g_test_add (name, Fixture, over_http (setup), fixture_set_up, test, fixture_tear_down);
+}
 
 static void
 fixture_set_up (Fixture       *fixture,
@@ -253,8 +308,11 @@ fixture_set_up (Fixture       *fixture,
   const ServeSetup *setup = data;
 
   fixture->config = write_config (setup->servers);
-  fixture->client = setup->server != NULL ? serve_launch (fixture->config, "--server", setup->server, NULL, NULL)
-                                          : serve_new (fixture->config, setup->expose);
+  if (setup->server != NULL)
+    fixture->client = serve_launch_over (setup->http, fixture->config, "--server", setup->server, NULL, NULL);
+  else
+    fixture->client = serve_launch_over (setup->http, fixture->config, setup->expose != NULL ? "--expose" : NULL,
+                                         setup->expose, NULL, NULL);
   json_decref (serve_initialize (fixture->client, "2025-11-25"));
   test_client_notify (fixture->client, "notifications/initialized", NULL);
 }
@@ -2188,48 +2246,51 @@ main (int argc, char **argv)
 
 #define ADD(path, setup, test) \
   g_test_add (path, Fixture, &setup, fixture_set_up, test, fixture_tear_down)
+  /* Over stdio as PATH, and over HTTP as /serve/http/… */
+#define ADD_BOTH(path, setup, test) \
+  G_STMT_START { ADD (path, setup, test); add_over_http (path, &setup, test); } G_STMT_END
   g_test_add_func ("/serve/handshake", test_handshake);
-  ADD ("/serve/gateway/list", gateway_setup, test_gateway_list);
-  ADD ("/serve/gateway/discovery", gateway_setup, test_gateway_discovery);
-  ADD ("/serve/gateway/call", gateway_setup, test_gateway_call);
-  ADD ("/serve/gateway/bad-arguments", gateway_setup, test_gateway_bad_arguments);
-  ADD ("/serve/proxy/names", proxy_names_setup, test_proxy_names);
-  ADD ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
+  ADD_BOTH ("/serve/gateway/list", gateway_setup, test_gateway_list);
+  ADD_BOTH ("/serve/gateway/discovery", gateway_setup, test_gateway_discovery);
+  ADD_BOTH ("/serve/gateway/call", gateway_setup, test_gateway_call);
+  ADD_BOTH ("/serve/gateway/bad-arguments", gateway_setup, test_gateway_bad_arguments);
+  ADD_BOTH ("/serve/proxy/names", proxy_names_setup, test_proxy_names);
+  ADD_BOTH ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
   ADD ("/serve/proxy/arguments-as-sent", proxy_names_setup, test_proxy_arguments_as_sent);
-  ADD ("/serve/proxy/prompts", prompts_setup, test_proxy_prompts);
-  ADD ("/serve/one-server/as-is", one_server_setup, test_one_server_as_is);
+  ADD_BOTH ("/serve/proxy/prompts", prompts_setup, test_proxy_prompts);
+  ADD_BOTH ("/serve/one-server/as-is", one_server_setup, test_one_server_as_is);
   g_test_add_func ("/serve/one-server/refusals", test_one_server_refusals);
-  ADD ("/serve/proxy/completions", prompts_setup, test_proxy_completions);
-  ADD ("/serve/proxy/logging", logging_setup, test_proxy_logging);
+  ADD_BOTH ("/serve/proxy/completions", prompts_setup, test_proxy_completions);
+  ADD_BOTH ("/serve/proxy/logging", logging_setup, test_proxy_logging);
   ADD ("/serve/proxy/client-requests", proxy_setup, test_proxy_client_requests);
   ADD ("/serve/proxy/client-request-cancelled", proxy_setup, test_proxy_client_request_cancelled);
-  ADD ("/serve/proxy/resources", resources_setup, test_proxy_resources);
-  ADD ("/serve/proxy/resource-updates", resources_setup, test_proxy_resource_updates);
-  ADD ("/serve/proxy/call-starts-its-server", lazy_setup, test_proxy_call_starts_its_server);
-  ADD ("/serve/proxy/tasks", task_tool_setup, test_proxy_tasks);
-  ADD ("/serve/gateway/no-prompts", gateway_setup, test_prompts_need_proxy);
+  ADD_BOTH ("/serve/proxy/resources", resources_setup, test_proxy_resources);
+  ADD_BOTH ("/serve/proxy/resource-updates", resources_setup, test_proxy_resource_updates);
+  ADD_BOTH ("/serve/proxy/call-starts-its-server", lazy_setup, test_proxy_call_starts_its_server);
+  ADD_BOTH ("/serve/proxy/tasks", task_tool_setup, test_proxy_tasks);
+  ADD_BOTH ("/serve/gateway/no-prompts", gateway_setup, test_prompts_need_proxy);
   ADD ("/serve/warm/no-thread-hop", proxy_setup, test_warm_no_thread_hop);
   ADD ("/serve/warm/server-not-reading", proxy_setup, test_server_not_reading);
-  ADD ("/serve/code/resources", code_setup, test_code_resources);
-  ADD ("/serve/code/progress", code_setup, test_code_progress);
-  ADD ("/serve/code/run-python", code_setup, test_code_run_python);
-  ADD ("/serve/code/concurrent-runs", code_setup, test_code_concurrent_runs);
+  ADD_BOTH ("/serve/code/resources", code_setup, test_code_resources);
+  ADD_BOTH ("/serve/code/progress", code_setup, test_code_progress);
+  ADD_BOTH ("/serve/code/run-python", code_setup, test_code_run_python);
+  ADD_BOTH ("/serve/code/concurrent-runs", code_setup, test_code_concurrent_runs);
   ADD ("/serve/code/rpc-flood", code_setup, test_code_rpc_flood);
-  ADD ("/serve/results/pass-through", gateway_setup, test_pass_through);
-  ADD ("/serve/results/large", proxy_setup, test_large_results);
-  ADD ("/serve/failure/crash", gateway_setup, test_crash);
-  ADD ("/serve/failure/timeout", gateway_setup, test_timeout);
-  ADD ("/serve/bad-input/messages", gateway_setup, test_bad_input);
+  ADD_BOTH ("/serve/results/pass-through", gateway_setup, test_pass_through);
+  ADD_BOTH ("/serve/results/large", proxy_setup, test_large_results);
+  ADD_BOTH ("/serve/failure/crash", gateway_setup, test_crash);
+  ADD_BOTH ("/serve/failure/timeout", gateway_setup, test_timeout);
+  ADD_BOTH ("/serve/bad-input/messages", gateway_setup, test_bad_input);
   ADD ("/serve/bad-input/long-line", gateway_setup, test_long_line);
   ADD ("/serve/bad-input/nul", gateway_setup, test_nul);
   g_test_add_func ("/serve/bad-input/max-message-bytes", test_max_message_bytes);
-  ADD ("/serve/progress", gateway_setup, test_progress);
-  ADD ("/serve/cancel", gateway_setup, test_cancel);
-  ADD ("/serve/concurrency", gateway_setup, test_concurrency);
+  ADD_BOTH ("/serve/progress", gateway_setup, test_progress);
+  ADD_BOTH ("/serve/cancel", gateway_setup, test_cancel);
+  ADD_BOTH ("/serve/concurrency", gateway_setup, test_concurrency);
   ADD ("/serve/end/stdin-eof", ending_setup, test_end_on_eof);
   ADD ("/serve/end/sigterm", ending_setup, test_end_on_sigterm);
   ADD ("/serve/end/sigkill", ending_setup, test_end_on_sigkill);
-  ADD ("/serve/proxy/list-changed", proxy_setup, test_list_changed);
+  ADD_BOTH ("/serve/proxy/list-changed", proxy_setup, test_list_changed);
   ADD ("/serve/end/while-starting", slow_start_setup, test_end_while_starting);
   ADD ("/serve/end/stdout-closed", gateway_setup, test_end_stdout_closed);
   ADD ("/serve/busy/ping", gateway_setup, test_ping_while_busy);
