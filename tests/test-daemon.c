@@ -1206,8 +1206,9 @@ spawn_in_fixture (Fixture    *fixture,
   g_ptr_array_add (argv, NULL);
   if (wrap)
     wrapped = test_wrap_argv ((const char * const *) argv->pdata);
+  /* One that outlives a failed test would hold its output open. */
   return child_spawn (wrap ? (const char * const *) wrapped : (const char * const *) argv->pdata,
-                      (const char * const *) fixture->envp, flags, NULL);
+                      (const char * const *) fixture->envp, flags, test_die_with_parent);
 }
 
 static Child *
@@ -1903,7 +1904,8 @@ spawn_socket_activated (Fixture    *fixture,
 
   child->out_fd = -1;
   g_spawn_async_with_pipes_and_fds (NULL, argv, (const char * const *) envp,
-                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL, NULL, NULL,
+                                    G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDIN_FROM_DEV_NULL,
+                                    test_die_with_parent, NULL,
                                     -1, -1, -1, source_fds, target_fds, 1, &child->pid, NULL, NULL,
                                     &child->err_fd, &error);
   g_assert_no_error (error);

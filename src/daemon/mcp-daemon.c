@@ -1401,6 +1401,7 @@ static gpointer
 end_in_thread (gpointer data)
 {
   McpDaemon *daemon = data;
+  GSource *done;
 
   mcp_pool_shutdown (daemon->pool, 0, TERM_GRACE_US);
   /* The calls in flight have failed or been cancelled by now. */
@@ -1408,7 +1409,13 @@ end_in_thread (gpointer data)
   if (daemon->http != NULL)
     mcp_http_front_wait (daemon->http);
   g_clear_pointer (&daemon->code, mcp_code_free);
-  g_main_context_invoke (daemon->context, on_pool_down, daemon);
+  /* A source, not g_main_context_invoke(): when the daemon ends before its
+   * loop runs (a --listen it may not use), invoke would run on_pool_down()
+   * here at once, and its quit would come before the loop starts. */
+  done = g_idle_source_new ();
+  g_source_set_callback (done, on_pool_down, daemon, NULL);
+  g_source_attach (done, daemon->context);
+  g_source_unref (done);
   return NULL;
 }
 
