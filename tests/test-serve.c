@@ -277,6 +277,9 @@ typedef struct {
   TestClient *client;
 } Fixture;
 
+/* The setups over HTTP, freed after the run. */
+static GPtrArray *http_setups;
+
 /* @setup over HTTP: a copy, kept for the whole run. */
 static const ServeSetup *
 over_http (const ServeSetup *setup)
@@ -284,6 +287,9 @@ over_http (const ServeSetup *setup)
   ServeSetup *copy = g_memdup2 (setup, sizeof *setup);
 
   copy->http = TRUE;
+  if (http_setups == NULL)
+    http_setups = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (http_setups, copy);
   return copy;
 }
 
@@ -2304,6 +2310,7 @@ main (int argc, char **argv)
 
   scratch_home = g_dir_make_tmp ("mcp-pool-home-XXXXXX", NULL);
   status = g_test_run ();
+  g_clear_pointer (&http_setups, g_ptr_array_unref);
   {
     g_autofree char *command = g_strdup_printf ("rm -rf '%s'", scratch_home);
     g_spawn_command_line_sync (command, NULL, NULL, NULL, NULL);
