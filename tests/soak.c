@@ -575,27 +575,6 @@ wait_exit (Soak *soak)
     g_error ("mcp-pool did not exit within %d s of its stdin closing", EXIT_WAIT_MS / 1000);
 }
 
-/* serve's stderr, a file: the URL it says it serves at. */
-typedef struct {
-  const char *log;
-  char       *url;
-} SaidUrl;
-
-static gboolean
-said_url (gpointer data)
-{
-  SaidUrl *said = data;
-  g_autofree char *log = NULL;
-  const char *at;
-
-  if (!g_file_get_contents (said->log, &log, NULL, NULL) || (at = strstr (log, "MCP over HTTP at ")) == NULL ||
-      strchr (at, '\n') == NULL)
-    return FALSE;
-  at += strlen ("MCP over HTTP at ");
-  said->url = g_strndup (at, strchr (at, '\n') - at);
-  return TRUE;
-}
-
 /* Starts serve --expose proxy over the soak's servers: on stdio, or with
  * --listen over HTTP, where it also takes one session more than the
  * callers' (the one that settles). */
@@ -633,10 +612,8 @@ soak_start (Soak     *soak,
   soak->n_callers = http ? HTTP_SESSIONS : CALLERS;
   if (http)
     {
-      SaidUrl said = { log, NULL };
-
-      g_assert_true (test_wait_for (said_url, &said, EXIT_WAIT_MS));
-      soak->url = said.url;
+      soak->url = test_wait_for_http_url (log, EXIT_WAIT_MS);
+      g_assert_nonnull (soak->url);
     }
   else
     soak->input = g_object_ref (g_subprocess_get_stdin_pipe (soak->process));

@@ -102,26 +102,6 @@ program_ended (gpointer data)
   return client->waiting == NULL;
 }
 
-typedef struct {
-  const char *log;
-  char       *url;
-} SaidUrl;
-
-static gboolean
-said_url (gpointer data)
-{
-  SaidUrl *said = data;
-  g_autofree char *log = NULL;
-  const char *at;
-
-  if (!g_file_get_contents (said->log, &log, NULL, NULL) || (at = strstr (log, "MCP over HTTP at ")) == NULL ||
-      strchr (at, '\n') == NULL)
-    return FALSE;
-  at += strlen ("MCP over HTTP at ");
-  said->url = g_strndup (at, strchr (at, '\n') - at);
-  return TRUE;
-}
-
 TestClient *
 test_client_new_http (GSubprocessLauncher *launcher,
                       const char * const  *argv)
@@ -129,7 +109,7 @@ test_client_new_http (GSubprocessLauncher *launcher,
   g_autoptr(GError) error = NULL;
   TestClient *client = g_new0 (TestClient, 1);
   int log_fd = g_file_open_tmp ("mcp-pool-test-client-XXXXXX.log", &client->log, &error);
-  SaidUrl said = { NULL, NULL };
+  g_autofree char *url = NULL;
 
   g_assert_no_error (error);
   close (log_fd);
@@ -141,11 +121,10 @@ test_client_new_http (GSubprocessLauncher *launcher,
   g_assert_no_error (error);
   client->waiting = g_cancellable_new ();
   g_subprocess_wait_async (client->process, client->waiting, on_ended, client);
-  said.log = client->log;
-  if (!test_wait_for (said_url, &said, TEST_CLIENT_WAIT_MS))
+  url = test_wait_for_http_url (client->log, TEST_CLIENT_WAIT_MS);
+  if (url == NULL)
     g_error ("serve --listen said no URL within %d s", TEST_CLIENT_TIMEOUT_MS / 1000);
-  client->http = test_http_lines_new (said.url);
-  g_free (said.url);
+  client->http = test_http_lines_new (url);
   client->output_fd = -1;
   client->pending = g_string_new (NULL);
   client->stash = g_ptr_array_new_with_free_func ((GDestroyNotify) json_decref);

@@ -51,22 +51,6 @@ answer_clear (Answer *answer)
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Answer, answer_clear)
 
-/* The URL serve says in its log, once it has said it. */
-static gboolean
-said_url (gpointer data)
-{
-  Front *front = data;
-  g_autofree char *log = NULL;
-  const char *at;
-
-  if (!g_file_get_contents (front->log, &log, NULL, NULL) || (at = strstr (log, "MCP over HTTP at ")) == NULL ||
-      strchr (at, '\n') == NULL)
-    return FALSE;
-  at += strlen ("MCP over HTTP at ");
-  front->url = g_strndup (at, strchr (at, '\n') - at);
-  return TRUE;
-}
-
 /* Starts `serve --listen @listen` with @extra arguments; the URL it says. */
 static void
 front_start (Front              *front,
@@ -97,7 +81,8 @@ front_start (Front              *front,
   wrapped = test_wrap_argv ((const char * const *) args);
   front->serve = g_subprocess_launcher_spawnv (launcher, (const char * const *) wrapped, &error);
   g_assert_no_error (error);
-  g_assert_true (test_wait_for (said_url, front, ANSWER_TIMEOUT_MS));
+  front->url = test_wait_for_http_url (front->log, ANSWER_TIMEOUT_MS);
+  g_assert_nonnull (front->url);
   if (g_str_has_prefix (front->url, "unix:"))
     {
       g_autoptr(GSocketAddress) address = g_unix_socket_address_new (front->url + 5);

@@ -437,3 +437,33 @@ test_thread_switches_free (TestThreadSwitches *switches)
   g_hash_table_unref (switches->names);
   g_free (switches);
 }
+
+typedef struct {
+  const char *log;
+  char       *url;
+} SaidUrl;
+
+static gboolean
+said_url (gpointer data)
+{
+  SaidUrl *said = data;
+  g_autofree char *log = NULL;
+  const char *at;
+
+  if (!g_file_get_contents (said->log, &log, NULL, NULL) || (at = strstr (log, "MCP over HTTP at ")) == NULL ||
+      strchr (at, '\n') == NULL)
+    return FALSE;
+  at += strlen ("MCP over HTTP at ");
+  said->url = g_strndup (at, strchr (at, '\n') - at);
+  return TRUE;
+}
+
+char *
+test_wait_for_http_url (const char *log,
+                        guint       timeout_ms)
+{
+  SaidUrl said = { log, NULL };
+
+  test_wait_for (said_url, &said, timeout_ms);
+  return said.url;
+}

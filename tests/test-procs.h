@@ -41,6 +41,11 @@ void             test_assert_no_children (void);
 guint            test_count_open_fds     (void);
 /* The resident memory (VmRSS) of the running process @pid, in KiB. */
 guint64          test_process_rss_kib    (const char         *pid);
+/* The URL that `serve --listen` (or mcp-poold) says in its stderr file
+ * @log ("MCP over HTTP at URL"), waiting up to @timeout_ms (scaled); NULL
+ * if it said none by then. */
+char            *test_wait_for_http_url  (const char         *log,
+                                          guint               timeout_ms);
 /* Asserts that the process has no more than @count open fds again (no
  * fd leaked), waiting for that with the usual bound: a session's fds go
  * with its last reference, which a worker may hold a moment after the
