@@ -471,6 +471,17 @@ test_client_wait_process (TestClient *client)
   if (!test_subprocess_wait (client->process, TEST_CLIENT_WAIT_MS))
     g_error ("The MCP server did not exit within %d s", TEST_CLIENT_TIMEOUT_MS / 1000);
   client->exited = TRUE;
+  /* What a sanitizer or a failure printed, before an assertion on the
+   * status ends the test (stdio serve's stderr is the test's own). */
+  if (client->log != NULL && !(g_subprocess_get_if_exited (client->process) &&
+                               g_subprocess_get_exit_status (client->process) == 0))
+    {
+      g_autofree char *log = NULL;
+
+      if (g_file_get_contents (client->log, &log, NULL, NULL))
+        g_test_message ("serve ended with status %d; its stderr:\n%s",
+                        g_subprocess_get_status (client->process), log);
+    }
 }
 
 const char *

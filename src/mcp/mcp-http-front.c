@@ -440,7 +440,11 @@ check_idle_sessions (gpointer data)
 
 /* Requests */
 
-/* Context: @message's answer becomes an event stream. */
+/* Context: @message's answer becomes an event stream.  It ends with its
+ * connection (every answer says `Connection: close`), not with a last
+ * chunk: libsoup writes a chunked body's end from a GIO worker thread (its
+ * body stream has no asynchronous close), which races with the main
+ * thread closing that connection when the front closes. */
 static void
 start_event_stream (SoupServerMessage *message)
 {
@@ -449,7 +453,7 @@ start_event_stream (SoupServerMessage *message)
   soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
   soup_message_headers_set_content_type (headers, "text/event-stream", NULL);
   soup_message_headers_replace (headers, "Cache-Control", "no-cache");
-  soup_message_headers_set_encoding (headers, SOUP_ENCODING_CHUNKED);
+  soup_message_headers_set_encoding (headers, SOUP_ENCODING_EOF);
 }
 
 static void
