@@ -2111,21 +2111,148 @@ start_http_serve (const char  *path,
   return NULL;
 }
 
+/* The HTTP gateways a user would put in front of stdio servers instead,
+ * pinned in bench/peers: each runs the example server and is reached with
+ * mcp-pool's own client, so that the client costs the same for all and
+ * what differs is the gateway. */
+typedef enum {
+  HTTP_PEER_SUPERGATEWAY,   /* `--stateful`, Streamable HTTP */
+  HTTP_PEER_MCP_HUB,        /* SSE at /mcp */
+  N_HTTP_PEERS
+} HttpPeer;
+
+static const struct {
+  const char      *name;
+  const char      *script;     /* under bench/peers/node_modules */
+  McpTransportKind transport;
+  const char      *tool;
+} http_peers[N_HTTP_PEERS] = {
+  { "supergateway", "supergateway/dist/index.js", MCP_TRANSPORT_HTTP, "echo" },
+  { "mcp-hub",      "mcp-hub/dist/cli.js",        MCP_TRANSPORT_SSE,  "example__echo" },
+};
+
+/* A port of 127.0.0.1 that was free a moment ago, for a gateway that
+ * takes a port number and says nothing of it. */
+static guint16
+free_loopback_port (GError **error)
+{
+  g_autoptr(GSocket) socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP,
+                                            error);
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) any_port = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+
+  if (socket == NULL || !g_socket_bind (socket, any_port, FALSE, error) ||
+      (bound = g_socket_get_local_address (socket, error)) == NULL)
+    return 0;
+  return g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+}
+
+/* @peer serving the config at @config_path, with @home as its HOME (its
+ * output goes to a log there); the URL it serves in @url. */
+static GSubprocess *
+start_http_peer (HttpPeer     peer,
+                 const char  *config_path,
+                 const char  *home,
+                 char       **url,
+                 GError     **error)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDERR_MERGE);
+  g_autofree char *script = g_build_filename (setup.peers, "node_modules", http_peers[peer].script, NULL);
+  g_autofree char *log = g_strconcat (home, "/", http_peers[peer].name, ".log", NULL);
+  g_autofree char *port = NULL;
+  guint16 number = free_loopback_port (error);
+
+  if (number == 0)
+    return NULL;
+  port = g_strdup_printf ("%u", number);
+  *url = g_strdup_printf ("http://127.0.0.1:%u/mcp", number);
+  g_subprocess_launcher_set_stdout_file_path (launcher, log);
+  g_subprocess_launcher_setenv (launcher, "HOME", home, TRUE);
+  g_subprocess_launcher_setenv (launcher, "XDG_CONFIG_HOME", home, TRUE);
+  g_subprocess_launcher_setenv (launcher, "XDG_STATE_HOME", home, TRUE);
+  g_subprocess_launcher_setenv (launcher, "XDG_DATA_HOME", home, TRUE);
+  g_subprocess_launcher_setenv (launcher, "XDG_CACHE_HOME", home, TRUE);
+  if (peer == HTTP_PEER_SUPERGATEWAY)
+    return g_subprocess_launcher_spawn (launcher, error, "node", script, "--stdio", setup.example,
+                                        "--outputTransport", "streamableHttp", "--stateful", "--port", port,
+                                        "--logLevel", "none", NULL);
+  return g_subprocess_launcher_spawn (launcher, error, "node", script, "--port", port, "--config", config_path,
+                                      NULL);
+}
+
+/* A session of mcp-pool's own client to @peer at @url, tried again until
+ * its echo answers or 60 s pass: a gateway listens a moment after it
+ * starts, and mcp-hub lists its servers' tools once they have started. */
+static McpSession *
+connect_http_peer (HttpPeer     peer,
+                   const char  *url,
+                   const char  *home,
+                   GError     **error)
+{
+  g_autoptr(McpServerConfig) config = mcp_server_config_new_remote (url, http_peers[peer].transport, NULL, NULL,
+                                                                    NULL, FALSE, error);
+  gint64 deadline = g_get_monotonic_time () + 60 * G_USEC_PER_SEC;
+
+  while (config != NULL)
+    {
+      g_autoptr(GError) last = NULL;
+      McpSession *session = mcp_session_start (config, NULL, NULL, NULL, &last);
+
+      if (session != NULL && echo (session, http_peers[peer].tool, &last))
+        return session;
+      g_clear_pointer (&session, stop_session);
+      if (g_get_monotonic_time () >= deadline)
+        {
+          g_autofree char *log_path = g_strconcat (home, "/", http_peers[peer].name, ".log", NULL);
+          g_autofree char *log = NULL;
+
+          g_file_get_contents (log_path, &log, NULL, NULL);
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT, "%s at %s did not answer within 60 s (%s); its log: %s",
+                       http_peers[peer].name, url, last->message, log != NULL ? log : "(none)");
+          return NULL;
+        }
+      g_usleep (200 * 1000);
+    }
+  return NULL;
+}
+
+/* Whether bench/install has put the HTTP gateways in bench/peers. */
+static gboolean
+http_peers_installed (void)
+{
+  for (guint i = 0; i < N_HTTP_PEERS; i++)
+    {
+      g_autofree char *script = setup.peers != NULL
+                                ? g_build_filename (setup.peers, "node_modules", http_peers[i].script, NULL)
+                                : NULL;
+
+      if (script == NULL || !g_file_test (script, G_FILE_TEST_EXISTS))
+        return FALSE;
+    }
+  return TRUE;
+}
+
 static int
 row_http (BenchSetup *s)
 {
+  enum { STDIO_SERVE, HTTP_SERVE, FIRST_PEER, N_TARGETS = FIRST_PEER + N_HTTP_PEERS };
   g_autoptr(McpServerConfig) config = example_config ("example");
   g_autoptr(McpServerConfig) remote = NULL;
   g_autoptr(GPtrArray) configs = g_ptr_array_new ();
   g_autoptr(GSubprocess) http_serve = NULL;
-  McpSession *sessions[2] = { NULL, NULL };   /* stdio serve, serve --listen */
-  const char *tools[2] = { "example__echo", "example__echo" };
-  double medians[2] = { 0, 0 };
+  GSubprocess *gateways[N_HTTP_PEERS] = { NULL };
+  McpSession *sessions[N_TARGETS] = { NULL };
+  const char *tools[N_TARGETS] = { "example__echo", "example__echo" };
+  double medians[N_TARGETS] = { 0 };
+  GPid pids[N_TARGETS] = { 0 };
+  double cpu_us[N_TARGETS] = { 0 };   /* per call */
+  double rates[N_TARGETS] = { 0 };    /* calls/s with 16 callers */
+  guint n = HTTP_SERVE + 1;
   g_autoptr(GError) error = NULL;
-  g_autofree char *path = NULL;
-  g_autofree char *url = NULL;
+  g_autofree char *path = NULL, *url = NULL, *home = NULL;
   g_autofree char *note = NULL;
-  gboolean timed = FALSE;
+  gboolean timed = FALSE, reaped = TRUE;
 
   g_ptr_array_add (configs, config);
   path = write_config_file (configs, &error);
@@ -2136,21 +2263,94 @@ row_http (BenchSetup *s)
         g_subprocess_force_exit (http_serve);
       return fail ("http", error);
     }
-  sessions[0] = start_serve (path, "proxy", &error);
-  if (sessions[0] != NULL)
-    sessions[1] = mcp_session_start (remote, NULL, NULL, NULL, &error);
-  timed = sessions[1] != NULL && time_echo_calls (sessions, tools, 2, s->calls * 2, medians, &error);
-  for (guint i = 0; i < 2; i++)
+  sessions[STDIO_SERVE] = start_serve (path, "proxy", &error);
+  if (sessions[STDIO_SERVE] != NULL)
+    sessions[HTTP_SERVE] = mcp_session_start (remote, NULL, NULL, NULL, &error);
+  if (sessions[HTTP_SERVE] != NULL && http_peers_installed ())
+    {
+      /* The gateways' own children (the example server) end with them. */
+      prctl (PR_SET_CHILD_SUBREAPER, 1);
+      home = g_dir_make_tmp ("mcp-bench-http-XXXXXX", &error);
+      for (HttpPeer peer = 0; home != NULL && peer < N_HTTP_PEERS && error == NULL; peer++)
+        {
+          g_autofree char *peer_url = NULL;
+
+          gateways[peer] = start_http_peer (peer, path, home, &peer_url, &error);
+          if (gateways[peer] != NULL)
+            sessions[FIRST_PEER + peer] = connect_http_peer (peer, peer_url, home, &error);
+          tools[FIRST_PEER + peer] = http_peers[peer].tool;
+        }
+      if (error == NULL)
+        n = N_TARGETS;
+    }
+  /* The CPU each HTTP server spends on the calls, whatever the client
+   * costs: serve --listen's, and each gateway's own process (the example
+   * server below it is the same for all). */
+  pids[HTTP_SERVE] = atoi (g_subprocess_get_identifier (http_serve));
+  for (HttpPeer peer = 0; n == N_TARGETS && peer < N_HTTP_PEERS; peer++)
+    pids[FIRST_PEER + peer] = atoi (g_subprocess_get_identifier (gateways[peer]));
+  for (guint i = HTTP_SERVE; i < n; i++)
+    cpu_us[i] = process_cpu_seconds (pids[i]);
+  timed = error == NULL && time_echo_calls (sessions, tools, n, s->calls * 2, medians, &error);
+  for (guint i = HTTP_SERVE; timed && i < n; i++)
+    cpu_us[i] = (process_cpu_seconds (pids[i]) - cpu_us[i]) * 1e6 / (s->calls * 2 + 1);
+  /* 16 callers on the one session of each HTTP server. */
+  for (guint i = HTTP_SERVE; timed && i < n; i++)
+    {
+      McpSession *same[4] = { sessions[i], sessions[i], sessions[i], sessions[i] };
+      const char *same_tool[4] = { tools[i], tools[i], tools[i], tools[i] };
+
+      timed = (rates[i] = run_session_callers (same, same_tool, s->calls * 4, &error)) > 0;
+    }
+  for (guint i = 0; i < N_TARGETS; i++)
     g_clear_pointer (&sessions[i], stop_session);
   g_subprocess_send_signal (http_serve, SIGTERM);
   g_subprocess_wait (http_serve, NULL, NULL);
+  for (guint i = 0; i < N_HTTP_PEERS; i++)
+    if (gateways[i] != NULL)
+      {
+        g_subprocess_send_signal (gateways[i], SIGTERM);
+        g_subprocess_wait (gateways[i], NULL, NULL);
+        g_clear_object (&gateways[i]);
+      }
+  if (home != NULL)
+    {
+      reaped = reap_all_children (error == NULL ? &error : NULL);
+      g_spawn_sync (NULL, (char *[]) { "rm", "-rf", home, NULL }, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL,
+                    NULL, NULL, NULL);
+    }
   g_unlink (path);
-  if (!timed)
+  if (!timed || !reaped)
     return fail ("http", error);
   note = g_strdup_printf ("a warm echo of the example server through serve --listen (Streamable HTTP, "
                           "mcp-pool's own HTTP client, a connection per request) against stdio serve; median of %d "
-                          "calls each, interleaved", s->calls * 2);
-  emit_row ("http", medians[0], medians[1], "µs", medians[1] / medians[0], note);
+                          "calls each, interleaved; serve --listen's CPU %.0f µs per call, 16 callers %.0f calls/s",
+                          s->calls * 2, cpu_us[HTTP_SERVE], rates[HTTP_SERVE]);
+  emit_row ("http", medians[STDIO_SERVE], medians[HTTP_SERVE], "µs", medians[HTTP_SERVE] / medians[STDIO_SERVE],
+            note);
+  for (HttpPeer peer = 0; peer < N_HTTP_PEERS; peer++)
+    {
+      g_autofree char *name = g_strconcat ("http-", http_peers[peer].name, NULL);
+      g_autofree char *peer_note = NULL;
+      double peer_us = medians[FIRST_PEER + peer];
+
+      if (n < N_TARGETS)
+        {
+          emit_not_measured (name, "not measured: the gateways are not installed: bench/install");
+          continue;
+        }
+      peer_note = g_strdup_printf ("the same warm echo through %s (%s, the example server behind it), with the "
+                                   "same client, interleaved with the row above: %s / serve --listen; CPU per "
+                                   "call %.0f µs against serve --listen's %.0f µs (%.1f×); 16 callers %.0f calls/s against "
+                                   "%.0f (%.1f×)",
+                                   http_peers[peer].name,
+                                   http_peers[peer].transport == MCP_TRANSPORT_SSE ? "HTTP+SSE" : "Streamable HTTP",
+                                   http_peers[peer].name, cpu_us[FIRST_PEER + peer], cpu_us[HTTP_SERVE],
+                                   cpu_us[FIRST_PEER + peer] / MAX (cpu_us[HTTP_SERVE], 1),
+                                   rates[FIRST_PEER + peer], rates[HTTP_SERVE],
+                                   rates[HTTP_SERVE] / rates[FIRST_PEER + peer]);
+      emit_row (name, peer_us, medians[HTTP_SERVE], "µs", peer_us / medians[HTTP_SERVE], peer_note);
+    }
   return 0;
 }
 
