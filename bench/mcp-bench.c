@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <time.h>
 #include <sys/prctl.h>
@@ -367,7 +368,22 @@ typedef struct {
   int from_parent;
   int to_parent;
   int rounds;
+  int cpu;              /* to run on; -1: anywhere */
 } PipeEcho;
+
+/* Pins the calling thread to @cpu (nothing if -1). */
+static void
+pin_thread (int cpu)
+{
+  cpu_set_t set;
+
+  if (cpu < 0)
+    return;
+  CPU_ZERO (&set);
+  CPU_SET (cpu, &set);
+  if (sched_setaffinity (0, sizeof set, &set) != 0)
+    g_error ("sched_setaffinity failed: %s", g_strerror (errno));
+}
 
 static gpointer
 pipe_echo_thread (gpointer data)
@@ -375,6 +391,7 @@ pipe_echo_thread (gpointer data)
   PipeEcho *pipes = data;
   char byte;
 
+  pin_thread (pipes->cpu);
   for (int i = 0; i < pipes->rounds; i++)
     if (read (pipes->from_parent, &byte, 1) != 1 || write (pipes->to_parent, &byte, 1) != 1)
       break;
@@ -382,19 +399,28 @@ pipe_echo_thread (gpointer data)
 }
 
 /* The median round trip of one byte through a pair of pipes and a thread
- * that echoes it: the floor of any hop between two processes here. */
+ * that echoes it, the timing end on CPU @here and the echo on @there: the
+ * floor of any hop between two processes here.  On this kind of virtual
+ * machine a wakeup across CPUs costs several times one on the same CPU,
+ * and unpinned the scheduler picks either, run to run. */
 static double
-pipe_round_trip_us (int rounds)
+pipe_round_trip_us (int rounds,
+                    int here,
+                    int there_cpu)
 {
   int there[2], back[2];
   PipeEcho pipes;
   GThread *thread;
   g_autofree gint64 *samples = g_new (gint64, rounds);
   char byte = 'x';
+  cpu_set_t saved;
 
   if (!g_unix_open_pipe (there, FD_CLOEXEC, NULL) || !g_unix_open_pipe (back, FD_CLOEXEC, NULL))
     g_error ("pipe failed");
-  pipes = (PipeEcho) { there[0], back[1], rounds };
+  if (sched_getaffinity (0, sizeof saved, &saved) != 0)
+    g_error ("sched_getaffinity failed: %s", g_strerror (errno));
+  pin_thread (here);
+  pipes = (PipeEcho) { there[0], back[1], rounds, there_cpu };
   thread = g_thread_new ("pipe-echo", pipe_echo_thread, &pipes);
   for (int i = 0; i < rounds; i++)
     {
@@ -405,8 +431,25 @@ pipe_round_trip_us (int rounds)
       samples[i] = g_get_monotonic_time () - start;
     }
   g_thread_join (thread);
+  sched_setaffinity (0, sizeof saved, &saved);
   close (there[0]), close (there[1]), close (back[0]), close (back[1]);
   return median_us (samples, rounds);
+}
+
+/* The first two CPUs this process may run on, in @cpus; FALSE if it may
+ * run on one only. */
+static gboolean
+two_cpus (int cpus[2])
+{
+  cpu_set_t set;
+  int found = 0;
+
+  if (sched_getaffinity (0, sizeof set, &set) != 0)
+    return FALSE;
+  for (int cpu = 0; cpu < CPU_SETSIZE && found < 2; cpu++)
+    if (CPU_ISSET (cpu, &set))
+      cpus[found++] = cpu;
+  return found == 2;
 }
 
 /* Alternates echo calls on @n sessions (@sessions[i]'s tool @tools[i]) so
@@ -525,7 +568,9 @@ row_pool_overhead (BenchSetup *s)
   g_autofree char *path = NULL;
   g_autofree char *note = NULL;
   g_autofree char *relay_note = NULL;
-  double pipe_us, added, relay_added;
+  double pipe_us, across_us, added, relay_added;
+  int cpus[2] = { -1, -1 };
+  gboolean have_two = two_cpus (cpus);
   gboolean timed;
 
   g_ptr_array_add (configs, config);
@@ -546,12 +591,14 @@ row_pool_overhead (BenchSetup *s)
   if (!timed)
     return fail ("pool-overhead", error);
 
-  pipe_us = pipe_round_trip_us (s->calls * 5);
+  pipe_us = pipe_round_trip_us (s->calls * 5, cpus[0], cpus[0]);
+  across_us = have_two ? pipe_round_trip_us (s->calls * 5, cpus[0], cpus[1]) : pipe_us;
   added = medians[2] - medians[0];
   relay_added = medians[1] - medians[0];
-  note = g_strdup_printf ("+%.0f µs per call; pipe round trip %.1f µs; a bare relay adds +%.0f µs; "
-                          "median of %d echo calls each, interleaved",
-                          added, pipe_us, relay_added, s->calls * 2);
+  note = g_strdup_printf ("+%.0f µs per call; pipe round trip %.1f µs on one CPU, %.1f µs across two "
+                          "(%.2f of those); a bare relay adds +%.0f µs; median of %d echo calls each, "
+                          "interleaved",
+                          added, pipe_us, across_us, added / MAX (across_us, 0.1), relay_added, s->calls * 2);
   emit_row ("pool-overhead", medians[0], medians[2], "µs", added / MAX (pipe_us, 0.1), note);
   relay_note = g_strdup_printf ("a bare relay process (poll, read, write, nothing parsed) between the same "
                                 "client and server adds +%.0f µs per call, mcp-pool serve +%.0f µs",
@@ -739,9 +786,9 @@ row_throughput (BenchSetup *s)
   if (error != NULL)
     return fail ("throughput", error);
 
-  note = g_strdup_printf ("16 callers over 4 servers, %d calls; mcp-pool CPU %.2f s per 1,000 calls; "
+  note = g_strdup_printf ("16 callers over 4 servers, %d calls; mcp-pool CPU %.1f µs per call; "
                           "baseline: 4 direct persistent clients", (total / 16) * 16,
-                          cpu * 1000.0 / ((total / 16) * 16));
+                          cpu * G_USEC_PER_SEC / ((total / 16) * 16));
   emit_row ("throughput", direct_rate, serve_rate, "calls/s", serve_rate / direct_rate, note);
   return 0;
 }
