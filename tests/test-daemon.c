@@ -27,10 +27,12 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gio/gunixfdlist.h>
 #include <gio/gunixsocketaddress.h>
 #include <glib/gstdio.h>
 #include <libsoup/soup.h>
@@ -780,6 +782,17 @@ daemon_stat (GDBusConnection *connection,
   guint64 value = G_MAXUINT64;
 
   g_assert_true (g_variant_lookup (stats, name, "t", &value));
+  return value;
+}
+
+static guint32
+daemon_stat32 (GDBusConnection *connection,
+               const char      *name)
+{
+  g_autoptr(GVariant) stats = daemon_stats (connection);
+  guint32 value = G_MAXUINT32;
+
+  g_assert_true (g_variant_lookup (stats, name, "u", &value));
   return value;
 }
 
@@ -1633,6 +1646,140 @@ test_kill_does_not_replay_started_call (Fixture       *fixture,
   g_assert_false (daemon_is_running (fixture->connection));
 }
 
+/* A tool call started on the daemon's main context is told on the
+ * caller's accept channel: CallTool of fix's echo, with its serial in
+ * @serials; its reply must be a success. */
+static void
+call_echo_told (Fixture *fixture,
+                GArray  *serials)
+{
+  g_autoptr(GDBusMessage) message =
+    g_dbus_message_new_method_call (MCP_DAEMON_BUS_NAME, MCP_DAEMON_OBJECT_PATH, MCP_DAEMON_INTERFACE, "CallTool");
+  g_autoptr(GDBusMessage) reply = NULL;
+  g_autoptr(GError) error = NULL;
+  guint32 serial = 0;
+
+  g_dbus_message_set_body (message, g_variant_new ("(sssu)", "fix", "echo", "{\"message\": \"told\"}", 0));
+  reply = g_dbus_connection_send_message_with_reply_sync (fixture->connection, message, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
+                                                          (int) test_timeout_ms (WAIT_MS), &serial, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_dbus_message_get_message_type (reply), ==, G_DBUS_MESSAGE_TYPE_METHOD_RETURN);
+  g_array_append_val (serials, serial);
+}
+
+static void
+open_accept_channel (Fixture *fixture,
+                     int      fd,
+                     GError **error)
+{
+  g_autoptr(GUnixFDList) fds = g_unix_fd_list_new_from_array (&fd, 1);
+  g_autoptr(GVariant) reply =
+    g_dbus_connection_call_with_unix_fd_list_sync (fixture->connection, MCP_DAEMON_BUS_NAME, MCP_DAEMON_OBJECT_PATH,
+                                                   MCP_DAEMON_INTERFACE, "OpenAcceptChannel",
+                                                   g_variant_new ("(h)", 0), NULL, G_DBUS_CALL_FLAGS_NONE,
+                                                   (int) test_timeout_ms (WAIT_MS), fds, NULL, NULL, error);
+}
+
+/* The serials on the test's end of an accept channel, in order. */
+static GArray *
+read_records (int fd)
+{
+  GArray *records = g_array_new (FALSE, FALSE, sizeof (guint32));
+  guint32 serial;
+
+  while (recv (fd, &serial, sizeof serial, MSG_DONTWAIT) == (ssize_t) sizeof serial)
+    g_array_append_val (records, serial);
+  return records;
+}
+
+/* Pool1.OpenAcceptChannel: the daemon writes the serial of each call it
+ * starts there; a channel that is full leaves the calls to Accepted and
+ * takes records again once read; one the client closed goes; anything
+ * but a SEQPACKET socket is refused. */
+static void
+test_accept_channel (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  g_autoptr(GArray) serials = g_array_new (FALSE, FALSE, sizeof (guint32));
+  g_autoptr(GArray) records = NULL;
+  g_autoptr(GArray) more = NULL;
+  g_autoptr(GError) error = NULL;
+  int pipe_fds[2], pair[2], tiny = 1;
+  guint64 before, told;
+
+  g_assert_cmpint (pipe (pipe_fds), ==, 0);
+  close (pipe_fds[0]);
+  open_accept_channel (fixture, pipe_fds[1], &error);
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (error->message, "SOCK_SEQPACKET"));
+  g_clear_error (&error);
+  g_assert_cmpuint (daemon_stat32 (fixture->connection, "accept-channels"), ==, 0);
+
+  g_assert_cmpint (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), ==, 0);
+  /* The kernel's least send buffer: a few records fill it. */
+  g_assert_cmpint (setsockopt (pair[1], SOL_SOCKET, SO_SNDBUF, &tiny, sizeof tiny), ==, 0);
+  open_accept_channel (fixture, pair[1], &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (daemon_stat32 (fixture->connection, "accept-channels"), ==, 1);
+
+  before = daemon_stat (fixture->connection, "channel-accepts");
+  for (guint i = 0; i < 64; i++)
+    call_echo_told (fixture, serials);
+  told = daemon_stat (fixture->connection, "channel-accepts") - before;
+  /* Full before the end, and every call answered all the same. */
+  g_assert_cmpuint (told, >=, 1);
+  g_assert_cmpuint (told, <, serials->len);
+  records = read_records (pair[0]);
+  g_assert_cmpuint (records->len, ==, told);
+  for (guint i = 0; i < records->len; i++)
+    g_assert_cmpuint (g_array_index (records, guint32, i), ==, g_array_index (serials, guint32, i));
+
+  /* Read, it takes records again. */
+  g_array_set_size (serials, 0);
+  call_echo_told (fixture, serials);
+  more = read_records (pair[0]);
+  g_assert_cmpuint (more->len, ==, 1);
+  g_assert_cmpuint (g_array_index (more, guint32, 0), ==, g_array_index (serials, guint32, 0));
+
+  /* Closed by the client: the next call is answered, and the channel goes. */
+  close (pair[0]);
+  call_echo_told (fixture, serials);
+  g_assert_cmpuint (daemon_stat32 (fixture->connection, "accept-channels"), ==, 0);
+}
+
+/* A call of `serve --shared` that the daemon told on serve's accept
+ * channel, not with Accepted, is not sent again either. */
+static gboolean
+accept_channel_open (gpointer fixture)
+{
+  return daemon_stat32 (((Fixture *) fixture)->connection, "accept-channels") >= 1;
+}
+
+static void
+test_kill_does_not_replay_channel_accepted_call (Fixture       *fixture,
+                                                 gconstpointer  data)
+{
+  TestClient *serve = start_client (fixture, TRUE, "proxy");
+  GPid daemon = daemon_pid (fixture->connection);
+  g_autoptr(json_t) reply = NULL;
+  g_autofree char *text = NULL;
+  guint64 before;
+  json_int_t id;
+
+  g_assert_true (test_wait_for (accept_channel_open, fixture, WAIT_MS));
+  before = daemon_stat (fixture->connection, "channel-accepts");
+  id = test_client_request (serve, "tools/call", json_pack ("{s:s, s:{}}", "name", "fix__hang", "arguments"));
+  g_assert_true (test_wait_for (fixture_runs_two_calls, fixture, WAIT_MS));
+  g_assert_cmpuint (daemon_stat (fixture->connection, "channel-accepts"), ==, before + 1);
+  g_assert_cmpint (kill (daemon, SIGKILL), ==, 0);
+
+  reply = test_client_read_reply (serve, id);
+  text = json_dumps (reply, JSON_COMPACT);
+  g_assert_nonnull (strstr (text, "not sent again"));
+  g_assert_false (daemon_is_running (fixture->connection));
+  end_client (serve);
+}
+
 /* Root can play another user: a bus that admits everyone, and a client
  * process that drops to nobody. */
 static void
@@ -2036,6 +2183,9 @@ main (int    argc,
               test_kill_replays_untaken_calls, fixture_tear_down);
   g_test_add ("/daemon/kill/does-not-replay-started-call", Fixture, &plain, fixture_set_up,
               test_kill_does_not_replay_started_call, fixture_tear_down);
+  g_test_add ("/daemon/kill/does-not-replay-channel-accepted-call", Fixture, &plain, fixture_set_up,
+              test_kill_does_not_replay_channel_accepted_call, fixture_tear_down);
+  g_test_add ("/daemon/accept-channel", Fixture, &plain, fixture_set_up, test_accept_channel, fixture_tear_down);
   g_test_add_func ("/daemon/foreign-uid", test_foreign_uid);
   g_test_add_func ("/daemon/no-session-bus", test_no_session_bus);
   return g_test_run ();

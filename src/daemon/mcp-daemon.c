@@ -4,8 +4,9 @@
  * under "SENDER SERIAL" (so that Cancel and a vanished caller can find it),
  * run on a worker, finished on the main context.  A tool call of a warm
  * server (CallTool, HandleRequest of tools/call) runs on the main context
- * instead, once its Accepted is on the bus, and its reply finishes it
- * there.  Everything but the uid cache and the exposure table lives on the
+ * instead, once its caller is told that it starts (a record on the
+ * caller's accept channel, or Accepted flushed to the bus), and its reply
+ * finishes it there.  Everything but the uid cache and the exposure table lives on the
  * main context and has no lock.
  *
  * Idleness: the daemon exits after options.idle_timeout_s with no call in
@@ -20,9 +21,11 @@
 
 #include <unistd.h>
 
+#include <gio/gunixfdlist.h>
 #include <glib-unix.h>
 #include <glib/gi18n-lib.h>
 
+#include "daemon/mcp-accept-channel.h"
 #include "sandbox/mcp-code.h"
 #include "pool/mcp-config-watcher.h"
 #include "daemon/mcp-dbus-generated.h"
@@ -68,6 +71,7 @@ struct _McpDaemon {
   GThreadPool               *workers;
   guint64                    warm_calls;   /* main context: calls answered there, warm */
   guint64                    worker_calls; /* main context: calls handed to a worker */
+  guint64                    channel_accepts; /* main context: starts told on an accept channel */
 
   GHashTable                *in_flight;   /* main context: "SENDER SERIAL" → DaemonCall */
   GHashTable                *clients;     /* main context: unique name → subscription id */
@@ -78,6 +82,9 @@ struct _McpDaemon {
    * asked for; the servers are asked for the lowest, and each serve
    * drops what is below its own */
   GHashTable                *log_levels;
+  /* main context: unique name → 1 + the fd of its accept channel (see
+   * mcp-accept-channel.h), closed when it is removed */
+  GHashTable                *accept_channels;
   guint32                    server_requests_sent; /* main context: numbers Client1.ServerRequest */
 
   GMutex                     lock;
@@ -138,6 +145,12 @@ daemon_call_free (DaemonCall *call)
 }
 
 /* Clients */
+
+static void
+close_accept_channel (gpointer fd_plus_one)
+{
+  close (GPOINTER_TO_INT (fd_plus_one) - 1);
+}
 
 /* Main context: what the servers started from now on are told their
  * client can answer: what any client declared, since each request of a
@@ -233,6 +246,7 @@ forget_client (McpDaemon  *daemon,
     declare_client_capabilities (daemon);
   if (g_hash_table_remove (daemon->log_levels, name) && lowest_log_level (daemon) >= 0)
     mcp_pool_set_log_level (daemon->pool, mcp_log_level_name (lowest_log_level (daemon)), NULL);
+  g_hash_table_remove (daemon->accept_channels, name);
 
   g_mutex_lock (&daemon->lock);
   g_hash_table_remove (daemon->uids, name);
@@ -441,20 +455,12 @@ run_call (McpDaemon  *daemon,
   return TRUE;
 }
 
-/* Main context, once Accepted is on the bus (or could not be sent). */
+/* Main context: a call whose caller knows that it starts. */
 static void
-on_accepted_flushed (GObject      *connection,
-                     GAsyncResult *result,
-                     gpointer      data)
+start_accepted_call (DaemonCall *call)
 {
-  DaemonCall *call = data;
   McpDaemon *daemon = call->daemon;
 
-  if (!g_dbus_connection_flush_finish (G_DBUS_CONNECTION (connection), result, &call->error))
-    {
-      finish_call (call);
-      return;
-    }
   call->accepted = TRUE;
   if (daemon->ending)
     {
@@ -470,12 +476,52 @@ on_accepted_flushed (GObject      *connection,
     }
 }
 
+/* Main context, once Accepted is on the bus (or could not be sent). */
+static void
+on_accepted_flushed (GObject      *connection,
+                     GAsyncResult *result,
+                     gpointer      data)
+{
+  DaemonCall *call = data;
+
+  if (g_dbus_connection_flush_finish (G_DBUS_CONNECTION (connection), result, &call->error))
+    start_accepted_call (call);
+  else
+    finish_call (call);
+}
+
+/* Main context: TRUE once @call's serial is on its caller's accept
+ * channel.  FALSE when the caller has none, or it takes no record now:
+ * Accepted tells the start then.  A channel the caller closed goes. */
+static gboolean
+tell_on_accept_channel (McpDaemon  *daemon,
+                        DaemonCall *call)
+{
+  const char *sender = g_dbus_method_invocation_get_sender (call->invocation);
+  gpointer channel = sender != NULL ? g_hash_table_lookup (daemon->accept_channels, sender) : NULL;
+  g_autoptr(GError) error = NULL;
+
+  if (channel == NULL)
+    return FALSE;
+  if (mcp_accept_channel_tell (GPOINTER_TO_INT (channel) - 1, call->serial, &error))
+    {
+      daemon->channel_accepts++;
+      return TRUE;
+    }
+  g_debug ("%s: %s", sender, error->message);
+  if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+    g_hash_table_remove (daemon->accept_channels, sender);
+  return FALSE;
+}
+
 /* Main context: a registered call (or NULL, a refused one) that may be
- * warm.  Accepted goes out first, as on a worker, and reaches the bus
- * before the call starts, but without blocking: the flush's completion
- * tries the warm path, and hands the call to a worker only when the
- * server needs starting or a slot.  (GDBus flushes through a thread of
- * GLib's own; it is the price of never replaying a call that started.) */
+ * warm.  Its caller is told that it starts before it does, as on a
+ * worker, but without blocking: by a record on the caller's accept
+ * channel if it has one, else by Accepted, whose flush's completion goes
+ * on.  Then the warm path is tried, and the call goes to a worker only
+ * when the server needs starting or a slot.  (GDBus flushes through a
+ * thread of GLib's own, two thread hops: the accept channel is there to
+ * spare them, since the caller must know which calls never started.) */
 static gboolean
 run_call_warm (McpDaemon  *daemon,
                DaemonCall *call,
@@ -488,6 +534,11 @@ run_call_warm (McpDaemon  *daemon,
   sender = g_dbus_method_invocation_get_sender (call->invocation);
   call->warm = warm;
   call->route = (ProgressRoute) { daemon, sender, call->serial };
+  if (tell_on_accept_channel (daemon, call))
+    {
+      start_accepted_call (call);
+      return TRUE;
+    }
   if (!g_dbus_connection_emit_signal (daemon->connection, sender, MCP_DAEMON_OBJECT_PATH,
                                       MCP_DAEMON_INTERFACE, "Accepted", g_variant_new ("(u)", call->serial),
                                       &call->error))
@@ -982,6 +1033,9 @@ handle_get_stats (McpDBusPool1          *skeleton,
   g_variant_builder_add (&stats, "{sv}", "errors", g_variant_new_uint64 (errors));
   g_variant_builder_add (&stats, "{sv}", "warm-calls", g_variant_new_uint64 (daemon->warm_calls));
   g_variant_builder_add (&stats, "{sv}", "worker-calls", g_variant_new_uint64 (daemon->worker_calls));
+  g_variant_builder_add (&stats, "{sv}", "channel-accepts", g_variant_new_uint64 (daemon->channel_accepts));
+  g_variant_builder_add (&stats, "{sv}", "accept-channels",
+                         g_variant_new_uint32 (g_hash_table_size (daemon->accept_channels)));
   g_variant_builder_add (&stats, "{sv}", "in-flight", g_variant_new_uint32 (g_hash_table_size (daemon->in_flight)));
   g_variant_builder_add (&stats, "{sv}", "clients", g_variant_new_uint32 (g_hash_table_size (daemon->clients)));
   g_variant_builder_add (&stats, "{sv}", "python-sessions", g_variant_new_uint64 (mcp_code_count_sessions (daemon->code)));
@@ -1098,6 +1152,38 @@ handle_cancel (McpDBusPool1          *skeleton,
   if (call != NULL)
     g_cancellable_cancel (call->cancellable);
   mcp_dbus_pool1_complete_cancel (skeleton, invocation);
+  return TRUE;
+}
+
+/* The caller's accept channel (see mcp-accept-channel.h). */
+static gboolean
+handle_open_accept_channel (McpDBusPool1          *skeleton,
+                            GDBusMethodInvocation *invocation,
+                            GUnixFDList           *fds,
+                            GVariant              *handle,
+                            McpDaemon             *daemon)
+{
+  const char *sender = g_dbus_method_invocation_get_sender (invocation);
+  g_autoptr(GError) error = NULL;
+  int fd;
+
+  if (!authorized (daemon, invocation))
+    return TRUE;
+
+  fd = fds != NULL ? g_unix_fd_list_get (fds, g_variant_get_handle (handle), &error) : -1;
+  if (fd < 0 && error == NULL)
+    g_set_error_literal (&error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                         _("OpenAcceptChannel came without the socket it names"));
+  if (fd < 0 || !mcp_accept_channel_check (fd, &error))
+    {
+      if (fd >= 0)
+        close (fd);
+      g_dbus_method_invocation_return_gerror (invocation, error);
+      return TRUE;
+    }
+  remember_client (daemon, sender);
+  g_hash_table_replace (daemon->accept_channels, g_strdup (sender), GINT_TO_POINTER (fd + 1));
+  mcp_dbus_pool1_complete_open_accept_channel (skeleton, invocation, NULL);
   return TRUE;
 }
 
@@ -1514,6 +1600,7 @@ mcp_daemon_new (const McpDiscoveryOptions *discovery,
   daemon->client_capabilities = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                        (GDestroyNotify) json_decref);
   daemon->log_levels = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  daemon->accept_channels = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, close_accept_channel);
   daemon->exposures = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) mcp_expose_free);
   daemon->server_exposures = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                     (GDestroyNotify) mcp_expose_free);
@@ -1570,6 +1657,7 @@ static const struct {
   { "handle-handle-request", G_CALLBACK (handle_handle_request) },
   { "handle-cancel",         G_CALLBACK (handle_cancel) },
   { "handle-roots-changed",  G_CALLBACK (handle_roots_changed) },
+  { "handle-open-accept-channel", G_CALLBACK (handle_open_accept_channel) },
 };
 
 int
@@ -1674,6 +1762,7 @@ mcp_daemon_free (McpDaemon *daemon)
   g_hash_table_unref (daemon->clients);
   g_hash_table_unref (daemon->client_capabilities);
   g_hash_table_unref (daemon->log_levels);
+  g_hash_table_unref (daemon->accept_channels);
   g_hash_table_unref (daemon->uids);
   g_mutex_clear (&daemon->lock);
   g_main_loop_unref (daemon->loop);

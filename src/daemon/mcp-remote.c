@@ -13,8 +13,11 @@
  * more, which activates a fresh daemon, unless the old one may have
  * started it: the daemon sends Accepted to the caller, and flushes it to
  * the bus, before it starts any work, and the bus passes on what a daemon
- * sent before it notices that the daemon is gone.  So a call that got
- * neither Accepted nor Progress never started.  Calls that only read, or
+ * sent before it notices that the daemon is gone.  A watching remote
+ * hands each daemon an accept channel (see mcp-accept-channel.h), on
+ * which the daemon writes a warm call's serial instead, and which is read
+ * before a reply is looked at.  So a call that got neither Accepted nor
+ * Progress nor a record never started.  Calls that only read, or
  * that do the same when done twice (ListServers, ListTools, GetStats,
  * Evict, Reload, and HandleRequest of ping and of the list methods), are
  * sent again in any case; a tools/call, CallTool or RunPython that was
@@ -27,9 +30,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <gio/gunixfdlist.h>
 #include <glib/gi18n-lib.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "daemon/mcp-accept-channel.h"
 #include "daemon/mcp-dbus-contract.h"
 #include "daemon/mcp-dbus-generated.h"
 #include "pool/mcp-pool.h"
@@ -46,6 +51,10 @@ struct _McpRemote {
   GMutex              lock;
   GHashTable         *calls;          /* protected by lock; serial → PendingCall */
   GHashTable         *server_requests; /* protected by lock; the daemon's number → ServerRequest */
+  /* protected by lock: our ends of the accept channels handed to the
+   * daemons (int); one that went away keeps its own until all of it is
+   * read, so one or two */
+  GArray             *accept_channels;
 };
 
 /* A request of the daemon's servers (Client1.ServerRequest), until the
@@ -84,6 +93,36 @@ typedef struct {
   gboolean            accepted;           /* protected by remote->lock: Accepted or Progress came */
 } PendingCall;
 
+/* remote->lock held: the call with @serial, if it is ours, is known to
+ * have started. */
+static void
+mark_accepted (guint32  serial,
+               gpointer user_data)
+{
+  McpRemote *remote = user_data;
+  PendingCall *call = g_hash_table_lookup (remote->calls, GUINT_TO_POINTER (serial));
+
+  if (call != NULL)
+    call->accepted = TRUE;
+}
+
+/* remote->lock held: what the daemons wrote on their accept channels;
+ * a channel whose daemon is gone is closed once read to the end. */
+static void
+read_accept_channels (McpRemote *remote)
+{
+  for (guint i = remote->accept_channels->len; i-- > 0;)
+    {
+      int fd = g_array_index (remote->accept_channels, int, i);
+
+      if (!mcp_accept_channel_read (fd, mark_accepted, remote))
+        {
+          close (fd);
+          g_array_remove_index_fast (remote->accept_channels, i);
+        }
+    }
+}
+
 /* GDBus's thread: Accepted or progress of one of our calls.  Everything
  * else passes. */
 static GDBusMessage *
@@ -116,9 +155,8 @@ filter_progress (GDBusConnection *connection,
   else
     g_variant_get (body, "(u)", &serial);
   g_mutex_lock (&remote->lock);
+  mark_accepted (serial, remote);
   call = g_hash_table_lookup (remote->calls, GUINT_TO_POINTER (serial));
-  if (call != NULL)
-    call->accepted = TRUE;
   if (call != NULL && call->progress != NULL && json_is_object (params))
     call->progress (params, call->progress_data);
   g_mutex_unlock (&remote->lock);
@@ -159,6 +197,7 @@ mcp_remote_new (GError **error)
   g_mutex_init (&remote->lock);
   remote->calls = g_hash_table_new (NULL, NULL);
   remote->server_requests = g_hash_table_new (NULL, NULL);
+  remote->accept_channels = g_array_new (FALSE, FALSE, sizeof (int));
   remote->filter_id = g_dbus_connection_add_filter (connection, filter_progress, remote, NULL);
   return remote;
 }
@@ -202,6 +241,9 @@ mcp_remote_free (McpRemote *remote)
   g_object_unref (remote->connection);
   g_hash_table_unref (remote->calls);
   g_hash_table_unref (remote->server_requests);
+  for (guint i = 0; i < remote->accept_channels->len; i++)
+    close (g_array_index (remote->accept_channels, int, i));
+  g_array_unref (remote->accept_channels);
   g_mutex_clear (&remote->lock);
   g_free (remote);
 }
@@ -245,6 +287,33 @@ on_signal (GDBusConnection *connection,
 
 /* The daemon's servers' requests */
 
+/* Hands the daemon @owner an accept channel, when the bus can carry it.
+ * No answer is waited for: a daemon that refuses it, or is gone, closes
+ * its end, and the next read of ours finds the channel closed. */
+static void
+open_accept_channel (McpRemote  *remote,
+                     const char *owner)
+{
+  g_autoptr(GUnixFDList) fds = NULL;
+  g_autoptr(GError) error = NULL;
+  int ours, theirs;
+
+  if (!(g_dbus_connection_get_capabilities (remote->connection) & G_DBUS_CAPABILITY_FLAGS_UNIX_FD_PASSING))
+    return;
+  if (!mcp_accept_channel_new_pair (&ours, &theirs, &error))
+    {
+      g_debug ("%s", error->message);
+      return;
+    }
+  fds = g_unix_fd_list_new_from_array (&theirs, 1);   /* takes theirs */
+  g_mutex_lock (&remote->lock);
+  g_array_append_val (remote->accept_channels, ours);
+  g_mutex_unlock (&remote->lock);
+  g_dbus_connection_call_with_unix_fd_list (remote->connection, owner, MCP_DAEMON_OBJECT_PATH, MCP_DAEMON_INTERFACE,
+                                            "OpenAcceptChannel", g_variant_new ("(h)", 0), NULL,
+                                            G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, fds, NULL, NULL, NULL);
+}
+
 /* The context of mcp_remote_watch(): the daemon's name has a new owner. */
 static void
 on_daemon_appeared (GDBusConnection *connection,
@@ -254,9 +323,12 @@ on_daemon_appeared (GDBusConnection *connection,
 {
   McpRemote *remote = user_data;
 
+  if (g_strcmp0 (remote->daemon_owner, owner) == 0)
+    return;
   /* A daemon that replaced the one that asked: the old one's requests go. */
-  if (remote->daemon_owner != NULL && g_strcmp0 (remote->daemon_owner, owner) != 0)
+  if (remote->daemon_owner != NULL)
     end_server_requests (remote);
+  open_accept_channel (remote, owner);
   g_free (remote->daemon_owner);
   remote->daemon_owner = g_strdup (owner);
 }
@@ -528,8 +600,10 @@ on_reply (GObject      *source,
   GDBusMessage *reply = g_dbus_connection_send_message_with_reply_finish (G_DBUS_CONNECTION (source), result,
                                                                           &error);
 
-  /* Once out of the table, nothing else touches accepted. */
+  /* Once out of the table, nothing else touches accepted.  The daemon
+   * wrote this call's record, if any, before it could reply or go away. */
   g_mutex_lock (&remote->lock);
+  read_accept_channels (remote);
   g_hash_table_remove (remote->calls, GUINT_TO_POINTER (call->serial));
   g_mutex_unlock (&remote->lock);
 
