@@ -1710,7 +1710,7 @@ test_accept_channel (Fixture       *fixture,
   g_assert_cmpint (pipe (pipe_fds), ==, 0);
   close (pipe_fds[0]);
   open_accept_channel (fixture, pipe_fds[1], &error);
-  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS);
   g_assert_nonnull (strstr (error->message, "SOCK_SEQPACKET"));
   g_clear_error (&error);
   g_assert_cmpuint (daemon_stat32 (fixture->connection, "accept-channels"), ==, 0);

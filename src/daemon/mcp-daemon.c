@@ -1178,7 +1178,8 @@ handle_open_accept_channel (McpDBusPool1          *skeleton,
     {
       if (fd >= 0)
         close (fd);
-      g_dbus_method_invocation_return_gerror (invocation, error);
+      g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS,
+                                                     error->message);
       return TRUE;
     }
   remember_client (daemon, sender);

@@ -90,7 +90,7 @@ typedef struct {
   gpointer            user_data;
   guint               attempt;
   guint32             serial;             /* protected by remote->lock while registered */
-  gboolean            accepted;           /* protected by remote->lock: Accepted or Progress came */
+  gboolean            accepted;           /* protected by remote->lock: Accepted, Progress or a record came */
 } PendingCall;
 
 /* remote->lock held: the call with @serial, if it is ours, is known to
@@ -155,8 +155,9 @@ filter_progress (GDBusConnection *connection,
   else
     g_variant_get (body, "(u)", &serial);
   g_mutex_lock (&remote->lock);
-  mark_accepted (serial, remote);
   call = g_hash_table_lookup (remote->calls, GUINT_TO_POINTER (serial));
+  if (call != NULL)
+    call->accepted = TRUE;
   if (call != NULL && call->progress != NULL && json_is_object (params))
     call->progress (params, call->progress_data);
   g_mutex_unlock (&remote->lock);
