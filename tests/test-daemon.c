@@ -1646,9 +1646,8 @@ test_kill_does_not_replay_started_call (Fixture       *fixture,
   g_assert_false (daemon_is_running (fixture->connection));
 }
 
-/* A tool call started on the daemon's main context is told on the
- * caller's accept channel: CallTool of fix's echo, with its serial in
- * @serials; its reply must be a success. */
+/* CallTool of fix's echo on the test's connection, whose serial goes
+ * into @serials; its reply must be a success. */
 static void
 call_echo_told (Fixture *fixture,
                 GArray  *serials)
@@ -1747,14 +1746,14 @@ test_accept_channel (Fixture       *fixture,
   g_assert_cmpuint (daemon_stat32 (fixture->connection, "accept-channels"), ==, 0);
 }
 
-/* A call of `serve --shared` that the daemon told on serve's accept
- * channel, not with Accepted, is not sent again either. */
 static gboolean
 accept_channel_open (gpointer fixture)
 {
   return daemon_stat32 (((Fixture *) fixture)->connection, "accept-channels") >= 1;
 }
 
+/* A call of `serve --shared` that the daemon told on serve's accept
+ * channel, not with Accepted, is not sent again either. */
 static void
 test_kill_does_not_replay_channel_accepted_call (Fixture       *fixture,
                                                  gconstpointer  data)

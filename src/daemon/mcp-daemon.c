@@ -6,8 +6,8 @@
  * server (CallTool, HandleRequest of tools/call) runs on the main context
  * instead, once its caller is told that it starts (a record on the
  * caller's accept channel, or Accepted flushed to the bus), and its reply
- * finishes it there.  Everything but the uid cache and the exposure table lives on the
- * main context and has no lock.
+ * finishes it there.  Everything but the uid cache and the exposure table
+ * lives on the main context and has no lock.
  *
  * Idleness: the daemon exits after options.idle_timeout_s with no call in
  * flight and no client connected.  A client is a bus name that has called
@@ -1165,15 +1165,16 @@ handle_open_accept_channel (McpDBusPool1          *skeleton,
 {
   const char *sender = g_dbus_method_invocation_get_sender (invocation);
   g_autoptr(GError) error = NULL;
-  int fd;
+  int fd = -1;
 
   if (!authorized (daemon, invocation))
     return TRUE;
 
-  fd = fds != NULL ? g_unix_fd_list_get (fds, g_variant_get_handle (handle), &error) : -1;
-  if (fd < 0 && error == NULL)
+  if (fds == NULL)
     g_set_error_literal (&error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                          _("OpenAcceptChannel came without the socket it names"));
+  else
+    fd = g_unix_fd_list_get (fds, g_variant_get_handle (handle), &error);
   if (fd < 0 || !mcp_accept_channel_check (fd, &error))
     {
       if (fd >= 0)
