@@ -51,6 +51,33 @@ test_flood_stays_bounded (void)
   g_assert_cmpstr (tail, ==, "END\n");
 }
 
+/* The buffer grows as bytes come (1 KiB, then doubling, up to a capacity
+ * that is no power of two), and the ring keeps the same newest bytes as a
+ * plain copy of everything written, at every step. */
+static void
+test_grows_to_capacity (void)
+{
+  g_autoptr(McpRing) ring = mcp_ring_new (5000);
+  g_autoptr(GString) written = g_string_new (NULL);
+  g_autofree char *empty = mcp_ring_tail (ring, 0);
+
+  g_assert_cmpstr (empty, ==, "");
+  for (guint i = 0; i < 1500; i++)
+    {
+      g_autofree char *piece = g_strdup_printf ("<%u>", i);
+      g_autofree char *tail = NULL;
+      gsize held;
+
+      mcp_ring_append (ring, piece, strlen (piece));
+      g_string_append (written, piece);
+      held = MIN (written->len, 5000);
+      g_assert_cmpuint (mcp_ring_length (ring), ==, held);
+      tail = mcp_ring_tail (ring, 0);
+      g_assert_cmpstr (tail, ==, written->str + written->len - held);
+    }
+  g_assert_cmpuint (mcp_ring_total (ring), ==, written->len);
+}
+
 /* stderr may carry anything; the tail goes into JSON, so it must be UTF-8. */
 static void
 test_tail_is_utf8 (void)
@@ -72,6 +99,7 @@ main (int argc, char **argv)
   g_test_add_func ("/ring/small", test_small);
   g_test_add_func ("/ring/wraps", test_wraps);
   g_test_add_func ("/ring/flood-stays-bounded", test_flood_stays_bounded);
+  g_test_add_func ("/ring/grows-to-capacity", test_grows_to_capacity);
   g_test_add_func ("/ring/tail-is-utf8", test_tail_is_utf8);
   return g_test_run ();
 }

@@ -1,12 +1,23 @@
-/* mcp-ring.c — a bounded byte ring that keeps the newest bytes. */
+/* mcp-ring.c — a bounded byte ring that keeps the newest bytes.
+ *
+ * The buffer grows as bytes come, up to the capacity: most servers write
+ * little to stderr, and a pool that restarts servers under load (a crash,
+ * a hang retired while its calls end) holds many rings at once.  A ring
+ * that is not full has never dropped a byte, so its bytes lie at the
+ * start of the buffer, and growing keeps them there.
+ */
 #include "config.h"
 
 #include "common/mcp-ring.h"
 
 #include <string.h>
 
+/* The first allocation, for a ring's first bytes. */
+#define RING_FIRST_ALLOCATION 1024
+
 struct _McpRing {
-  char   *data;
+  char   *data;       /* allocated bytes, NULL until the first append */
+  gsize   allocated;  /* <= capacity; the ring wraps only once it is capacity */
   gsize   capacity;
   gsize   start;      /* index of the oldest byte */
   gsize   length;     /* bytes held, <= capacity */
@@ -19,8 +30,23 @@ mcp_ring_new (gsize capacity)
   McpRing *ring = g_new0 (McpRing, 1);
 
   ring->capacity = MAX (capacity, 1);
-  ring->data = g_malloc (ring->capacity);
   return ring;
+}
+
+/* Room for @length more bytes, as far as the capacity allows. */
+static void
+reserve (McpRing *ring,
+         gsize    length)
+{
+  gsize wanted = length >= ring->capacity - ring->length ? ring->capacity : ring->length + length;
+  gsize size;
+
+  if (wanted <= ring->allocated)
+    return;
+  size = MAX (ring->allocated * 2, RING_FIRST_ALLOCATION);
+  size = MIN (MAX (size, wanted), ring->capacity);
+  ring->data = g_realloc (ring->data, size);
+  ring->allocated = size;
 }
 
 void
@@ -38,6 +64,9 @@ mcp_ring_append (McpRing    *ring,
                  gsize       length)
 {
   ring->total += length;
+  if (length == 0)
+    return;
+  reserve (ring, length);
 
   /* Only the newest capacity bytes can survive. */
   if (length >= ring->capacity)
@@ -88,6 +117,8 @@ mcp_ring_tail (McpRing *ring,
   g_autofree char *raw = g_malloc (take + 1);
   gsize first = MIN (take, ring->capacity - from);
 
+  if (take == 0)
+    return g_strdup ("");
   memcpy (raw, ring->data + from, first);
   memcpy (raw + first, ring->data, take - first);
   raw[take] = '\0';
