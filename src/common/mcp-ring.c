@@ -114,11 +114,12 @@ mcp_ring_tail (McpRing *ring,
 {
   gsize take = max_bytes > 0 ? MIN (max_bytes, ring->length) : ring->length;
   gsize from = (ring->start + ring->length - take) % ring->capacity;
-  g_autofree char *raw = g_malloc (take + 1);
   gsize first = MIN (take, ring->capacity - from);
+  g_autofree char *raw = NULL;
 
   if (take == 0)
-    return g_strdup ("");
+    return g_strdup ("");   /* nothing allocated yet, maybe */
+  raw = g_malloc (take + 1);
   memcpy (raw, ring->data + from, first);
   memcpy (raw + first, ring->data, take - first);
   raw[take] = '\0';
