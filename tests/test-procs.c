@@ -246,11 +246,29 @@ test_process_rss_kib (const char *pid)
   return g_ascii_strtoull (line + strlen ("VmRSS:"), NULL, 10);
 }
 
+/* What each open fd is, for a failure to name the one left open. */
+static void
+report_open_fds (void)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/fd", 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename ("/proc/self/fd", name, NULL);
+      g_autofree char *target = g_file_read_link (path, NULL);
+
+      g_test_message ("fd %s: %s", name, target != NULL ? target : "?");
+    }
+}
+
 void
 test_assert_open_fds (guint count)
 {
-  if (!test_wait_for (open_fds_at_most, GUINT_TO_POINTER (count), 5000))
-    g_assert_cmpuint (test_count_open_fds (), <=, count);
+  if (test_wait_for (open_fds_at_most, GUINT_TO_POINTER (count), 5000))
+    return;
+  report_open_fds ();
+  g_assert_cmpuint (test_count_open_fds (), <=, count);
 }
 
 static GStrv
