@@ -163,6 +163,7 @@ typedef struct {
   json_t       *asking_id;      /* its request's id */
   SoupServerMessage *held_initialized; /* its 202 held back a moment; server thread */
   gboolean      overtaken;      /* a POST came while notifications/initialized was held */
+  guint         in_progress;    /* requests handled and not yet ended; server thread */
 } FaultServer;
 
 static void
@@ -205,8 +206,11 @@ static void
 on_drop_chunk_written (SoupServerMessage *message,
                        gpointer           user_data)
 {
-  /* The stream breaks off after its first event, as a crashed server's. */
+  /* The stream breaks off after its first event, as a crashed server's.
+   * The body is then complete, so that the request ends (its last chunk
+   * fails) and nothing of it waits for the server's end. */
   g_socket_shutdown (soup_server_message_get_socket (message), TRUE, TRUE, NULL);
+  soup_message_body_complete (soup_server_message_get_response_body (message));
 }
 
 static void
@@ -492,6 +496,25 @@ handle_get (FaultServer       *server,
   respond (message, SOUP_STATUS_OK, "text/event-stream", events);
 }
 
+/* A request counts from its handler: libsoup also starts one for each
+ * connection before its first byte, and one whose TLS handshake failed
+ * never ends. */
+static void
+count_request (FaultServer       *server,
+               SoupServerMessage *message)
+{
+  server->in_progress++;
+  g_object_set_data (G_OBJECT (message), "fault-counted", GINT_TO_POINTER (TRUE));
+}
+
+static void
+uncount_request (FaultServer       *server,
+                 SoupServerMessage *message)
+{
+  if (g_object_steal_data (G_OBJECT (message), "fault-counted") != NULL)
+    server->in_progress--;
+}
+
 static void
 handle_request (SoupServer        *soup_server,
                 SoupServerMessage *message,
@@ -502,6 +525,7 @@ handle_request (SoupServer        *soup_server,
   FaultServer *server = user_data;
   const char *method = soup_server_message_get_method (message);
 
+  count_request (server, message);
   g_mutex_lock (&server->lock);
   g_free (server->last_host);
   server->last_host = g_strdup (soup_message_headers_get_one (soup_server_message_get_request_headers (message),
@@ -564,6 +588,39 @@ handle_request (SoupServer        *soup_server,
     respond (message, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL, NULL);
 }
 
+static void
+on_request_ended (SoupServer        *soup_server,
+                  SoupServerMessage *message,
+                  FaultServer       *server)
+{
+  uncount_request (server, message);
+}
+
+static gboolean
+set_flag (gpointer data)
+{
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* A reply the client has read can still be finishing: its last chunk is
+ * written, and the request ends, on later iterations.  A request left
+ * unfinished keeps its socket's hold on the context, and with it an fd. */
+static void
+finish_requests_in_progress (FaultServer *server)
+{
+  gboolean timed_out = FALSE;
+  g_autoptr(GSource) timeout = g_timeout_source_new (test_timeout_ms (5000));
+
+  g_source_set_callback (timeout, set_flag, &timed_out, NULL);
+  g_source_attach (timeout, server->context);
+  while (server->in_progress > 0 && !timed_out)
+    g_main_context_iteration (server->context, TRUE);
+  if (timed_out)
+    g_test_message ("The fault server ends with %u requests in progress", server->in_progress);
+  g_source_destroy (timeout);
+}
+
 static gpointer
 fault_server_run (gpointer data)
 {
@@ -586,6 +643,8 @@ fault_server_run (gpointer data)
   else
     soup_server = soup_server_new (NULL, NULL);
   soup_server_add_handler (soup_server, NULL, handle_request, server, NULL);
+  g_signal_connect (soup_server, "request-finished", G_CALLBACK (on_request_ended), server);
+  g_signal_connect (soup_server, "request-aborted", G_CALLBACK (on_request_ended), server);
   g_assert_true (soup_server_listen_local (soup_server, 0,
                                            SOUP_SERVER_LISTEN_IPV4_ONLY |
                                            (server->tls ? SOUP_SERVER_LISTEN_HTTPS : 0), &error));
@@ -608,9 +667,11 @@ fault_server_run (gpointer data)
     {
       g_autoptr(GIOStream) stream = soup_server_message_steal_connection (g_ptr_array_index (server->paused, i));
 
+      uncount_request (server, g_ptr_array_index (server->paused, i));   /* libsoup never ends it */
       g_io_stream_close (stream, NULL, NULL);
     }
   g_ptr_array_set_size (server->paused, 0);
+  finish_requests_in_progress (server);
   soup_server_disconnect (soup_server);
   while (g_main_context_iteration (server->context, FALSE))
     ;
