@@ -1,6 +1,6 @@
 /* test-output-queue.c — McpOutputQueue on a real pipe: lines written at
  * once or on G_IO_OUT, whole and in order from many threads, the marks,
- * a reader that goes or stalls, flushing and freeing. */
+ * a reader that goes or stalls, flushing and freeing, write batches. */
 #include "config.h"
 
 #include <errno.h>
@@ -456,6 +456,76 @@ test_free (Fixture       *fixture,
   g_assert_cmpint (g_atomic_int_get (&fixture->broken), ==, 0);
 }
 
+/* Inside a batch, on the thread that owns the context (this one: the
+ * fixture pushed it as its thread-default), pushes wait for
+ * the end of the outermost batch, and then all go out, in order, with
+ * nothing left on the context. */
+static void
+test_batch (Fixture       *fixture,
+            gconstpointer  data)
+{
+  mcp_output_queue_batch_begin ();
+  g_assert_true (mcp_output_queue_push (fixture->queue, line_new ("a\n")));
+  mcp_output_queue_batch_begin ();
+  g_assert_true (mcp_output_queue_push (fixture->queue, line_new ("b\n")));
+  mcp_output_queue_batch_end ();
+  g_assert_true (mcp_output_queue_push (fixture->queue, line_new ("c\n")));
+  read_available (fixture, PIPE_SIZE);
+  g_assert_cmpstr (fixture->received->str, ==, "");
+  g_assert_cmpuint (mcp_output_queue_length (fixture->queue), ==, 3);
+  mcp_output_queue_batch_end ();
+  read_available (fixture, PIPE_SIZE);
+  g_assert_cmpstr (fixture->received->str, ==, "a\nb\nc\n");
+  g_assert_cmpuint (mcp_output_queue_length (fixture->queue), ==, 0);
+  g_assert_false (g_main_context_pending (fixture->context));
+}
+
+/* A batch defers only the pushes of the thread that owns the context
+ * (this one, which pushed it as its thread-default): another thread's
+ * line goes out during the push. */
+static gpointer
+push_in_batch (gpointer data)
+{
+  Fixture *fixture = data;
+
+  mcp_output_queue_batch_begin ();
+  g_assert_true (mcp_output_queue_push (fixture->queue, line_new ("a\n")));
+  read_available (fixture, PIPE_SIZE);
+  mcp_output_queue_batch_end ();
+  return NULL;
+}
+
+static void
+test_batch_not_owner (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_thread_join (g_thread_new ("batch", push_in_batch, fixture));
+  g_assert_cmpstr (fixture->received->str, ==, "a\n");
+}
+
+/* Closed or freed inside a batch, a queue first writes what the batch
+ * held, as the push would have; the batch's end then leaves it alone. */
+static void
+test_batch_close_free (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  McpOutputQueue *second = queue_new (fixture, 0);
+
+  mcp_output_queue_batch_begin ();
+  g_assert_true (mcp_output_queue_push (fixture->queue, line_new ("closed\n")));
+  g_assert_true (mcp_output_queue_push (second, line_new ("freed\n")));
+  read_available (fixture, PIPE_SIZE);
+  g_assert_cmpstr (fixture->received->str, ==, "");
+  mcp_output_queue_close (fixture->queue);
+  mcp_output_queue_free (second);
+  read_available (fixture, PIPE_SIZE);
+  g_assert_cmpstr (fixture->received->str, ==, "closed\nfreed\n");
+  g_assert_false (mcp_output_queue_push (fixture->queue, line_new ("late\n")));
+  mcp_output_queue_batch_end ();
+  read_available (fixture, PIPE_SIZE);
+  g_assert_cmpstr (fixture->received->str, ==, "closed\nfreed\n");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -473,6 +543,9 @@ main (int argc, char **argv)
   ADD ("/output-queue/flush", test_flush);
   ADD ("/output-queue/flush-deadline", test_flush_deadline);
   ADD ("/output-queue/free", test_free);
+  ADD ("/output-queue/batch", test_batch);
+  ADD ("/output-queue/batch-not-owner", test_batch_not_owner);
+  ADD ("/output-queue/batch-close-free", test_batch_close_free);
 #undef ADD
   return g_test_run ();
 }

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "common/mcp-framing.h"
+#include "common/mcp-output-queue.h"
 #include "common/mcp-jsonrpc.h"
 #include "common/mcp-raw-response.h"
 
@@ -222,6 +223,9 @@ fd_source_dispatch (GSource     *source,
       return G_SOURCE_CONTINUE;
     }
 
+  /* The answers to what one dispatch reads go out together: one write per
+   * peer for all of them, not one per message. */
+  mcp_output_queue_batch_begin ();
   for (i = 0; i < READS_PER_DISPATCH && !self->paused && !g_source_is_destroyed (source); i++)
     {
       ssize_t n = read (self->fd, buffer, sizeof buffer);
@@ -263,6 +267,7 @@ fd_source_dispatch (GSource     *source,
       if ((gsize) n < sizeof buffer)
         break;
     }
+  mcp_output_queue_batch_end ();
 
   DISPATCH_DONE (source);
   return G_SOURCE_CONTINUE;

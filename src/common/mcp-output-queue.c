@@ -54,7 +54,30 @@ struct _McpOutputQueue {
   GSource             *notify;         /* protected by lock; idle while a callback is due */
   gboolean             drained_due;    /* protected by lock */
   GError              *broken_error;   /* protected by lock; set until on_broken is called */
+  gboolean             batched;        /* protected by lock; in the open batch of its
+                                        * context's thread, which writes it at the end */
 };
+
+/* The write batch of one thread (mcp_output_queue_batch_begin()): how deep
+ * it is, and the queues whose lines wait for its end.  Only the thread that
+ * owns a queue's context defers its write, and a queue is freed on that
+ * thread, which takes it out of the list first: a queue in the list is
+ * alive. */
+typedef struct {
+  guint      depth;
+  GPtrArray *queues;
+} WriteBatch;
+
+static void
+write_batch_free (gpointer data)
+{
+  WriteBatch *batch = data;
+
+  g_ptr_array_unref (batch->queues);
+  g_free (batch);
+}
+
+static GPrivate write_batch_key = G_PRIVATE_INIT (write_batch_free);
 
 static const GSourceFuncs output_source_funcs;
 
@@ -252,6 +275,40 @@ make_progress_locked (McpOutputQueue *queue)
   update_watch_locked (queue);
 }
 
+/* Under the lock: TRUE if the write waits for the end of this thread's
+ * batch. */
+static gboolean
+defer_to_batch_locked (McpOutputQueue *queue)
+{
+  WriteBatch *batch = g_private_get (&write_batch_key);
+
+  if (batch == NULL || batch->depth == 0 || !g_main_context_is_owner (queue->context))
+    return FALSE;
+  if (!queue->batched)
+    {
+      queue->batched = TRUE;
+      g_ptr_array_add (batch->queues, queue);
+    }
+  return TRUE;
+}
+
+/* Under the lock, before the queue stops writing: what a batch deferred
+ * goes out now (non-blocking, as the push would have written it).  On the
+ * batch's own thread the queue also leaves its list; from another thread
+ * it stays there, and the batch's end finds it closed. */
+static void
+leave_batch_locked (McpOutputQueue *queue)
+{
+  WriteBatch *batch = g_private_get (&write_batch_key);
+
+  if (!queue->batched)
+    return;
+  if (!queue->broken)
+    write_waiting_locked (queue, NULL);
+  if (batch != NULL && g_ptr_array_remove_fast (batch->queues, queue))
+    queue->batched = FALSE;
+}
+
 /* The watch, on the context: G_IO_OUT, a hang-up, or the stall deadline. */
 static gboolean
 output_source_dispatch (GSource     *source,
@@ -322,12 +379,50 @@ mcp_output_queue_push (McpOutputQueue *queue,
   g_queue_push_tail (&queue->lines, g_steal_pointer (&owned));
   if (queue->lines.length >= queue->high_mark)
     queue->reached_high = TRUE;
-  /* Lines that wait go first; their watch writes this one after them. */
+  /* Lines that wait go first; their watch (or the batch they wait in)
+   * writes this one after them. */
   if (queue->lines.length > 1)
     return TRUE;
   queue->last_progress = g_get_monotonic_time ();
-  make_progress_locked (queue);
+  if (!defer_to_batch_locked (queue))
+    make_progress_locked (queue);
   return !queue->broken;
+}
+
+void
+mcp_output_queue_batch_begin (void)
+{
+  WriteBatch *batch = g_private_get (&write_batch_key);
+
+  if (batch == NULL)
+    {
+      batch = g_new0 (WriteBatch, 1);
+      batch->queues = g_ptr_array_new ();
+      g_private_set (&write_batch_key, batch);
+    }
+  batch->depth++;
+}
+
+void
+mcp_output_queue_batch_end (void)
+{
+  WriteBatch *batch = g_private_get (&write_batch_key);
+
+  g_return_if_fail (batch != NULL && batch->depth > 0);
+  if (--batch->depth > 0)
+    return;
+  /* Each queue leaves the list before it writes; nothing it writes calls
+   * back into the owner (callbacks go through the idle). */
+  while (batch->queues->len > 0)
+    {
+      McpOutputQueue *queue = g_ptr_array_steal_index_fast (batch->queues, batch->queues->len - 1);
+
+      g_mutex_lock (&queue->lock);
+      queue->batched = FALSE;
+      if (!queue->broken)
+        make_progress_locked (queue);
+      g_mutex_unlock (&queue->lock);
+    }
 }
 
 guint
@@ -421,6 +516,7 @@ mcp_output_queue_close (McpOutputQueue *queue)
 {
   g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&queue->lock);
 
+  leave_batch_locked (queue);
   close_locked (queue);
 }
 
@@ -430,6 +526,7 @@ mcp_output_queue_free (McpOutputQueue *queue)
   if (queue == NULL)
     return;
   g_mutex_lock (&queue->lock);
+  leave_batch_locked (queue);
   close_locked (queue);
   g_mutex_unlock (&queue->lock);
   g_mutex_clear (&queue->lock);

@@ -58,6 +58,14 @@ McpOutputQueue *mcp_output_queue_new     (int                        fd,
  * context.  Lines never interleave.  FALSE once broken (the line is dropped). */
 gboolean        mcp_output_queue_push    (McpOutputQueue *queue,
                                           GBytes         *line);
+/* A write batch on the calling thread, for a dispatch that handles many
+ * messages at once (a line reader that read several): a push made inside
+ * it, on the thread that owns the queue's context, does not write; each
+ * such queue writes everything it got in one writev(2) when the outermost
+ * batch ends.  Batches nest.  Close and free write what a batch holds
+ * before they stop the queue.  End the batch before the dispatch returns. */
+void            mcp_output_queue_batch_begin (void);
+void            mcp_output_queue_batch_end   (void);
 /* Any thread: messages waiting (a partly written one counts). */
 guint           mcp_output_queue_length  (McpOutputQueue *queue);
 /* Any thread: length >= high mark. */
