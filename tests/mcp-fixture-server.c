@@ -192,25 +192,28 @@ send_message (json_t *msg)
 {
   static const char noise[] = "this is not json\n\n";
   json_t *full = json_pack ("{s:s}", "jsonrpc", "2.0");
-  char *text;
+  char *text, *line;
 
   /* Objects keep insertion order: "jsonrpc" comes first, as usual. */
   json_object_update (full, msg);
   json_decref (msg);
   text = json_dumps (full, JSON_COMPACT);
   json_decref (full);
-  if (text == NULL)
+  /* The line and its end in one write, as the SDKs' stdio transports
+   * write them: a reader is not woken for half a line. */
+  if (text == NULL || asprintf (&line, "%s%s", text, opts.noise ? "\r\n" : "\n") < 0)
     {
       fputs ("fixture: cannot serialise a message\n", stderr);
+      free (text);
       return;
     }
 
   pthread_mutex_lock (&out_lock);
   /* A failed write means the client went away; EOF on stdin follows. */
-  if ((!opts.noise || write_all (1, noise, sizeof noise - 1))
-      && write_all (1, text, strlen (text)))
-    write_all (1, opts.noise ? "\r\n" : "\n", opts.noise ? 2 : 1);
+  if (!opts.noise || write_all (1, noise, sizeof noise - 1))
+    write_all (1, line, strlen (line));
   pthread_mutex_unlock (&out_lock);
+  free (line);
   free (text);
 }
 
