@@ -10,6 +10,7 @@
 #include "common/mcp-output-queue.h"
 #include "common/mcp-jsonrpc.h"
 #include "common/mcp-raw-response.h"
+#include "common/mcp-tsan.h"
 
 #include <errno.h>
 #include <string.h>
@@ -19,18 +20,6 @@
 #include <glib/gi18n-lib.h>
 
 G_DEFINE_QUARK (mcp-framing-error-quark, mcp_framing_error)
-
-/* The reference that GLib holds on a source through a dispatch is counted
- * inside GLib, which ThreadSanitizer does not see: it is told that the last
- * dispatch comes before the finalize, on whichever thread that runs. */
-#ifdef __SANITIZE_THREAD__
-#include <sanitizer/tsan_interface.h>
-#define DISPATCH_DONE(source)  __tsan_release (source)
-#define FINALIZE_BEGIN(source) __tsan_acquire (source)
-#else
-#define DISPATCH_DONE(source)  ((void) (source))
-#define FINALIZE_BEGIN(source) ((void) (source))
-#endif
 
 /* How much one dispatch reads before yielding to other sources, so that a
  * flooding peer cannot starve the rest of the main context. */
@@ -219,7 +208,7 @@ fd_source_dispatch (GSource     *source,
   if (self->paused && (g_source_query_unix_fd (source, self->fd_tag) & (G_IO_HUP | G_IO_ERR)) != 0)
     {
       finish_stream (self, NULL);
-      DISPATCH_DONE (source);
+      MCP_TSAN_DISPATCH_DONE (source);
       return G_SOURCE_CONTINUE;
     }
 
@@ -269,7 +258,7 @@ fd_source_dispatch (GSource     *source,
     }
   mcp_output_queue_batch_end ();
 
-  DISPATCH_DONE (source);
+  MCP_TSAN_DISPATCH_DONE (source);
   return G_SOURCE_CONTINUE;
 }
 
@@ -278,7 +267,7 @@ fd_source_finalize (GSource *source)
 {
   McpFdSource *self = (McpFdSource *) source;
 
-  FINALIZE_BEGIN (source);
+  MCP_TSAN_FINALIZE_BEGIN (source);
   if (self->destroy != NULL)
     self->destroy (self->user_data);
   mcp_line_framer_free (self->framer);

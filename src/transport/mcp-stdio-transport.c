@@ -20,6 +20,7 @@
 #include "common/mcp-output-queue.h"
 #include "common/mcp-ring.h"
 #include "common/mcp-spawner.h"
+#include "common/mcp-tsan.h"
 
 /* How long a closed stdout waits for the exit status to explain it. */
 #define EXIT_AFTER_EOF_WAIT_MS 500
@@ -76,6 +77,7 @@ release_hold (gpointer data)
 {
   SourceHold *held = data;
 
+  MCP_TSAN_FINALIZE_BEGIN (held);
   held->self->parent.funcs.unref (held->self->parent.user_data);
   g_free (held);
 }
@@ -299,6 +301,7 @@ on_child_exit (gint          fd,
                gpointer      user_data)
 {
   report_gone (((SourceHold *) user_data)->self);
+  MCP_TSAN_DISPATCH_DONE (user_data);
   return G_SOURCE_REMOVE;
 }
 
@@ -309,11 +312,12 @@ on_exit_poll (gpointer user_data)
 {
   StdioTransport *self = ((SourceHold *) user_data)->self;
   g_autofree char *how = describe_exit (self);
+  gboolean gone = how != NULL;
 
-  if (how == NULL)
-    return G_SOURCE_CONTINUE;
-  report_gone (self);
-  return G_SOURCE_REMOVE;
+  if (gone)
+    report_gone (self);
+  MCP_TSAN_DISPATCH_DONE (user_data);
+  return gone ? G_SOURCE_REMOVE : G_SOURCE_CONTINUE;
 }
 
 static void
