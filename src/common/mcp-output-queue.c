@@ -9,7 +9,10 @@
  * threads push; the fd is non-blocking, so the lock is only ever held for
  * one write(2) that does not wait.  Neither source's prepare or check takes
  * the lock, so taking a context's lock while holding it (to attach or
- * destroy a source) cannot deadlock.
+ * destroy a source, or to ask who owns the context) cannot deadlock.
+ * Write batches are per thread (a GPrivate): a queue whose first line
+ * waits for the end of one is in its list and marked batched, and the
+ * batch's end writes it.
  */
 #include "config.h"
 
