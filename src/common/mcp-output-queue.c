@@ -302,10 +302,11 @@ defer_to_batch_locked (McpOutputQueue *queue)
 static void
 leave_batch_locked (McpOutputQueue *queue)
 {
-  WriteBatch *batch = g_private_get (&write_batch_key);
+  WriteBatch *batch;
 
   if (!queue->batched)
     return;
+  batch = g_private_get (&write_batch_key);
   if (!queue->broken)
     write_waiting_locked (queue, NULL);
   if (batch != NULL && g_ptr_array_remove_fast (batch->queues, queue))
