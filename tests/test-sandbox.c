@@ -675,9 +675,21 @@ parent_of (GPid pid)
   return (GPid) g_ascii_strtoll (end + 4, NULL, 10);
 }
 
+/* Whether @pid is a process this test started, or one of theirs: other
+ * programs run sandboxes at the same time (the suite runs test-sandbox as
+ * root and as a user side by side), and a test must never count or kill
+ * their processes. */
+static gboolean
+is_own_descendant (GPid pid)
+{
+  for (; pid > 1; pid = parent_of (pid))
+    if (pid == getpid ())
+      return TRUE;
+  return FALSE;
+}
+
 /* The interpreter of one of this test's sandboxes, once it runs the code
- * (named RUNNING_MARKER): a descendant of ours (other programs may run
- * sandboxes at the same time). */
+ * (named RUNNING_MARKER). */
 static gboolean
 find_own_interpreter (gpointer data)
 {
@@ -694,12 +706,12 @@ find_own_interpreter (gpointer data)
       if (!g_ascii_isdigit (name[0]) || !g_file_get_contents (path, &comm, NULL, NULL) ||
           !g_str_equal (g_strchomp (comm), RUNNING_MARKER))
         continue;
-      for (pid = (GPid) g_ascii_strtoll (name, NULL, 10); pid > 1; pid = parent_of (pid))
-        if (pid == getpid ())
-          {
-            *found = (GPid) g_ascii_strtoll (name, NULL, 10);
-            return TRUE;
-          }
+      pid = (GPid) g_ascii_strtoll (name, NULL, 10);
+      if (is_own_descendant (pid))
+        {
+          *found = pid;
+          return TRUE;
+        }
     }
   return FALSE;
 }
@@ -723,8 +735,9 @@ assert_ids_not_root (const char *status, const char *field)
 }
 
 /* As the host sees it, the sandbox's interpreter runs under no id of root. */
-/* The uid, other than ours and root's, with the most processes, if it has
- * at least *(guint *) data of them; its number goes back in *data. */
+/* The uid, other than ours and root's, with the most processes among our
+ * descendants, if it has at least *(guint *) data of them; its number
+ * goes back in *data. */
 static gboolean
 find_crowded_uid (gpointer data)
 {
@@ -741,7 +754,8 @@ find_crowded_uid (gpointer data)
       GStatBuf info;
 
       if (g_ascii_isdigit (name[0]) && g_stat (path, &info) == 0 &&
-          info.st_uid != 0 && info.st_uid != getuid ())
+          info.st_uid != 0 && info.st_uid != getuid () &&
+          is_own_descendant ((GPid) g_ascii_strtoll (name, NULL, 10)))
         g_hash_table_insert (counts, GUINT_TO_POINTER (info.st_uid),
                              GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (counts,
                                                                                       GUINT_TO_POINTER (info.st_uid))) + 1));
@@ -756,6 +770,7 @@ find_crowded_uid (gpointer data)
   return FALSE;
 }
 
+/* Kills the processes of @uid among our descendants. */
 static void
 kill_processes_of (uid_t uid)
 {
@@ -766,9 +781,11 @@ kill_processes_of (uid_t uid)
     {
       g_autofree char *path = g_build_filename ("/proc", name, NULL);
       GStatBuf info;
+      GPid pid = (GPid) g_ascii_strtoll (name, NULL, 10);
 
-      if (g_ascii_isdigit (name[0]) && g_stat (path, &info) == 0 && info.st_uid == uid)
-        kill ((pid_t) g_ascii_strtoll (name, NULL, 10), SIGKILL);
+      if (g_ascii_isdigit (name[0]) && g_stat (path, &info) == 0 && info.st_uid == uid &&
+          is_own_descendant (pid))
+        kill (pid, SIGKILL);
     }
 }
 
