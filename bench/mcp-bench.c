@@ -436,6 +436,58 @@ pipe_round_trip_us (int rounds,
   return median_us (samples, rounds);
 }
 
+/* As pipe_round_trip_us(), with a forked process as the echo, pinned to
+ * CPU @there_cpu: what one hop costs between two processes, as between a
+ * client, serve and a server (a switch of address space is dearer than
+ * one between threads, most of all on a virtual machine). */
+static double
+process_round_trip_us (int rounds,
+                       int here,
+                       int there_cpu)
+{
+  int there[2], back[2];
+  g_autofree gint64 *samples = g_new (gint64, rounds);
+  char byte = 'x';
+  cpu_set_t saved;
+  pid_t pid;
+
+  if (!g_unix_open_pipe (there, FD_CLOEXEC, NULL) || !g_unix_open_pipe (back, FD_CLOEXEC, NULL))
+    g_error ("pipe failed");
+  pid = fork ();
+  if (pid == 0)
+    {
+      /* Only async-signal-safe calls in the child of a threaded process. */
+      cpu_set_t set;
+
+      CPU_ZERO (&set);
+      CPU_SET (there_cpu, &set);
+      if (there_cpu >= 0)
+        sched_setaffinity (0, sizeof set, &set);
+      for (int i = 0; i < rounds; i++)
+        if (read (there[0], &byte, 1) != 1 || write (back[1], &byte, 1) != 1)
+          break;
+      _exit (0);
+    }
+  if (pid < 0)
+    g_error ("fork failed: %s", g_strerror (errno));
+  if (sched_getaffinity (0, sizeof saved, &saved) != 0)
+    g_error ("sched_getaffinity failed: %s", g_strerror (errno));
+  pin_thread (here);
+  for (int i = 0; i < rounds; i++)
+    {
+      gint64 start = g_get_monotonic_time ();
+
+      if (write (there[1], &byte, 1) != 1 || read (back[0], &byte, 1) != 1)
+        g_error ("process round trip failed");
+      samples[i] = g_get_monotonic_time () - start;
+    }
+  sched_setaffinity (0, sizeof saved, &saved);
+  while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+  close (there[0]), close (there[1]), close (back[0]), close (back[1]);
+  return median_us (samples, rounds);
+}
+
 /* The first two CPUs this process may run on, in @cpus; FALSE if it may
  * run on one only. */
 static gboolean
@@ -568,7 +620,7 @@ row_pool_overhead (BenchSetup *s)
   g_autofree char *path = NULL;
   g_autofree char *note = NULL;
   g_autofree char *relay_note = NULL;
-  double pipe_us, across_us, added, relay_added;
+  double pipe_us, process_us, across_us, added, relay_added;
   int cpus[2] = { -1, -1 };
   gboolean have_two = two_cpus (cpus);
   gboolean timed;
@@ -592,13 +644,16 @@ row_pool_overhead (BenchSetup *s)
     return fail ("pool-overhead", error);
 
   pipe_us = pipe_round_trip_us (s->calls * 5, cpus[0], cpus[0]);
+  process_us = process_round_trip_us (s->calls * 5, cpus[0], cpus[0]);
   across_us = have_two ? pipe_round_trip_us (s->calls * 5, cpus[0], cpus[1]) : pipe_us;
   added = medians[2] - medians[0];
   relay_added = medians[1] - medians[0];
-  note = g_strdup_printf ("+%.0f µs per call; pipe round trip %.1f µs on one CPU, %.1f µs across two "
-                          "(%.2f of those); a bare relay adds +%.0f µs; median of %d echo calls each, "
-                          "interleaved",
-                          added, pipe_us, across_us, added / MAX (across_us, 0.1), relay_added, s->calls * 2);
+  note = g_strdup_printf ("+%.0f µs per call; pipe round trip %.1f µs between threads on one CPU, %.1f µs "
+                          "between processes on one CPU (%.2f of those), %.1f µs between threads across two "
+                          "(%.2f of those); a bare relay adds +%.0f µs (%.2f one-CPU thread round trips); "
+                          "median of %d echo calls each, interleaved",
+                          added, pipe_us, process_us, added / MAX (process_us, 0.1), across_us,
+                          added / MAX (across_us, 0.1), relay_added, relay_added / MAX (pipe_us, 0.1), s->calls * 2);
   emit_row ("pool-overhead", medians[0], medians[2], "µs", added / MAX (pipe_us, 0.1), note);
   relay_note = g_strdup_printf ("a bare relay process (poll, read, write, nothing parsed) between the same "
                                 "client and server adds +%.0f µs per call, mcp-pool serve +%.0f µs",
@@ -742,54 +797,94 @@ run_session_callers (McpSession  **sessions,
   return *error != NULL ? -1 : (total / 16) * 16 / (elapsed / (double) G_USEC_PER_SEC);
 }
 
+/* Rounds of the throughput row: the direct clients, the relays and serve
+ * take turns, so that all see the same drift of a shared machine. */
+#define THROUGHPUT_ROUNDS 5
+
+/* One way of reaching the 4 servers in the throughput row: its sessions
+ * and tools, and the seconds its rounds took. */
+typedef struct {
+  McpSession *sessions[4];
+  const char *tools[4];
+  double      seconds;
+} ThroughputPath;
+
 static int
 row_throughput (BenchSetup *s)
 {
   g_autoptr(GPtrArray) configs = g_ptr_array_new_with_free_func ((GDestroyNotify) mcp_server_config_unref);
   g_autoptr(GError) error = NULL;
+  g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
   g_autofree char *path = NULL;
   g_autofree char *note = NULL;
-  McpSession *direct[4] = { NULL }, *serve = NULL;
-  const char *direct_tools[4] = { "echo", "echo", "echo", "echo" };
-  const char *serve_tools[4] = { "s0__echo", "s1__echo", "s2__echo", "s3__echo" };
-  McpSession *serve_sessions[4];
-  int total = MAX (s->calls * 4, 16);
-  double direct_rate = -1, serve_rate = -1, cpu = 0;
+  g_autofree char *relay_note = NULL;
+  ThroughputPath direct = { .tools = { "echo", "echo", "echo", "echo" } };
+  ThroughputPath relayed = { .tools = { "echo", "echo", "echo", "echo" } };
+  ThroughputPath served = { .tools = { "s0__echo", "s1__echo", "s2__echo", "s3__echo" } };
+  ThroughputPath *paths[3] = { &direct, &relayed, &served };
+  McpSession *serve = NULL;
+  int total = MAX (s->calls * 4, 16), made = (total / 16) * 16;
+  double cpu = 0, lowest = G_MAXDOUBLE, highest = 0;
 
   for (int i = 0; i < 4; i++)
     g_ptr_array_add (configs, example_config ((const char *[]) { "s0", "s1", "s2", "s3" }[i]));
   path = write_config_file (configs, &error);
   for (int i = 0; path != NULL && i < 4 && error == NULL; i++)
-    direct[i] = mcp_session_start (configs->pdata[i], NULL, NULL, NULL, &error);
+    {
+      g_autoptr(McpServerConfig) relay = mcp_server_config_new ("relay", self,
+                                                                (const char *[]) { "--relay", setup.example, NULL });
+
+      direct.sessions[i] = mcp_session_start (configs->pdata[i], NULL, NULL, NULL, &error);
+      if (error == NULL)
+        relayed.sessions[i] = mcp_session_start (relay, NULL, NULL, NULL, &error);
+    }
   if (error == NULL)
     serve = start_serve (path, "proxy", &error);
   for (int i = 0; i < 4; i++)
-    serve_sessions[i] = serve;
+    served.sessions[i] = serve;
   /* Warm every server behind serve before the clock starts. */
   for (int i = 0; error == NULL && i < 4; i++)
-    echo (serve, serve_tools[i], &error);
-  if (error == NULL)
-    direct_rate = run_session_callers (direct, direct_tools, total, &error);
-  if (error == NULL)
+    echo (serve, served.tools[i], &error);
+  for (int round = 0; round < THROUGHPUT_ROUNDS && error == NULL; round++)
     {
-      GPid pid = mcp_session_get_pid (serve);
-      double cpu_before = process_cpu_seconds (pid);
+      double rates[3], cpu_before = process_cpu_seconds (mcp_session_get_pid (serve));
 
-      serve_rate = run_session_callers (serve_sessions, serve_tools, total, &error);
-      cpu = process_cpu_seconds (pid) - cpu_before;
+      for (guint p = 0; p < G_N_ELEMENTS (paths) && error == NULL; p++)
+        {
+          if (paths[p] == &served)
+            cpu_before = process_cpu_seconds (mcp_session_get_pid (serve));
+          rates[p] = run_session_callers (paths[p]->sessions, paths[p]->tools, total, &error);
+          if (paths[p] == &served)
+            cpu += process_cpu_seconds (mcp_session_get_pid (serve)) - cpu_before;
+          paths[p]->seconds += made / rates[p];
+        }
+      lowest = MIN (lowest, rates[2] / rates[0]);
+      highest = MAX (highest, rates[2] / rates[0]);
     }
   for (int i = 0; i < 4; i++)
-    g_clear_pointer (&direct[i], stop_session);
+    {
+      g_clear_pointer (&direct.sessions[i], stop_session);
+      g_clear_pointer (&relayed.sessions[i], stop_session);
+    }
   g_clear_pointer (&serve, stop_session);
   if (path != NULL)
     g_unlink (path);
   if (error != NULL)
     return fail ("throughput", error);
 
-  note = g_strdup_printf ("16 callers over 4 servers, %d calls; mcp-pool CPU %.1f µs per call; "
-                          "baseline: 4 direct persistent clients", (total / 16) * 16,
-                          cpu * G_USEC_PER_SEC / ((total / 16) * 16));
-  emit_row ("throughput", direct_rate, serve_rate, "calls/s", serve_rate / direct_rate, note);
+  /* Rates over all rounds: calls made / seconds taken. */
+  note = g_strdup_printf ("16 callers over 4 servers, %d rounds of %d calls each way, taking turns "
+                          "(ratio %.2f–%.2f by round); mcp-pool CPU %.1f µs per call; "
+                          "baseline: 4 direct persistent clients",
+                          THROUGHPUT_ROUNDS, made, lowest, highest, cpu * G_USEC_PER_SEC / (THROUGHPUT_ROUNDS * made));
+  emit_row ("throughput", THROUGHPUT_ROUNDS * made / direct.seconds, THROUGHPUT_ROUNDS * made / served.seconds,
+            "calls/s", direct.seconds / served.seconds, note);
+  relay_note = g_strdup_printf ("the same callers through a bare relay process in front of each server "
+                                "(poll, read, write, nothing parsed), in the same rounds: %.2f× of direct; "
+                                "mcp-pool serve %.2f×", direct.seconds / relayed.seconds,
+                                direct.seconds / served.seconds);
+  emit_row ("throughput-relay", THROUGHPUT_ROUNDS * made / relayed.seconds,
+            THROUGHPUT_ROUNDS * made / served.seconds, "calls/s", relayed.seconds / served.seconds, relay_note);
   return 0;
 }
 
