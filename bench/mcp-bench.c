@@ -371,46 +371,53 @@ typedef struct {
   int cpu;              /* to run on; -1: anywhere */
 } PipeEcho;
 
-/* Pins the calling thread to @cpu (nothing if -1). */
-static void
+/* Pins the calling thread to @cpu (nothing if -1); FALSE if it cannot.
+ * Async-signal-safe, for the child of a fork too. */
+static gboolean
 pin_thread (int cpu)
 {
   cpu_set_t set;
 
   if (cpu < 0)
-    return;
+    return TRUE;
   CPU_ZERO (&set);
   CPU_SET (cpu, &set);
-  if (sched_setaffinity (0, sizeof set, &set) != 0)
-    g_error ("sched_setaffinity failed: %s", g_strerror (errno));
+  return sched_setaffinity (0, sizeof set, &set) == 0;
 }
 
+/* The echo end: pinned, echoes each byte back.  Async-signal-safe. */
 static gpointer
-pipe_echo_thread (gpointer data)
+pipe_echo (gpointer data)
 {
   PipeEcho *pipes = data;
   char byte;
 
-  pin_thread (pipes->cpu);
+  if (!pin_thread (pipes->cpu))
+    return NULL;
   for (int i = 0; i < pipes->rounds; i++)
     if (read (pipes->from_parent, &byte, 1) != 1 || write (pipes->to_parent, &byte, 1) != 1)
       break;
   return NULL;
 }
 
-/* The median round trip of one byte through a pair of pipes and a thread
- * that echoes it, the timing end on CPU @here and the echo on @there: the
- * floor of any hop between two processes here.  On this kind of virtual
- * machine a wakeup across CPUs costs several times one on the same CPU,
- * and unpinned the scheduler picks either, run to run. */
+/* The median round trip of one byte through a pair of pipes and an echo,
+ * the timing end on CPU @here and the echo on @there_cpu: the floor of any
+ * hop.  The echo is a thread, or with @between_processes a forked process,
+ * as between a client, serve and a server: a switch of address space costs
+ * more than one between threads, most of all on a virtual machine.  On
+ * this kind of virtual machine a wakeup across CPUs also costs several
+ * times one on the same CPU, and unpinned the scheduler picks either, run
+ * to run. */
 static double
-pipe_round_trip_us (int rounds,
-                    int here,
-                    int there_cpu)
+pipe_round_trip_us (int      rounds,
+                    int      here,
+                    int      there_cpu,
+                    gboolean between_processes)
 {
   int there[2], back[2];
   PipeEcho pipes;
-  GThread *thread;
+  GThread *thread = NULL;
+  pid_t pid = -1;
   g_autofree gint64 *samples = g_new (gint64, rounds);
   char byte = 'x';
   cpu_set_t saved;
@@ -419,9 +426,18 @@ pipe_round_trip_us (int rounds,
     g_error ("pipe failed");
   if (sched_getaffinity (0, sizeof saved, &saved) != 0)
     g_error ("sched_getaffinity failed: %s", g_strerror (errno));
-  pin_thread (here);
   pipes = (PipeEcho) { there[0], back[1], rounds, there_cpu };
-  thread = g_thread_new ("pipe-echo", pipe_echo_thread, &pipes);
+  if (between_processes && (pid = fork ()) == 0)
+    {
+      pipe_echo (&pipes);
+      _exit (0);
+    }
+  if (between_processes && pid < 0)
+    g_error ("fork failed: %s", g_strerror (errno));
+  if (!between_processes)
+    thread = g_thread_new ("pipe-echo", pipe_echo, &pipes);
+  if (!pin_thread (here))
+    g_error ("sched_setaffinity failed: %s", g_strerror (errno));
   for (int i = 0; i < rounds; i++)
     {
       gint64 start = g_get_monotonic_time ();
@@ -430,60 +446,11 @@ pipe_round_trip_us (int rounds,
         g_error ("pipe round trip failed");
       samples[i] = g_get_monotonic_time () - start;
     }
-  g_thread_join (thread);
-  sched_setaffinity (0, sizeof saved, &saved);
-  close (there[0]), close (there[1]), close (back[0]), close (back[1]);
-  return median_us (samples, rounds);
-}
-
-/* As pipe_round_trip_us(), with a forked process as the echo, pinned to
- * CPU @there_cpu: what one hop costs between two processes, as between a
- * client, serve and a server (a switch of address space is dearer than
- * one between threads, most of all on a virtual machine). */
-static double
-process_round_trip_us (int rounds,
-                       int here,
-                       int there_cpu)
-{
-  int there[2], back[2];
-  g_autofree gint64 *samples = g_new (gint64, rounds);
-  char byte = 'x';
-  cpu_set_t saved;
-  pid_t pid;
-
-  if (!g_unix_open_pipe (there, FD_CLOEXEC, NULL) || !g_unix_open_pipe (back, FD_CLOEXEC, NULL))
-    g_error ("pipe failed");
-  pid = fork ();
-  if (pid == 0)
-    {
-      /* Only async-signal-safe calls in the child of a threaded process. */
-      cpu_set_t set;
-
-      CPU_ZERO (&set);
-      CPU_SET (there_cpu, &set);
-      if (there_cpu >= 0)
-        sched_setaffinity (0, sizeof set, &set);
-      for (int i = 0; i < rounds; i++)
-        if (read (there[0], &byte, 1) != 1 || write (back[1], &byte, 1) != 1)
-          break;
-      _exit (0);
-    }
-  if (pid < 0)
-    g_error ("fork failed: %s", g_strerror (errno));
-  if (sched_getaffinity (0, sizeof saved, &saved) != 0)
-    g_error ("sched_getaffinity failed: %s", g_strerror (errno));
-  pin_thread (here);
-  for (int i = 0; i < rounds; i++)
-    {
-      gint64 start = g_get_monotonic_time ();
-
-      if (write (there[1], &byte, 1) != 1 || read (back[0], &byte, 1) != 1)
-        g_error ("process round trip failed");
-      samples[i] = g_get_monotonic_time () - start;
-    }
-  sched_setaffinity (0, sizeof saved, &saved);
-  while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+  if (thread != NULL)
+    g_thread_join (thread);
+  while (pid > 0 && waitpid (pid, NULL, 0) < 0 && errno == EINTR)
     ;
+  sched_setaffinity (0, sizeof saved, &saved);
   close (there[0]), close (there[1]), close (back[0]), close (back[1]);
   return median_us (samples, rounds);
 }
@@ -643,9 +610,9 @@ row_pool_overhead (BenchSetup *s)
   if (!timed)
     return fail ("pool-overhead", error);
 
-  pipe_us = pipe_round_trip_us (s->calls * 5, cpus[0], cpus[0]);
-  process_us = process_round_trip_us (s->calls * 5, cpus[0], cpus[0]);
-  across_us = have_two ? pipe_round_trip_us (s->calls * 5, cpus[0], cpus[1]) : pipe_us;
+  pipe_us = pipe_round_trip_us (s->calls * 5, cpus[0], cpus[0], FALSE);
+  process_us = pipe_round_trip_us (s->calls * 5, cpus[0], cpus[0], TRUE);
+  across_us = have_two ? pipe_round_trip_us (s->calls * 5, cpus[0], cpus[1], FALSE) : pipe_us;
   added = medians[2] - medians[0];
   relay_added = medians[1] - medians[0];
   note = g_strdup_printf ("+%.0f µs per call; pipe round trip %.1f µs between threads on one CPU, %.1f µs "
