@@ -734,7 +734,6 @@ assert_ids_not_root (const char *status, const char *field)
       g_assert_cmpstr (*id, !=, "0");
 }
 
-/* As the host sees it, the sandbox's interpreter runs under no id of root. */
 /* The uid, other than ours and root's, with the most processes among our
  * descendants, if it has at least *(guint *) data of them; its number
  * goes back in *data. */
@@ -859,6 +858,7 @@ test_process_limit_per_run (Fixture *fixture, gconstpointer data)
   assert_pool_serves (fixture);
 }
 
+/* As the host sees it, the sandbox's interpreter runs under no id of root. */
 static void
 test_host_ids (Fixture *fixture, gconstpointer data)
 {
