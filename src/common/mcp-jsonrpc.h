@@ -23,6 +23,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (json_t, json_decref)
 /* In the implementation-defined range: too many requests in flight, retry
  * later (mcp-pool serve's --max-pending). */
 #define MCP_JSONRPC_SERVER_BUSY        (-32000)
+/* The errors that MCP 2026-07-28 reserves (-32020 to -32099). */
+#define MCP_JSONRPC_HEADER_MISMATCH    (-32020)
+#define MCP_JSONRPC_MISSING_CAPABILITY (-32021)
+#define MCP_JSONRPC_UNSUPPORTED_VERSION (-32022)
 
 typedef enum {
   MCP_MESSAGE_INVALID,

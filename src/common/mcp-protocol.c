@@ -1,5 +1,6 @@
-/* mcp-protocol.c — the MCP revisions this project speaks (the handshake
- * era: every revision that starts with `initialize`). */
+/* mcp-protocol.c — the MCP revisions this project speaks: the handshake
+ * era (every revision that starts with `initialize`) and the stateless
+ * revision. */
 #include "config.h"
 
 #include "common/mcp-protocol.h"
@@ -12,10 +13,25 @@ const char * const mcp_protocol_versions[] = {
   NULL,
 };
 
+const char * const mcp_protocol_versions_all[] = {
+  MCP_PROTOCOL_VERSION_STATELESS,
+  MCP_PROTOCOL_VERSION_NEWEST,
+  "2025-06-18",
+  "2025-03-26",
+  "2024-11-05",
+  NULL,
+};
+
 gboolean
 mcp_protocol_version_is_known (const char *version)
 {
   return version != NULL && g_strv_contains (mcp_protocol_versions, version);
+}
+
+gboolean
+mcp_protocol_version_is_supported (const char *version)
+{
+  return version != NULL && g_strv_contains (mcp_protocol_versions_all, version);
 }
 
 char *

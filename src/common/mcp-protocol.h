@@ -1,16 +1,37 @@
-/* mcp-protocol.h — the MCP revisions this project speaks. */
+/* mcp-protocol.h — the MCP revisions this project speaks.
+ *
+ * Two eras: the handshake revisions, where a client starts with
+ * `initialize` and the answer holds for the connection, and the stateless
+ * one (2026-07-28), where every request names its revision and the
+ * client's capabilities in its `_meta`. */
 #pragma once
 
 #include <glib.h>
 
 G_BEGIN_DECLS
 
-/* Newest first: the first entry is what mcp-pool asks for and offers. */
+/* Newest first: the first entry is what mcp-pool asks for and offers in
+ * a handshake. */
 #define MCP_PROTOCOL_VERSION_NEWEST "2025-11-25"
+/* The stateless revision. */
+#define MCP_PROTOCOL_VERSION_STATELESS "2026-07-28"
+
+/* The `_meta` keys of a stateless request and its result. */
+#define MCP_META_PROTOCOL_VERSION    "io.modelcontextprotocol/protocolVersion"
+#define MCP_META_CLIENT_CAPABILITIES "io.modelcontextprotocol/clientCapabilities"
+#define MCP_META_CLIENT_INFO         "io.modelcontextprotocol/clientInfo"
+#define MCP_META_LOG_LEVEL           "io.modelcontextprotocol/logLevel"
+#define MCP_META_SERVER_INFO         "io.modelcontextprotocol/serverInfo"
 
 extern const char * const mcp_protocol_versions[];
+/* Every revision, the stateless one first. */
+extern const char * const mcp_protocol_versions_all[];
 
-gboolean mcp_protocol_version_is_known (const char *version);
-char    *mcp_protocol_versions_joined  (void);
+/* A handshake revision. */
+gboolean mcp_protocol_version_is_known     (const char *version);
+/* A revision of either era. */
+gboolean mcp_protocol_version_is_supported (const char *version);
+/* The handshake revisions, for a message. */
+char    *mcp_protocol_versions_joined      (void);
 
 G_END_DECLS

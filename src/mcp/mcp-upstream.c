@@ -11,6 +11,7 @@
 
 #include "common/mcp-jsonrpc.h"
 #include "common/mcp-protocol.h"
+#include "mcp/mcp-modern.h"
 
 json_t *
 mcp_upstream_error_reply (json_t     *id,
@@ -46,7 +47,7 @@ gboolean
 mcp_upstream_is_quick (McpExpose  *expose,
                        const char *method)
 {
-  static const char * const quick[] = { "ping", "initialize", "logging/setLevel", NULL };
+  static const char * const quick[] = { "ping", "initialize", "server/discover", "logging/setLevel", NULL };
   static const char * const resources[] = {
     "resources/list", "resources/templates/list", "resources/read", NULL,
   };
@@ -179,14 +180,16 @@ handle_tools_call (McpExpose       *expose,
   return mcp_jsonrpc_result_new (id, result);
 }
 
-json_t *
-mcp_upstream_handle_request (McpExpose       *expose,
-                             json_t          *request,
-                             const char      *client,
-                             gint64           timeout_ms,
-                             GCancellable    *cancellable,
-                             McpProgressFunc  progress,
-                             gpointer         progress_data)
+/* The handshake era's answer to @request, which a modern request gets
+ * too, finished by mcp_modern_finish_reply(). */
+static json_t *
+dispatch_request (McpExpose       *expose,
+                  json_t          *request,
+                  const char      *client,
+                  gint64           timeout_ms,
+                  GCancellable    *cancellable,
+                  McpProgressFunc  progress,
+                  gpointer         progress_data)
 {
   const char *method = mcp_json_get_string (request, "method");
   json_t *id = json_object_get (request, "id");
@@ -263,10 +266,58 @@ mcp_upstream_handle_request (McpExpose       *expose,
   return mcp_upstream_error_reply (id, MCP_JSONRPC_METHOD_NOT_FOUND, _("Method not found: %s"), method);
 }
 
+/* server/discover: what initialize would say, in this revision's words. */
+static json_t *
+handle_discover (McpExpose *expose,
+                 json_t    *id)
+{
+  g_autoptr(json_t) initialize = NULL;
+  g_autoptr(GError) error = NULL;
+
+  if (mcp_expose_get_server (expose) != NULL)
+    initialize = mcp_pool_dup_initialize_result (mcp_expose_get_pool (expose), mcp_expose_get_server (expose),
+                                                 &error);
+  else
+    initialize = handle_initialize (expose, NULL);
+  if (initialize == NULL)
+    return mcp_upstream_failure_reply (id, MCP_JSONRPC_INTERNAL_ERROR, error);
+  return mcp_jsonrpc_result_new (id, mcp_modern_discover_result (initialize));
+}
+
+json_t *
+mcp_upstream_handle_request (McpExpose       *expose,
+                             json_t          *request,
+                             const char      *client,
+                             gint64           timeout_ms,
+                             GCancellable    *cancellable,
+                             McpProgressFunc  progress,
+                             gpointer         progress_data)
+{
+  json_t *reply;
+
+  if (mcp_modern_version_of (request) == NULL)
+    {
+      if (g_strcmp0 (mcp_json_get_string (request, "method"), "server/discover") == 0)
+        return mcp_upstream_error_reply (json_object_get (request, "id"), MCP_JSONRPC_INVALID_PARAMS,
+                                         _("server/discover needs _meta “" MCP_META_PROTOCOL_VERSION "”: "
+                                           "mcp-pool speaks " MCP_PROTOCOL_VERSION_STATELESS " without a "
+                                           "handshake, and the earlier revisions after initialize"));
+      return dispatch_request (expose, request, client, timeout_ms, cancellable, progress, progress_data);
+    }
+  if ((reply = mcp_modern_refusal (request)) != NULL)
+    return reply;
+  if (g_str_equal (mcp_json_get_string (request, "method"), "server/discover"))
+    return handle_discover (expose, json_object_get (request, "id"));
+  reply = dispatch_request (expose, request, client, timeout_ms, cancellable, progress, progress_data);
+  mcp_modern_finish_reply (request, reply);
+  return reply;
+}
+
 /* The warm path of a tools/call */
 
 typedef struct {
   ProgressForward  forward;      /* progress under the client's token */
+  json_t          *modern;       /* a request of the stateless revision, else NULL */
   json_t          *id;
   McpUpstreamReplyFunc callback;
   gpointer         user_data;
@@ -289,6 +340,7 @@ static void
 warm_request_free (WarmRequest *warm)
 {
   json_decref (warm->forward.token);
+  json_decref (warm->modern);
   json_decref (warm->id);
   g_free (warm);
 }
@@ -299,10 +351,12 @@ on_warm_result (json_t       *result,
                 gpointer      data)
 {
   WarmRequest *warm = data;
+  json_t *reply = result != NULL ? mcp_jsonrpc_result_new (warm->id, result)
+                                 : mcp_upstream_failure_reply (warm->id, MCP_JSONRPC_INTERNAL_ERROR, error);
 
-  warm->callback (warm->id, result != NULL ? mcp_jsonrpc_result_new (warm->id, result)
-                                           : mcp_upstream_failure_reply (warm->id, MCP_JSONRPC_INTERNAL_ERROR, error),
-                  NULL, warm->user_data);
+  if (warm->modern != NULL)
+    mcp_modern_finish_reply (warm->modern, reply);
+  warm->callback (warm->id, reply, NULL, warm->user_data);
   warm_request_free (warm);
 }
 
@@ -345,8 +399,20 @@ mcp_upstream_handle_request_warm (McpExpose       *expose,
       !json_is_object (params) || name == NULL || (arguments != NULL && !json_is_object (arguments)) ||
       json_object_get (params, "task") != NULL)
     return FALSE;
+  /* A modern request's result is finished before it goes out, so it is
+   * parsed; one that is refused is refused on a worker. */
+  if (mcp_modern_version_of (request) != NULL)
+    {
+      g_autoptr(json_t) refusal = mcp_modern_refusal (request);
+
+      if (refusal != NULL)
+        return FALSE;
+      options.raw_reply = NULL;
+    }
 
   warm = warm_request_new (json_object_get (request, "id"), callback, user_data);
+  if (options.raw_reply == NULL)
+    warm->modern = json_incref (request);
   if (progress != NULL && mcp_jsonrpc_id_is_valid (token))
     {
       warm->forward = (ProgressForward) { progress, progress_data, json_incref (token) };

@@ -22,6 +22,7 @@
 #include "daemon/mcp-remote.h"
 #include "mcp/mcp-upstream.h"
 #include "mcp/mcp-client-requests.h"
+#include "mcp/mcp-modern.h"
 
 #define WORKERS_DEFAULT        32
 /* The one upstream client of a stdio serve, as code mode keys sessions. */
@@ -444,8 +445,9 @@ on_input_message (json_t   *message,
           if (serve->pool != NULL)
             mcp_pool_set_client_capabilities (serve->pool, declared);
         }
-      /* In shared mode only a ping is answered without the daemon. */
-      if (g_str_equal (mcp_json_get_string (message, "method"), "ping"))
+      /* In shared mode only a ping is answered without the daemon; the
+       * stateless revision has none, and refuses it with the rest. */
+      if (g_str_equal (mcp_json_get_string (message, "method"), "ping") && mcp_modern_version_of (message) == NULL)
         queue_message (serve, mcp_jsonrpc_result_new (id, json_object ()), FALSE);
       else if (serve->remote == NULL && mcp_upstream_is_quick (serve->expose, mcp_json_get_string (message, "method")))
         {
