@@ -28,6 +28,8 @@
 #include "common/mcp-protocol.h"
 #include "mcp/mcp-upstream.h"
 #include "mcp/mcp-client-requests.h"
+#include "mcp/mcp-http-modern.h"
+#include "mcp/mcp-modern.h"
 
 #define WORKERS              32
 #define SESSION_ID_BYTES     32
@@ -131,6 +133,8 @@ struct _McpHttpFront {
   GSocket             *listening;     /* context; NULL once closed */
   GSource             *accepting;     /* context; NULL once closed */
   GHashTable          *sessions;      /* context: id -> HttpSession */
+  guint                n_stateless;   /* context: requests of the stateless revision in flight */
+  GPtrArray           *listeners;     /* context: the open subscriptions/listen (HttpRequest references) */
   GSource             *idle_check;    /* context */
   gboolean             closed;        /* context */
   GThreadPool         *workers;
@@ -171,13 +175,14 @@ sent_event_free (SentEvent *event)
 typedef struct {
   gatomicrefcount     ref_count;
   McpHttpFront       *front;
-  char               *session_id;   /* immutable */
+  char               *session_id;   /* immutable; NULL: of the stateless revision, in no session */
   char               *key;          /* immutable: the request id's key */
   json_t             *request;      /* immutable */
   GCancellable       *cancellable;  /* immutable */
   gboolean            streamed;     /* immutable: answered as an event stream */
   MessageWatch        answer;       /* context: where the answer goes (message NULL: nowhere now) */
   gboolean            cancelled;    /* context: by the client, so no reply is sent */
+  json_t             *listen;       /* immutable: a subscriptions/listen's agreed filter, else NULL */
 } HttpRequest;
 
 static void
@@ -186,6 +191,7 @@ front_unref (McpHttpFront *front)
   if (!g_atomic_ref_count_dec (&front->ref_count))
     return;
   g_hash_table_unref (front->sessions);
+  g_ptr_array_unref (front->listeners);
   g_main_context_unref (front->context);
   g_free (front->path);
   g_free (front->token);
@@ -209,12 +215,20 @@ http_request_unref (HttpRequest *request)
   g_free (request->session_id);
   g_free (request->key);
   json_decref (request->request);
+  json_decref (request->listen);
   g_object_unref (request->cancellable);
   front_unref (request->front);
   g_free (request);
 }
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (HttpRequest, http_request_unref)
+
+/* Context: the session @request is of, if it is of one that is open. */
+static HttpSession *
+session_of (HttpRequest *request)
+{
+  return request->session_id != NULL ? g_hash_table_lookup (request->front->sessions, request->session_id) : NULL;
+}
 
 static void
 cancel_in_flight (gpointer key,
@@ -513,7 +527,7 @@ append_event_data (HttpRequest *request,
                    const char  *data,
                    gsize        length)
 {
-  HttpSession *session = g_hash_table_lookup (request->front->sessions, request->session_id);
+  HttpSession *session = session_of (request);
 
   if (session != NULL)
     write_event_data (session, request->key, request->answer.message, data, length);
@@ -607,14 +621,19 @@ posted_free (Posted *posted)
 }
 
 /* Context: the end of a request's exchange with its reply, @data (its
- * compact JSON, @length bytes). */
+ * compact JSON, @length bytes), with the HTTP @status it goes with when
+ * it is not streamed. */
 static void
 answer_data (HttpRequest *request,
              const char  *data,
-             gsize        length)
+             gsize        length,
+             guint        status)
 {
-  HttpSession *session = g_hash_table_lookup (request->front->sessions, request->session_id);
+  HttpSession *session = session_of (request);
   SoupServerMessage *message = request->answer.message;
+
+  if (request->session_id == NULL && request->listen == NULL)
+    request->front->n_stateless--;
 
   /* A stream's reply is kept even with nobody connected: its client may
    * resume the stream. */
@@ -630,7 +649,7 @@ answer_data (HttpRequest *request,
     soup_server_message_set_status (message, SOUP_STATUS_ACCEPTED, NULL);
   else
     {
-      soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
+      soup_server_message_set_status (message, status, NULL);
       soup_server_message_set_response (message, "application/json", SOUP_MEMORY_COPY, data, length);
     }
   soup_server_message_unpause (message);
@@ -640,14 +659,15 @@ static void
 answer (HttpRequest *request,
         json_t      *reply)
 {
-  HttpSession *session = g_hash_table_lookup (request->front->sessions, request->session_id);
+  HttpSession *session = session_of (request);
   g_autofree char *data = json_dumps (reply, JSON_COMPACT);
 
   if (session != NULL && g_str_equal (mcp_json_get_string (request->request, "method"), "logging/setLevel") &&
       json_object_get (reply, "result") != NULL)
     session->log_level = mcp_log_level_rank (mcp_json_get_string (json_object_get (request->request, "params"),
                                                                   "level"));
-  answer_data (request, data != NULL ? data : "null", data != NULL ? strlen (data) : 4);
+  answer_data (request, data != NULL ? data : "null", data != NULL ? strlen (data) : 4,
+               request->session_id == NULL ? mcp_http_modern_status (reply) : SOUP_STATUS_OK);
 }
 
 static gboolean
@@ -717,7 +737,7 @@ on_warm_reply (json_t   *id,
   text = g_bytes_get_data (line, &length);
   if (length > 0 && text[length - 1] == '\n')
     length--;
-  answer_data (request, text, length);
+  answer_data (request, text, length, SOUP_STATUS_OK);
 }
 
 /* Context: the client is gone, or the exchange is over; the watch held
@@ -731,6 +751,8 @@ on_answer_gone (gpointer data)
    * a JSON answer nobody waits for is not worth the work. */
   if (!request->streamed)
     g_cancellable_cancel (request->cancellable);
+  if (request->listen != NULL)
+    g_ptr_array_remove (request->front->listeners, request);
   http_request_unref (request);
 }
 
@@ -778,66 +800,106 @@ handle_notification (McpHttpFront *front,
     session->initialized = TRUE;
 }
 
-/* Context: a request of @session (NULL for initialize, which makes one). */
+/* Context: the session an initialize request opens; NULL with @message
+ * answered when there are as many as may be. */
+static HttpSession *
+open_session (McpHttpFront      *front,
+              SoupServerMessage *message,
+              json_t            *body)
+{
+  HttpSession *session;
+
+  if (g_hash_table_size (front->sessions) >= front->options.max_sessions)
+    {
+      refuse (message, SOUP_STATUS_SERVICE_UNAVAILABLE, json_object_get (body, "id"), MCP_JSONRPC_SERVER_BUSY,
+              _("mcp-pool has as many HTTP sessions as it allows; end one (DELETE) or try later"));
+      return NULL;
+    }
+  session = g_new0 (HttpSession, 1);
+  session->front = front;
+  session->id = new_session_id ();
+  session->log_level = -1;
+  session->in_flight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) http_request_unref);
+  session->requests = mcp_client_requests_new (send_to_session, session);
+  g_queue_init (&session->backlog);
+  g_hash_table_insert (front->sessions, session->id, session);
+  mcp_client_requests_set_client (session->requests,
+                                  json_object_get (json_object_get (body, "params"), "capabilities"));
+  sessions_changed (front);
+  soup_message_headers_replace (soup_server_message_get_response_headers (message), "Mcp-Session-Id", session->id);
+  return session;
+}
+
+/* Context: whether @session (NULL: the stateless requests together) may
+ * start request @id now; if not, @message is answered. */
+static gboolean
+may_start (McpHttpFront      *front,
+           SoupServerMessage *message,
+           HttpSession       *session,
+           json_t            *id,
+           const char        *key)
+{
+  guint in_flight = session != NULL ? g_hash_table_size (session->in_flight) : front->n_stateless;
+
+  if (in_flight >= front->options.max_in_flight)
+    {
+      refuse (message, 429, id, MCP_JSONRPC_SERVER_BUSY,
+              session != NULL ? _("This session has as many requests in flight as mcp-pool allows; wait for some answers")
+                              : _("mcp-pool has as many stateless requests in flight as it allows; retry later"));
+      return FALSE;
+    }
+  if (session != NULL && g_hash_table_contains (session->in_flight, key))
+    {
+      refuse (message, SOUP_STATUS_BAD_REQUEST, id, MCP_JSONRPC_INVALID_REQUEST,
+              _("A request with this id is still in flight in this session; use a new id"));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Context: a new HttpRequest for @body, of @session (NULL: stateless),
+ * answered on @message. */
+static HttpRequest *
+http_request_new (McpHttpFront      *front,
+                  SoupServerMessage *message,
+                  HttpSession       *session,
+                  json_t            *body)
+{
+  json_t *token = json_object_get (json_object_get (json_object_get (body, "params"), "_meta"), "progressToken");
+  HttpRequest *request = g_new0 (HttpRequest, 1);
+
+  g_atomic_ref_count_init (&request->ref_count);
+  g_atomic_ref_count_inc (&front->ref_count);
+  request->front = front;
+  request->session_id = session != NULL ? g_strdup (session->id) : NULL;
+  request->key = mcp_jsonrpc_id_key (json_object_get (body, "id"));
+  request->request = json_incref (body);
+  request->cancellable = g_cancellable_new ();
+  request->streamed = mcp_jsonrpc_id_is_valid (token);
+  attach_message (request, message);
+  return request;
+}
+
+/* Context: a request of @session, or of the stateless revision when
+ * @session is NULL. */
 static void
 start_request (McpHttpFront      *front,
                SoupServerMessage *message,
                HttpSession       *session,
                json_t            *body)
 {
-  json_t *id = json_object_get (body, "id");
-  json_t *token = json_object_get (json_object_get (json_object_get (body, "params"), "_meta"), "progressToken");
-  g_autofree char *key = mcp_jsonrpc_id_key (id);
+  g_autofree char *key = mcp_jsonrpc_id_key (json_object_get (body, "id"));
   HttpRequest *request;
 
-  if (session == NULL)
-    {
-      if (g_hash_table_size (front->sessions) >= front->options.max_sessions)
-        {
-          refuse (message, SOUP_STATUS_SERVICE_UNAVAILABLE, id, MCP_JSONRPC_SERVER_BUSY,
-                  _("mcp-pool has as many HTTP sessions as it allows; end one (DELETE) or try later"));
-          return;
-        }
-      session = g_new0 (HttpSession, 1);
-      session->front = front;
-      session->id = new_session_id ();
-      session->log_level = -1;
-      session->in_flight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
-                                                  (GDestroyNotify) http_request_unref);
-      session->requests = mcp_client_requests_new (send_to_session, session);
-      g_queue_init (&session->backlog);
-      g_hash_table_insert (front->sessions, session->id, session);
-      mcp_client_requests_set_client (session->requests,
-                                      json_object_get (json_object_get (body, "params"), "capabilities"));
-      sessions_changed (front);
-      soup_message_headers_replace (soup_server_message_get_response_headers (message), "Mcp-Session-Id",
-                                    session->id);
-    }
-  session->last_used = g_get_monotonic_time ();
-  if (g_hash_table_size (session->in_flight) >= front->options.max_in_flight)
-    {
-      refuse (message, 429, id, MCP_JSONRPC_SERVER_BUSY,
-              _("This session has as many requests in flight as mcp-pool allows; wait for some answers"));
-      return;
-    }
-  if (g_hash_table_contains (session->in_flight, key))
-    {
-      refuse (message, SOUP_STATUS_BAD_REQUEST, id, MCP_JSONRPC_INVALID_REQUEST,
-              _("A request with this id is still in flight in this session; use a new id"));
-      return;
-    }
-
-  request = g_new0 (HttpRequest, 1);
-  g_atomic_ref_count_init (&request->ref_count);
-  g_atomic_ref_count_inc (&front->ref_count);
-  request->front = front;
-  request->session_id = g_strdup (session->id);
-  request->key = g_steal_pointer (&key);
-  request->request = json_incref (body);
-  request->cancellable = g_cancellable_new ();
-  request->streamed = mcp_jsonrpc_id_is_valid (token);
-  attach_message (request, message);
-  g_hash_table_insert (session->in_flight, g_strdup (request->key), http_request_ref (request));
+  if (session != NULL)
+    session->last_used = g_get_monotonic_time ();
+  if (!may_start (front, message, session, json_object_get (body, "id"), key))
+    return;
+  request = http_request_new (front, message, session, body);
+  if (session != NULL)
+    g_hash_table_insert (session->in_flight, g_strdup (request->key), http_request_ref (request));
+  else
+    front->n_stateless++;
 
   if (request->streamed)
     start_event_stream (message);
@@ -851,21 +913,164 @@ start_request (McpHttpFront      *front,
   g_thread_pool_push (front->workers, request, NULL);
 }
 
-/* The protocol version header, if there is one, must be one we speak. */
-static gboolean
-version_is_acceptable (SoupServerMessage *message)
-{
-  const char *version = soup_message_headers_get_one (soup_server_message_get_request_headers (message),
-                                                      "MCP-Protocol-Version");
-  g_autofree char *known = NULL;
-  g_autofree char *text = NULL;
+/* Listening: subscriptions/listen */
 
-  if (version == NULL || mcp_protocol_version_is_known (version))
-    return TRUE;
-  known = mcp_protocol_versions_joined ();
-  text = g_strdup_printf (_("Unsupported MCP-Protocol-Version “%s”; mcp-pool speaks %s"), version, known);
-  refuse (message, SOUP_STATUS_BAD_REQUEST, NULL, MCP_JSONRPC_INVALID_REQUEST, text);
-  return FALSE;
+static const char * const listen_kinds[][2] = {
+  { "toolsListChanged", "notifications/tools/list_changed" },
+  { "promptsListChanged", "notifications/prompts/list_changed" },
+  { "resourcesListChanged", "notifications/resources/list_changed" },
+};
+
+/* The filter mcp-pool agrees to of the one @asked for: the list changes,
+ * which the pool passes on from every server as they come.  A resource's
+ * updates are not offered: the pool would have to subscribe to them at
+ * the server for a client that holds no session. */
+static json_t *
+agreed_filter (json_t *asked)
+{
+  json_t *agreed = json_object ();
+
+  for (gsize i = 0; i < G_N_ELEMENTS (listen_kinds); i++)
+    if (json_is_true (json_object_get (asked, listen_kinds[i][0])))
+      json_object_set_new (agreed, listen_kinds[i][0], json_true ());
+  return agreed;
+}
+
+/* @params (may be NULL) with the subscription's id in its `_meta`. */
+static json_t *
+tag_subscription (json_t *params,
+                  json_t *id)
+{
+  json_t *tagged = json_is_object (params) ? json_deep_copy (params) : json_object ();
+  json_t *meta = json_object_get (tagged, "_meta");
+
+  if (!json_is_object (meta))
+    json_object_set_new (tagged, "_meta", meta = json_object ());
+  json_object_set (meta, "io.modelcontextprotocol/subscriptionId", id);
+  return tagged;
+}
+
+/* Context: @message becomes the stream of the change notifications that
+ * @body asks for, acknowledged first.  It stays open until the client
+ * closes it, or until the front closes, which answers it. */
+static void
+start_listen (McpHttpFront      *front,
+              SoupServerMessage *message,
+              json_t            *body)
+{
+  json_t *id = json_object_get (body, "id");
+  json_t *asked = json_object_get (json_object_get (body, "params"), "notifications");
+  g_autoptr(json_t) acknowledged = NULL;
+  HttpRequest *request;
+
+  if (!json_is_object (asked))
+    {
+      refuse (message, SOUP_STATUS_BAD_REQUEST, id, MCP_JSONRPC_INVALID_PARAMS,
+              _("subscriptions/listen needs params.notifications, an object of the notifications wanted "
+                "(toolsListChanged, promptsListChanged, resourcesListChanged: true)"));
+      return;
+    }
+  if (front->listeners->len >= front->options.max_sessions)
+    {
+      refuse (message, SOUP_STATUS_SERVICE_UNAVAILABLE, id, MCP_JSONRPC_SERVER_BUSY,
+              _("mcp-pool has as many subscriptions/listen streams open as it allows; close one or try later"));
+      return;
+    }
+  request = http_request_new (front, message, NULL, body);
+  request->streamed = TRUE;
+  request->listen = agreed_filter (asked);
+  g_ptr_array_add (front->listeners, request);
+  start_event_stream (message);
+  soup_server_message_pause (message);
+  acknowledged = mcp_jsonrpc_notification_new ("notifications/subscriptions/acknowledged", NULL);
+  json_object_set_new (acknowledged, "params", tag_subscription (NULL, id));
+  json_object_set (json_object_get (acknowledged, "params"), "notifications", request->listen);
+  append_event (request, acknowledged);
+}
+
+/* Context: @notification (@method with @params) on each listen stream
+ * that asked for it. */
+static void
+notify_listeners (McpHttpFront *front,
+                  const char   *method,
+                  json_t       *params)
+{
+  const char *kind = NULL;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (listen_kinds); i++)
+    if (g_str_equal (method, listen_kinds[i][1]))
+      kind = listen_kinds[i][0];
+  for (guint i = 0; kind != NULL && i < front->listeners->len; i++)
+    {
+      HttpRequest *listener = front->listeners->pdata[i];
+      json_t *id = json_object_get (listener->request, "id");
+      g_autoptr(json_t) notification = NULL;
+
+      if (!json_is_true (json_object_get (listener->listen, kind)))
+        continue;
+      notification = mcp_jsonrpc_notification_new (method, NULL);
+      json_object_set_new (notification, "params", tag_subscription (params, id));
+      append_event (listener, notification);
+    }
+}
+
+/* Context: each listen stream ends with its graceful answer. */
+static void
+end_listeners (McpHttpFront *front)
+{
+  g_autoptr(GPtrArray) listeners = g_steal_pointer (&front->listeners);
+
+  front->listeners = g_ptr_array_new_with_free_func ((GDestroyNotify) http_request_unref);
+  for (guint i = 0; i < listeners->len; i++)
+    {
+      HttpRequest *listener = listeners->pdata[i];
+      json_t *id = json_object_get (listener->request, "id");
+      g_autoptr(json_t) result = tag_subscription (NULL, id);
+
+      json_object_set_new (result, "resultType", json_string ("complete"));
+      answer (listener, mcp_jsonrpc_result_new (id, json_incref (result)));
+    }
+}
+
+/* POST of the stateless revision */
+
+/* Context: a message of MCP 2026-07-28: no session, and the headers must
+ * say what the body says. */
+static void
+handle_stateless_post (McpHttpFront      *front,
+                       SoupServerMessage *message,
+                       json_t            *body)
+{
+  g_autoptr(json_t) refusal = NULL;
+
+  switch (mcp_jsonrpc_classify (body))
+    {
+    case MCP_MESSAGE_REQUEST:
+      refusal = mcp_http_modern_refusal (soup_server_message_get_request_headers (message), body);
+      if (refusal != NULL)
+        {
+          guint status = mcp_http_modern_status (refusal);
+
+          set_json_body (message, status == SOUP_STATUS_OK ? SOUP_STATUS_BAD_REQUEST : status, refusal);
+        }
+      else if (g_str_equal (mcp_json_get_string (body, "method"), "subscriptions/listen"))
+        start_listen (front, message, body);
+      else
+        start_request (front, message, NULL, body);
+      break;
+    case MCP_MESSAGE_NOTIFICATION:
+      /* Its revision defines none for HTTP: a stream closed is a
+       * cancellation. */
+      soup_server_message_set_status (message, SOUP_STATUS_ACCEPTED, NULL);
+      break;
+    case MCP_MESSAGE_RESPONSE:
+    case MCP_MESSAGE_INVALID:
+    default:
+      refuse (message, SOUP_STATUS_BAD_REQUEST, json_object_get (body, "id"), MCP_JSONRPC_INVALID_REQUEST,
+              _("Invalid Request: in MCP " MCP_PROTOCOL_VERSION_STATELESS ", POST one JSON-RPC request or "
+                "notification (the server sends no requests to answer)"));
+      break;
+    }
 }
 
 /* The session a message names; NULL with the message answered. */
@@ -920,14 +1125,20 @@ handle_post (McpHttpFront      *front,
       return;
     }
   id = json_object_get (parsed, "id");
-  if (!version_is_acceptable (message))
-    return;
+  if (mcp_http_modern_is_modern (headers, parsed))
+    {
+      handle_stateless_post (front, message, parsed);
+      return;
+    }
 
   switch (mcp_jsonrpc_classify (parsed))
     {
     case MCP_MESSAGE_REQUEST:
       if (g_str_equal (mcp_json_get_string (parsed, "method"), "initialize"))
-        start_request (front, message, NULL, parsed);
+        {
+          if ((session = open_session (front, message, parsed)) != NULL)
+            start_request (front, message, session, parsed);
+        }
       else if ((session = named_session (front, message, id)) != NULL)
         start_request (front, message, session, parsed);
       break;
@@ -1127,6 +1338,16 @@ handle_message (SoupServer        *server,
     }
   if (g_str_equal (method, "POST"))
     handle_post (front, message);
+  else if (g_strcmp0 (soup_message_headers_get_one (soup_server_message_get_request_headers (message),
+                                                    "MCP-Protocol-Version"),
+                      MCP_PROTOCOL_VERSION_STATELESS) == 0)
+    {
+      /* The stateless revision has no GET stream and no session to end. */
+      soup_message_headers_replace (soup_server_message_get_response_headers (message), "Allow", "POST");
+      refuse (message, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL, MCP_JSONRPC_INVALID_REQUEST,
+              _("Method Not Allowed: MCP " MCP_PROTOCOL_VERSION_STATELESS " only POSTs; send subscriptions/listen "
+                "for the notifications a GET stream carried"));
+    }
   else if (g_str_equal (method, "GET"))
     handle_get (front, message);
   else if (g_str_equal (method, "DELETE"))
@@ -1399,6 +1620,7 @@ mcp_http_front_notify (McpHttpFront *front,
   GHashTableIter iter;
   HttpSession *session;
 
+  notify_listeners (front, method, params);
   g_hash_table_iter_init (&iter, front->sessions);
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &session))
     {
@@ -1487,6 +1709,7 @@ mcp_http_front_new (McpExpose                 *expose,
   if (front->options.session_idle_s <= 0)
     front->options.session_idle_s = MCP_HTTP_FRONT_SESSION_IDLE_S;
   front->sessions = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) session_free);
+  front->listeners = g_ptr_array_new_with_free_func ((GDestroyNotify) http_request_unref);
   front->workers = g_thread_pool_new (run_request, NULL, WORKERS, FALSE, NULL);
   front->server = soup_server_new ("server-header", "mcp-pool", NULL);
   soup_server_add_early_handler (front->server, NULL, handle_headers, front, NULL);
@@ -1529,6 +1752,7 @@ mcp_http_front_close (McpHttpFront *front)
       g_socket_close (front->listening, NULL);
       g_clear_object (&front->listening);
     }
+  end_listeners (front);
   soup_server_disconnect (front->server);
   if (front->unix_path != NULL)
     g_unlink (front->unix_path);

@@ -63,6 +63,11 @@ mcp_modern_refusal (json_t *request)
   const char *version = mcp_modern_version_of (request);
   json_t *meta = request_meta (request);
 
+  if (!json_is_object (json_object_get (meta, MCP_META_CLIENT_CAPABILITIES)))
+    return mcp_jsonrpc_error_new (id, MCP_JSONRPC_INVALID_PARAMS,
+                                  _("A request of MCP " MCP_PROTOCOL_VERSION_STATELESS " needs the client's "
+                                    "capabilities, an object, in _meta “" MCP_META_CLIENT_CAPABILITIES "”"),
+                                  NULL);
   if (!mcp_protocol_version_is_supported (version))
     {
       g_autoptr(json_t) data = json_pack ("{s:o, s:s}", "supported", supported_versions (), "requested", version);
@@ -72,11 +77,6 @@ mcp_modern_refusal (json_t *request)
 
       return mcp_jsonrpc_error_new (id, MCP_JSONRPC_UNSUPPORTED_VERSION, text, data);
     }
-  if (!json_is_object (json_object_get (meta, MCP_META_CLIENT_CAPABILITIES)))
-    return mcp_jsonrpc_error_new (id, MCP_JSONRPC_INVALID_PARAMS,
-                                  _("A request of MCP " MCP_PROTOCOL_VERSION_STATELESS " needs the client's "
-                                    "capabilities, an object, in _meta “" MCP_META_CLIENT_CAPABILITIES "”"),
-                                  NULL);
   if (mcp_modern_is_removed (method))
     {
       g_autofree char *text = g_strdup_printf (_("Method not found: MCP " MCP_PROTOCOL_VERSION_STATELESS

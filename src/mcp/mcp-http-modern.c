@@ -1,0 +1,152 @@
+/* mcp-http-modern.c — Streamable HTTP of MCP 2026-07-28: the headers
+ * checked against the body (see mcp-http-modern.h). */
+#include "config.h"
+
+#include "mcp/mcp-http-modern.h"
+
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "common/mcp-jsonrpc.h"
+#include "common/mcp-protocol.h"
+#include "mcp/mcp-modern.h"
+
+#define BASE64_PREFIX "=?base64?"
+#define BASE64_SUFFIX "?="
+
+/* The methods whose Mcp-Name mirrors a field of their params. */
+static const struct {
+  const char *method;
+  const char *field;
+} named_methods[] = {
+  { "tools/call", "name" },
+  { "prompts/get", "name" },
+  { "resources/read", "uri" },
+};
+
+gboolean
+mcp_http_modern_is_modern (SoupMessageHeaders *headers,
+                           json_t             *body)
+{
+  const char *header = soup_message_headers_get_one (headers, "MCP-Protocol-Version");
+
+  return (header != NULL && !mcp_protocol_version_is_known (header)) || mcp_modern_version_of (body) != NULL;
+}
+
+/* A header value as the client meant it: the Base64 sentinel decoded;
+ * NULL when the sentinel holds no valid UTF-8 text. */
+static char *
+decode_header_value (const char *value)
+{
+  gsize length = strlen (value), decoded_length;
+  g_autofree char *inner = NULL;
+  g_autofree guchar *decoded = NULL;
+
+  if (!g_str_has_prefix (value, BASE64_PREFIX) || !g_str_has_suffix (value, BASE64_SUFFIX) ||
+      length < strlen (BASE64_PREFIX) + strlen (BASE64_SUFFIX))
+    return g_strdup (value);
+  inner = g_strndup (value + strlen (BASE64_PREFIX), length - strlen (BASE64_PREFIX) - strlen (BASE64_SUFFIX));
+  decoded = g_base64_decode (inner, &decoded_length);
+  if (decoded == NULL || !g_utf8_validate ((const char *) decoded, decoded_length, NULL) ||
+      memchr (decoded, '\0', decoded_length) != NULL)
+    return NULL;
+  return g_strndup ((const char *) decoded, decoded_length);
+}
+
+static json_t *
+mismatch (json_t     *body,
+          const char *format,
+          ...) G_GNUC_PRINTF (2, 3);
+
+static json_t *
+mismatch (json_t     *body,
+          const char *format,
+          ...)
+{
+  g_autofree char *text = NULL;
+  va_list args;
+
+  va_start (args, format);
+  text = g_strdup_vprintf (format, args);
+  va_end (args);
+  return mcp_jsonrpc_error_new (json_object_get (body, "id"), MCP_JSONRPC_HEADER_MISMATCH, text, NULL);
+}
+
+/* -32020 when Mcp-Name is missing or names another than the body. */
+static json_t *
+check_name (SoupMessageHeaders *headers,
+            json_t             *body)
+{
+  const char *method = mcp_json_get_string (body, "method");
+  const char *header = soup_message_headers_get_one (headers, "Mcp-Name");
+
+  for (gsize i = 0; i < G_N_ELEMENTS (named_methods); i++)
+    {
+      const char *field = named_methods[i].field;
+      const char *value;
+      g_autofree char *decoded = NULL;
+
+      if (!g_str_equal (method, named_methods[i].method))
+        continue;
+      value = mcp_json_get_string (json_object_get (body, "params"), field);
+      if (header == NULL)
+        return mismatch (body, _("Header mismatch: a %s request needs an Mcp-Name header with its params.%s"),
+                         method, field);
+      decoded = decode_header_value (header);
+      if (decoded == NULL)
+        return mismatch (body, _("Header mismatch: Mcp-Name “%s” is not valid Base64 of UTF-8 text"), header);
+      if (g_strcmp0 (decoded, value) != 0)
+        return mismatch (body, _("Header mismatch: Mcp-Name header value “%s” does not match body value “%s”"),
+                         decoded, value != NULL ? value : "");
+    }
+  return NULL;
+}
+
+json_t *
+mcp_http_modern_refusal (SoupMessageHeaders *headers,
+                         json_t             *body)
+{
+  const char *header = soup_message_headers_get_one (headers, "MCP-Protocol-Version");
+  json_t *meta = json_object_get (json_object_get (body, "params"), "_meta");
+  const char *version = mcp_json_get_string (meta, MCP_META_PROTOCOL_VERSION);
+  const char *method_header = soup_message_headers_get_one (headers, "Mcp-Method");
+  const char *method = mcp_json_get_string (body, "method");
+
+  if (header == NULL)
+    return mismatch (body, _("Header mismatch: a request of MCP %s needs an MCP-Protocol-Version header "
+                             "that says the revision of its _meta"), version);
+  if (version == NULL)
+    return mcp_jsonrpc_error_new (json_object_get (body, "id"), MCP_JSONRPC_INVALID_PARAMS,
+                                  _("A request of MCP " MCP_PROTOCOL_VERSION_STATELESS " names its revision in "
+                                    "_meta “" MCP_META_PROTOCOL_VERSION "”, as its MCP-Protocol-Version "
+                                    "header does"), NULL);
+  if (!g_str_equal (header, version))
+    return mismatch (body, _("Header mismatch: MCP-Protocol-Version header value “%s” does not match "
+                             "body value “%s” (_meta “" MCP_META_PROTOCOL_VERSION "”)"), header, version);
+  if (method_header == NULL)
+    return mismatch (body, _("Header mismatch: a request of MCP %s needs an Mcp-Method header with its method"),
+                     header);
+  if (g_strcmp0 (method_header, method) != 0)
+    return mismatch (body, _("Header mismatch: Mcp-Method header value “%s” does not match body value “%s”"),
+                     method_header, method);
+  return check_name (headers, body) ?: mcp_modern_refusal (body);
+}
+
+guint
+mcp_http_modern_status (json_t *reply)
+{
+  json_t *error = json_object_get (reply, "error");
+
+  switch (json_integer_value (json_object_get (error, "code")))
+    {
+    case MCP_JSONRPC_METHOD_NOT_FOUND:
+      return SOUP_STATUS_NOT_FOUND;
+    case MCP_JSONRPC_HEADER_MISMATCH:
+    case MCP_JSONRPC_MISSING_CAPABILITY:
+    case MCP_JSONRPC_UNSUPPORTED_VERSION:
+      return SOUP_STATUS_BAD_REQUEST;
+    default:
+      return SOUP_STATUS_OK;
+    }
+}
