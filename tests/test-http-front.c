@@ -763,6 +763,246 @@ test_closed_connections (Front         *front,
   g_assert_true (test_wait_for (serve_fds_down, &wait, ANSWER_TIMEOUT_MS));
 }
 
+/* The stateless revision (MCP 2026-07-28) */
+
+#define MODERN_META \
+  "\"_meta\": {\"io.modelcontextprotocol/protocolVersion\": \"2026-07-28\", " \
+  "\"io.modelcontextprotocol/clientCapabilities\": {}, " \
+  "\"io.modelcontextprotocol/clientInfo\": {\"name\": \"test\", \"version\": \"1\"}}"
+
+/* POSTs @body of the stateless revision with its headers: @method as
+ * Mcp-Method, @name (NULL: none) as Mcp-Name, and @version (NULL: none)
+ * as MCP-Protocol-Version. */
+static void
+post_modern (Front      *front,
+             const char *body,
+             const char *version,
+             const char *method,
+             const char *name,
+             Answer     *answer)
+{
+  const char *headers[7] = { NULL };
+  gsize n = 0;
+
+  if (version != NULL)
+    headers[n++] = "MCP-Protocol-Version", headers[n++] = version;
+  if (method != NULL)
+    headers[n++] = "Mcp-Method", headers[n++] = method;
+  if (name != NULL)
+    headers[n++] = "Mcp-Name", headers[n++] = name;
+  send_http (front, "POST", NULL, body, headers, answer);
+}
+
+static gint64
+error_code (Answer *answer)
+{
+  return json_integer_value (json_object_get (json_object_get (answer->body, "error"), "code"));
+}
+
+/* A client of 2026-07-28 sends no initialize and gets no session: each
+ * request carries its revision, and the headers must say what the body
+ * says.  A client of the handshake revisions is served beside it. */
+static void
+test_stateless (Front         *front,
+                gconstpointer  data)
+{
+  static const char list[] =
+    "{\"jsonrpc\": \"2.0\", \"id\": \"l\", \"method\": \"tools/list\", \"params\": {" MODERN_META "}}";
+  static const char echo[] =
+    "{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"tools/call\", \"params\": {\"name\": \"fx__echo\", "
+    "\"arguments\": {\"message\": \"stateless\"}, " MODERN_META "}}";
+  g_autofree char *session = open_session (front);
+  g_autofree char *legacy_echo = tools_call ("2", "fx__echo", "{\"message\": \"in a session\"}");
+  g_autofree char *encoded = g_strdup_printf ("=?base64?%s?=", "ZnhfX2VjaG8=");  /* fx__echo */
+  g_auto(Answer) discovered = { 0 };
+  g_auto(Answer) listed = { 0 };
+  g_auto(Answer) echoed = { 0 };
+  g_auto(Answer) echoed_encoded = { 0 };
+  g_auto(Answer) other_name = { 0 };
+  g_auto(Answer) no_name = { 0 };
+  g_auto(Answer) other_method = { 0 };
+  g_auto(Answer) other_version = { 0 };
+  g_auto(Answer) no_version = { 0 };
+  g_auto(Answer) unsupported = { 0 };
+  g_auto(Answer) no_capabilities = { 0 };
+  g_auto(Answer) ping = { 0 };
+  g_auto(Answer) get = { 0 };
+  g_auto(Answer) legacy = { 0 };
+  json_t *result, *tools, *supported;
+
+  post_modern (front, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"server/discover\", \"params\": {"
+               MODERN_META "}}", "2026-07-28", "server/discover", NULL, &discovered);
+  g_assert_cmpuint (discovered.status, ==, SOUP_STATUS_OK);
+  g_assert_null (soup_message_headers_get_one (discovered.headers, "Mcp-Session-Id"));
+  result = json_object_get (discovered.body, "result");
+  g_assert_cmpstr (json_string_value (json_array_get (json_object_get (result, "supportedVersions"), 0)), ==,
+                   "2026-07-28");
+  g_assert_nonnull (json_object_get (json_object_get (result, "capabilities"), "tools"));
+
+  /* Lists in name order, with the caching hints and who answered. */
+  post_modern (front, list, "2026-07-28", "tools/list", NULL, &listed);
+  g_assert_cmpuint (listed.status, ==, SOUP_STATUS_OK);
+  result = json_object_get (listed.body, "result");
+  g_assert_cmpstr (mcp_json_get_string (result, "resultType"), ==, "complete");
+  g_assert_cmpstr (mcp_json_get_string (result, "cacheScope"), ==, "private");
+  g_assert_true (json_is_integer (json_object_get (result, "ttlMs")));
+  g_assert_nonnull (json_object_get (json_object_get (result, "_meta"), "io.modelcontextprotocol/serverInfo"));
+  tools = json_object_get (result, "tools");
+  g_assert_nonnull (test_find_tool (tools, "fx__echo"));
+  for (gsize i = 1; i < json_array_size (tools); i++)
+    g_assert_cmpstr (mcp_json_get_string (json_array_get (tools, i - 1), "name"), <,
+                     mcp_json_get_string (json_array_get (tools, i), "name"));
+
+  post_modern (front, echo, "2026-07-28", "tools/call", "fx__echo", &echoed);
+  g_assert_cmpstr (call_text (&echoed), ==, "Echo: stateless");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (echoed.body, "result"), "resultType"), ==, "complete");
+  post_modern (front, echo, "2026-07-28", "tools/call", encoded, &echoed_encoded);
+  g_assert_cmpstr (call_text (&echoed_encoded), ==, "Echo: stateless");
+
+  /* Headers that say something else than the body: refused with the
+   * request's id, before anything runs. */
+  post_modern (front, echo, "2026-07-28", "tools/call", "fx__other", &other_name);
+  g_assert_cmpuint (other_name.status, ==, SOUP_STATUS_BAD_REQUEST);
+  g_assert_cmpint (error_code (&other_name), ==, -32020);
+  g_assert_cmpint (json_integer_value (json_object_get (other_name.body, "id")), ==, 7);
+  g_assert_nonnull (strstr (other_name.text, "fx__other"));
+  post_modern (front, echo, "2026-07-28", "tools/call", NULL, &no_name);
+  g_assert_cmpint (error_code (&no_name), ==, -32020);
+  post_modern (front, echo, "2026-07-28", "tools/list", "fx__echo", &other_method);
+  g_assert_cmpint (error_code (&other_method), ==, -32020);
+  post_modern (front, echo, "2025-11-25", "tools/call", "fx__echo", &other_version);
+  g_assert_cmpuint (other_version.status, ==, SOUP_STATUS_BAD_REQUEST);
+  g_assert_cmpint (error_code (&other_version), ==, -32020);
+  post_modern (front, echo, NULL, "tools/call", "fx__echo", &no_version);
+  g_assert_cmpint (error_code (&no_version), ==, -32020);
+
+  /* A revision mcp-pool does not speak: the ones it does. */
+  post_modern (front, "{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": \"tools/list\", \"params\": {\"_meta\": "
+               "{\"io.modelcontextprotocol/protocolVersion\": \"2099-01-01\", "
+               "\"io.modelcontextprotocol/clientCapabilities\": {}}}}", "2099-01-01", "tools/list", NULL,
+               &unsupported);
+  g_assert_cmpuint (unsupported.status, ==, SOUP_STATUS_BAD_REQUEST);
+  g_assert_cmpint (error_code (&unsupported), ==, -32022);
+  supported = json_object_get (json_object_get (json_object_get (unsupported.body, "error"), "data"), "supported");
+  g_assert_cmpstr (json_string_value (json_array_get (supported, 0)), ==, "2026-07-28");
+  post_modern (front, "{\"jsonrpc\": \"2.0\", \"id\": 4, \"method\": \"tools/list\", \"params\": {\"_meta\": "
+               "{\"io.modelcontextprotocol/protocolVersion\": \"2026-07-28\"}}}", "2026-07-28", "tools/list", NULL,
+               &no_capabilities);
+  g_assert_cmpuint (no_capabilities.status, ==, SOUP_STATUS_BAD_REQUEST);
+  g_assert_cmpint (error_code (&no_capabilities), ==, -32602);
+
+  /* What the revision removed is not found; its GET stream is gone. */
+  post_modern (front, "{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"ping\", \"params\": {" MODERN_META "}}",
+               "2026-07-28", "ping", NULL, &ping);
+  g_assert_cmpuint (ping.status, ==, SOUP_STATUS_NOT_FOUND);
+  g_assert_cmpint (error_code (&ping), ==, -32601);
+  send_http (front, "GET", NULL, NULL,
+             (const char *[]) { "Accept", "text/event-stream", "MCP-Protocol-Version", "2026-07-28", NULL }, &get);
+  g_assert_cmpuint (get.status, ==, SOUP_STATUS_METHOD_NOT_ALLOWED);
+
+  /* The session of the handshake client is as it was. */
+  post (front, session, legacy_echo, &legacy);
+  g_assert_cmpstr (call_text (&legacy), ==, "Echo: in a session");
+  g_assert_null (json_object_get (json_object_get (legacy.body, "result"), "resultType"));
+}
+
+typedef struct {
+  gboolean  done;
+  gssize    n;
+} Read;
+
+static void
+on_read (GObject      *source,
+         GAsyncResult *result,
+         gpointer      user_data)
+{
+  Read *read = user_data;
+
+  read->n = g_input_stream_read_finish (G_INPUT_STREAM (source), result, NULL);
+  read->done = TRUE;
+}
+
+static gboolean
+read_done (gpointer data)
+{
+  g_main_context_iteration (NULL, FALSE);
+  return ((Read *) data)->done;
+}
+
+/* The next message of event @stream, read into @text, within
+ * ANSWER_TIMEOUT_MS. */
+static json_t *
+next_event (GInputStream *stream,
+            GString      *text)
+{
+  const char *end;
+  const char *data;
+  json_t *message;
+
+  while ((end = strstr (text->str, "\n\n")) == NULL)
+    {
+      char buffer[1024];
+      Read read = { 0 };
+
+      g_input_stream_read_async (stream, buffer, sizeof buffer, G_PRIORITY_DEFAULT, NULL, on_read, &read);
+      g_assert_true (test_wait_for (read_done, &read, ANSWER_TIMEOUT_MS));
+      g_assert_cmpint (read.n, >, 0);
+      g_string_append_len (text, buffer, read.n);
+    }
+  data = strstr (text->str, "data: ");
+  message = data != NULL && data < end ? json_loadb (data + 6, end - data - 6, 0, NULL) : NULL;
+  g_string_erase (text, 0, end + 2 - text->str);
+  return message;
+}
+
+/* subscriptions/listen: acknowledged first with what the pool agrees to,
+ * then a server's list change, tagged with the subscription. */
+static void
+test_listen (Front         *front,
+             gconstpointer  data)
+{
+  static const char body[] =
+    "{\"jsonrpc\": \"2.0\", \"id\": \"sub\", \"method\": \"subscriptions/listen\", \"params\": {" MODERN_META ", "
+    "\"notifications\": {\"toolsListChanged\": true, \"resourceSubscriptions\": [\"fx://a\"]}}}";
+  static const char notify[] =
+    "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tools/call\", \"params\": {\"name\": "
+    "\"fx__notify_list_changed\", \"arguments\": {}, " MODERN_META "}}";
+  g_autoptr(SoupMessage) message = soup_message_new ("POST", request_url (front));
+  SoupMessageHeaders *headers = soup_message_get_request_headers (message);
+  g_autoptr(GBytes) sent = g_bytes_new_static (body, strlen (body));
+  g_autoptr(GInputStream) stream = NULL;
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) acknowledged = NULL;
+  g_autoptr(json_t) changed = NULL;
+  g_auto(Answer) notified = { 0 };
+  json_t *params;
+
+  soup_message_headers_replace (headers, "Accept", "application/json, text/event-stream");
+  soup_message_headers_replace (headers, "MCP-Protocol-Version", "2026-07-28");
+  soup_message_headers_replace (headers, "Mcp-Method", "subscriptions/listen");
+  soup_message_set_request_body_from_bytes (message, "application/json", sent);
+  stream = soup_session_send (front->http, message, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (soup_message_get_status (message), ==, SOUP_STATUS_OK);
+
+  acknowledged = next_event (stream, text);
+  g_assert_cmpstr (mcp_json_get_string (acknowledged, "method"), ==, "notifications/subscriptions/acknowledged");
+  params = json_object_get (acknowledged, "params");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (params, "_meta"), "io.modelcontextprotocol/subscriptionId"),
+                   ==, "sub");
+  g_assert_true (json_is_true (json_object_get (json_object_get (params, "notifications"), "toolsListChanged")));
+  g_assert_null (json_object_get (json_object_get (params, "notifications"), "resourceSubscriptions"));
+
+  post_modern (front, notify, "2026-07-28", "tools/call", "fx__notify_list_changed", &notified);
+  g_assert_cmpuint (notified.status, ==, SOUP_STATUS_OK);
+  changed = next_event (stream, text);
+  g_assert_cmpstr (mcp_json_get_string (changed, "method"), ==, "notifications/tools/list_changed");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (json_object_get (changed, "params"), "_meta"),
+                                        "io.modelcontextprotocol/subscriptionId"), ==, "sub");
+  g_input_stream_close (stream, NULL, NULL);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -773,6 +1013,8 @@ main (int argc, char **argv)
   ADD ("/http-front/progress-stream", NULL, test_progress_stream);
   ADD ("/http-front/cancel", NULL, test_cancel);
   ADD ("/http-front/resume", NULL, test_resume);
+  ADD ("/http-front/stateless", NULL, test_stateless);
+  ADD ("/http-front/listen", NULL, test_listen);
   ADD ("/http-front/python-sessions", NULL, test_python_sessions);
   ADD ("/http-front/closed-connections", NULL, test_closed_connections);
   ADD ("/http-front/security", "own", test_security);

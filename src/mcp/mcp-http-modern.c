@@ -116,6 +116,9 @@ mcp_http_modern_refusal (SoupMessageHeaders *headers,
   if (header == NULL)
     return mismatch (body, _("Header mismatch: a request of MCP %s needs an MCP-Protocol-Version header "
                              "that says the revision of its _meta"), version);
+  /* A revision mcp-pool does not speak is said as such, whatever else. */
+  if (!mcp_protocol_version_is_supported (header))
+    return mcp_modern_unsupported_version (json_object_get (body, "id"), header);
   if (version == NULL)
     return mcp_jsonrpc_error_new (json_object_get (body, "id"), MCP_JSONRPC_INVALID_PARAMS,
                                   _("A request of MCP " MCP_PROTOCOL_VERSION_STATELESS " names its revision in "

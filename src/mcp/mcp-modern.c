@@ -56,6 +56,18 @@ supported_versions (void)
 }
 
 json_t *
+mcp_modern_unsupported_version (json_t     *id,
+                                const char *version)
+{
+  g_autoptr(json_t) data = json_pack ("{s:o, s:s}", "supported", supported_versions (), "requested", version);
+  g_autofree char *known = g_strjoinv (", ", (char **) mcp_protocol_versions_all);
+  g_autofree char *text = g_strdup_printf (_("Unsupported protocol version “%s”; mcp-pool speaks %s"), version,
+                                           known);
+
+  return mcp_jsonrpc_error_new (id, MCP_JSONRPC_UNSUPPORTED_VERSION, text, data);
+}
+
+json_t *
 mcp_modern_refusal (json_t *request)
 {
   json_t *id = json_object_get (request, "id");
@@ -69,14 +81,7 @@ mcp_modern_refusal (json_t *request)
                                     "capabilities, an object, in _meta “" MCP_META_CLIENT_CAPABILITIES "”"),
                                   NULL);
   if (!mcp_protocol_version_is_supported (version))
-    {
-      g_autoptr(json_t) data = json_pack ("{s:o, s:s}", "supported", supported_versions (), "requested", version);
-      g_autofree char *known = g_strjoinv (", ", (char **) mcp_protocol_versions_all);
-      g_autofree char *text = g_strdup_printf (_("Unsupported protocol version “%s”; mcp-pool speaks %s"),
-                                               version, known);
-
-      return mcp_jsonrpc_error_new (id, MCP_JSONRPC_UNSUPPORTED_VERSION, text, data);
-    }
+    return mcp_modern_unsupported_version (id, version);
   if (mcp_modern_is_removed (method))
     {
       g_autofree char *text = g_strdup_printf (_("Method not found: MCP " MCP_PROTOCOL_VERSION_STATELESS

@@ -32,6 +32,11 @@ const char *mcp_modern_version_of       (json_t     *request);
  * (initialize, ping, logging/setLevel, resources/subscribe, ...). */
 gboolean    mcp_modern_is_removed       (const char *method);
 
+/* The error reply (-32022, with the revisions mcp-pool speaks) to the
+ * request @id that names @version. */
+json_t     *mcp_modern_unsupported_version (json_t     *id,
+                                            const char *version);
+
 /* The error reply to a modern @request that cannot be served as it is:
  * a revision mcp-pool does not speak (-32022, with the ones it does), a
  * `_meta` without the client's capabilities (-32602), a method the
