@@ -410,6 +410,88 @@ test_handshake (void)
   test_assert_no_children ();
 }
 
+/* The stateless revision */
+
+/* @params (taken, NULL: {}) with the `_meta` of a client of MCP
+ * 2026-07-28 that speaks @version. */
+static json_t *
+modern_params (json_t     *params,
+               const char *version)
+{
+  json_t *with = params != NULL ? params : json_object ();
+
+  json_object_set_new (with, "_meta", json_pack ("{s:s, s:{}, s:{s:s, s:s}}",
+                                                 "io.modelcontextprotocol/protocolVersion", version,
+                                                 "io.modelcontextprotocol/clientCapabilities",
+                                                 "io.modelcontextprotocol/clientInfo", "name", "test", "version", "1"));
+  return with;
+}
+
+/* The error code of the reply to @method with @params (taken). */
+static json_int_t
+error_code_of (TestClient *client,
+               const char *method,
+               json_t     *params)
+{
+  g_autoptr(json_t) reply = test_client_read_reply (client, test_client_request (client, method, params));
+
+  g_assert_null (json_object_get (reply, "result"));
+  return json_integer_value (json_object_get (json_object_get (reply, "error"), "code"));
+}
+
+/* A client of 2026-07-28 over stdio sends no initialize: every request
+ * names its revision; what the revision removed is not found, and a
+ * server's log messages, which it did not ask for per request, never
+ * reach it. */
+static void
+test_stateless (void)
+{
+  static const char * const servers[] = { "talker", "[\"--logging\"]", "fixture", "[]", NULL };
+  g_autofree char *config = write_config (servers);
+  g_autoptr(TestClient) client = serve_new (config, "proxy");
+  g_autoptr(json_t) discovered = test_client_result (client, "server/discover", modern_params (NULL, "2026-07-28"));
+  g_autoptr(json_t) listed = test_client_result (client, "tools/list", modern_params (NULL, "2026-07-28"));
+  g_autoptr(json_t) logged = NULL;
+  g_autoptr(json_t) echoed = NULL;
+  g_autoptr(json_t) bare = json_object ();
+  json_t *tools = json_object_get (listed, "tools");
+
+  g_assert_cmpstr (json_string_value (json_array_get (json_object_get (discovered, "supportedVersions"), 0)), ==,
+                   "2026-07-28");
+  g_assert_null (json_object_get (json_object_get (discovered, "capabilities"), "logging"));
+  g_assert_cmpstr (mcp_json_get_string (listed, "resultType"), ==, "complete");
+  g_assert_true (json_is_integer (json_object_get (listed, "ttlMs")));
+  g_assert_nonnull (test_find_tool (tools, "fixture__echo"));
+  g_assert_nonnull (test_find_tool (tools, "talker__log"));
+  for (gsize i = 1; i < json_array_size (tools); i++)
+    g_assert_cmpstr (mcp_json_get_string (json_array_get (tools, i - 1), "name"), <,
+                     mcp_json_get_string (json_array_get (tools, i), "name"));
+
+  echoed = test_client_result (client, "tools/call",
+                               modern_params (json_pack ("{s:s, s:{s:s}}", "name", "fixture__echo", "arguments",
+                                                         "message", "no handshake"), "2026-07-28"));
+  assert_result (echoed, FALSE, "Echo: no handshake", NULL);
+  logged = test_client_result (client, "tools/call",
+                               modern_params (json_pack ("{s:s, s:{s:s}}", "name", "talker__log", "arguments",
+                                                         "text", "unasked"), "2026-07-28"));
+  assert_result (logged, FALSE, "logged", NULL);
+
+  g_assert_cmpint (error_code_of (client, "ping", modern_params (NULL, "2026-07-28")), ==, -32601);
+  g_assert_cmpint (error_code_of (client, "initialize", modern_params (NULL, "2026-07-28")), ==, -32601);
+  g_assert_cmpint (error_code_of (client, "logging/setLevel",
+                                  modern_params (json_pack ("{s:s}", "level", "debug"), "2026-07-28")), ==, -32601);
+  g_assert_cmpint (error_code_of (client, "tools/list", modern_params (NULL, "2099-01-01")), ==, -32022);
+  json_object_set_new (bare, "_meta", json_pack ("{s:s}", "io.modelcontextprotocol/protocolVersion", "2026-07-28"));
+  g_assert_cmpint (error_code_of (client, "tools/list", g_steal_pointer (&bare)), ==, -32602);
+  /* Without _meta, discovery is refused: it is the new revision's. */
+  g_assert_cmpint (error_code_of (client, "server/discover", NULL), ==, -32602);
+
+  /* The log message went out before the call's reply, if at all. */
+  g_assert_cmpuint (test_client_count_notifications (client, "notifications/message"), ==, 0);
+  serve_finish (client);
+  test_assert_no_children ();
+}
+
 /* Gateway */
 
 static void
@@ -2256,6 +2338,7 @@ main (int argc, char **argv)
 #define ADD_BOTH(path, setup, test) \
   G_STMT_START { ADD (path, setup, test); add_over_http (path, &setup, test); } G_STMT_END
   g_test_add_func ("/serve/handshake", test_handshake);
+  g_test_add_func ("/serve/stateless", test_stateless);
   ADD_BOTH ("/serve/gateway/list", gateway_setup, test_gateway_list);
   ADD_BOTH ("/serve/gateway/discovery", gateway_setup, test_gateway_discovery);
   ADD_BOTH ("/serve/gateway/call", gateway_setup, test_gateway_call);
