@@ -1003,6 +1003,150 @@ test_listen (Front         *front,
   g_input_stream_close (stream, NULL, NULL);
 }
 
+#define ELICITING_META \
+  "\"_meta\": {\"io.modelcontextprotocol/protocolVersion\": \"2026-07-28\", " \
+  "\"io.modelcontextprotocol/clientCapabilities\": {\"elicitation\": {}}}"
+
+/* A stateless tools/call of fx__ask_client that asks the client
+ * @method, with @extra params (a retry's, or ""). */
+static char *
+asking_call (int         id,
+             const char *method,
+             const char *extra)
+{
+  return g_strdup_printf ("{\"jsonrpc\": \"2.0\", \"id\": %d, \"method\": \"tools/call\", \"params\": {\"name\": "
+                          "\"fx__ask_client\", \"arguments\": {\"method\": \"%s\", \"params\": {\"message\": "
+                          "\"Your name?\", \"requestedSchema\": {\"type\": \"object\", \"properties\": {}}}}, %s"
+                          ELICITING_META "}}", id, method, extra);
+}
+
+/* The requestState of an InputRequiredResult that asks for one
+ * elicitation; the key of that request in @key. */
+static char *
+input_required_state (Answer  *answer,
+                      char   **key)
+{
+  json_t *result = json_object_get (answer->body, "result");
+  json_t *requests = json_object_get (result, "inputRequests");
+  const char *name;
+  json_t *request;
+
+  g_assert_cmpuint (answer->status, ==, SOUP_STATUS_OK);
+  g_assert_cmpstr (mcp_json_get_string (result, "resultType"), ==, "input_required");
+  g_assert_cmpuint (json_object_size (requests), ==, 1);
+  json_object_foreach (requests, name, request)
+    {
+      g_assert_cmpstr (mcp_json_get_string (request, "method"), ==, "elicitation/create");
+      g_assert_cmpstr (mcp_json_get_string (json_object_get (request, "params"), "message"), ==, "Your name?");
+      *key = g_strdup (name);
+    }
+  return g_strdup (mcp_json_get_string (result, "requestState"));
+}
+
+/* A 2025 server's request to the client during a stateless call becomes
+ * an InputRequiredResult, and the retry's input its answer (multi
+ * round-trip requests across the bridge); a client that did not declare
+ * what the server asks for gets MissingRequiredClientCapability. */
+static void
+test_input_required (Front         *front,
+                     gconstpointer  data)
+{
+  g_autofree char *first = asking_call (1, "elicitation/create", "");
+  g_autofree char *key = NULL;
+  g_autofree char *state = NULL;
+  g_autofree char *responses = NULL;
+  g_autofree char *retry = NULL;
+  g_autofree char *other_tool = NULL;
+  g_autofree char *sampling = NULL;
+  g_auto(Answer) asked = { 0 };
+  g_auto(Answer) answered = { 0 };
+  g_auto(Answer) replayed = { 0 };
+  g_auto(Answer) misdirected = { 0 };
+  g_auto(Answer) undeclared = { 0 };
+  json_t *response, *error;
+
+  post_modern (front, first, "2026-07-28", "tools/call", "fx__ask_client", &asked);
+  state = input_required_state (&asked, &key);
+  g_assert_cmpint (json_integer_value (json_object_get (asked.body, "id")), ==, 1);
+
+  /* The requestState works for the same call only. */
+  other_tool = g_strdup_printf ("{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tools/call\", \"params\": {\"name\": "
+                                "\"fx__echo\", \"arguments\": {}, \"requestState\": \"%s\", " ELICITING_META "}}",
+                                state);
+  post_modern (front, other_tool, "2026-07-28", "tools/call", "fx__echo", &misdirected);
+  g_assert_cmpuint (misdirected.status, ==, SOUP_STATUS_BAD_REQUEST);
+  g_assert_cmpint (error_code (&misdirected), ==, -32602);
+
+  responses = g_strdup_printf ("\"requestState\": \"%s\", \"inputResponses\": {\"%s\": {\"action\": \"accept\", "
+                               "\"content\": {\"name\": \"Ada\"}}}, ", state, key);
+  retry = asking_call (3, "elicitation/create", responses);
+  post_modern (front, retry, "2026-07-28", "tools/call", "fx__ask_client", &answered);
+  g_assert_cmpuint (answered.status, ==, SOUP_STATUS_OK);
+  g_assert_cmpint (json_integer_value (json_object_get (answered.body, "id")), ==, 3);
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (answered.body, "result"), "resultType"), ==, "complete");
+  /* What the server got is what the client answered. */
+  response = json_object_get (json_object_get (json_object_get (json_object_get (answered.body, "result"),
+                                                                "structuredContent"), "response"), "result");
+  g_assert_cmpstr (mcp_json_get_string (response, "action"), ==, "accept");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (response, "content"), "name"), ==, "Ada");
+
+  /* Answered once: the state is spent. */
+  post_modern (front, retry, "2026-07-28", "tools/call", "fx__ask_client", &replayed);
+  g_assert_cmpint (error_code (&replayed), ==, -32602);
+
+  sampling = asking_call (4, "sampling/createMessage", "");
+  post_modern (front, sampling, "2026-07-28", "tools/call", "fx__ask_client", &undeclared);
+  g_assert_cmpuint (undeclared.status, ==, SOUP_STATUS_BAD_REQUEST);
+  g_assert_cmpint (error_code (&undeclared), ==, -32021);
+  error = json_object_get (undeclared.body, "error");
+  g_assert_nonnull (json_object_get (json_object_get (json_object_get (error, "data"), "requiredCapabilities"),
+                                     "sampling"));
+}
+
+/* fx's calls in flight, counted by a stateless call of fx__stats (which
+ * is one of them). */
+static gboolean
+only_stats_in_flight (gpointer data)
+{
+  static const char stats[] =
+    "{\"jsonrpc\": \"2.0\", \"id\": 9, \"method\": \"tools/call\", \"params\": {\"name\": \"fx__stats\", "
+    "\"arguments\": {}, " MODERN_META "}}";
+  g_auto(Answer) answer = { 0 };
+  json_t *counters;
+
+  post_modern (data, stats, "2026-07-28", "tools/call", "fx__stats", &answer);
+  counters = json_object_get (json_object_get (answer.body, "result"), "structuredContent");
+  return json_integer_value (json_object_get (counters, "inflight")) == 1;
+}
+
+/* A call that asked for input and gets no retry is cancelled after the
+ * bound, and the server's request answered: nothing waits for good. */
+static void
+test_input_abandoned (Front         *front,
+                      gconstpointer  data)
+{
+  g_autofree char *first = asking_call (1, "elicitation/create", "");
+  g_autofree char *key = NULL;
+  g_autofree char *state = NULL;
+  g_autofree char *responses = NULL;
+  g_autofree char *retry = NULL;
+  g_auto(Answer) asked = { 0 };
+  g_auto(Answer) late = { 0 };
+
+  g_setenv ("MCP_POOL_INPUT_TIMEOUT", "1", TRUE);
+  front_start (front, "127.0.0.1:0", NULL);
+  g_unsetenv ("MCP_POOL_INPUT_TIMEOUT");
+  post_modern (front, first, "2026-07-28", "tools/call", "fx__ask_client", &asked);
+  state = input_required_state (&asked, &key);
+  g_assert_true (test_wait_for (only_stats_in_flight, front, ANSWER_TIMEOUT_MS));
+
+  responses = g_strdup_printf ("\"requestState\": \"%s\", \"inputResponses\": {\"%s\": {\"action\": \"decline\"}}, ",
+                               state, key);
+  retry = asking_call (2, "elicitation/create", responses);
+  post_modern (front, retry, "2026-07-28", "tools/call", "fx__ask_client", &late);
+  g_assert_cmpint (error_code (&late), ==, -32602);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1015,6 +1159,8 @@ main (int argc, char **argv)
   ADD ("/http-front/resume", NULL, test_resume);
   ADD ("/http-front/stateless", NULL, test_stateless);
   ADD ("/http-front/listen", NULL, test_listen);
+  ADD ("/http-front/input-required", NULL, test_input_required);
+  ADD ("/http-front/input-abandoned", "own", test_input_abandoned);
   ADD ("/http-front/python-sessions", NULL, test_python_sessions);
   ADD ("/http-front/closed-connections", NULL, test_closed_connections);
   ADD ("/http-front/security", "own", test_security);

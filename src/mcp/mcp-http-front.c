@@ -29,6 +29,7 @@
 #include "mcp/mcp-upstream.h"
 #include "mcp/mcp-client-requests.h"
 #include "mcp/mcp-http-modern.h"
+#include "mcp/mcp-input-requests.h"
 #include "mcp/mcp-modern.h"
 
 #define WORKERS              32
@@ -134,6 +135,10 @@ struct _McpHttpFront {
   GSource             *accepting;     /* context; NULL once closed */
   GHashTable          *sessions;      /* context: id -> HttpSession */
   guint                n_stateless;   /* context: requests of the stateless revision in flight */
+  GHashTable          *stateless;     /* context: those requests (a set, no references) */
+  GHashTable          *parked;        /* context: requestState -> HttpRequest (a reference) that asked
+                                       * its client for input and waits for the retry */
+  json_t              *stateless_declared; /* context: what stateless clients said they can answer */
   GPtrArray           *listeners;     /* context: the open subscriptions/listen (HttpRequest references) */
   GSource             *idle_check;    /* context */
   gboolean             closed;        /* context */
@@ -183,6 +188,15 @@ typedef struct {
   MessageWatch        answer;       /* context: where the answer goes (message NULL: nowhere now) */
   gboolean            cancelled;    /* context: by the client, so no reply is sent */
   json_t             *listen;       /* immutable: a subscriptions/listen's agreed filter, else NULL */
+  /* A request of the stateless revision whose server asks the client for
+   * input (multi round-trip requests), all on the context: */
+  McpInputRequests   *inputs;       /* the server's requests not answered yet, or NULL */
+  char               *state;        /* the requestState of its InputRequiredResults, or NULL */
+  json_t             *retry_id;     /* the id of the retry that waits for the reply, or NULL */
+  json_t             *early_reply;  /* the reply that came while no retry waited, or NULL */
+  GSource            *asking;       /* an idle that sends the InputRequiredResult, or NULL */
+  GSource            *expiry;       /* ends the call when no retry comes, or NULL */
+  gboolean            answered;     /* the client was answered for good before the reply came */
 } HttpRequest;
 
 static void
@@ -192,6 +206,9 @@ front_unref (McpHttpFront *front)
     return;
   g_hash_table_unref (front->sessions);
   g_ptr_array_unref (front->listeners);
+  g_hash_table_unref (front->stateless);
+  g_hash_table_unref (front->parked);
+  json_decref (front->stateless_declared);
   g_main_context_unref (front->context);
   g_free (front->path);
   g_free (front->token);
@@ -216,6 +233,9 @@ http_request_unref (HttpRequest *request)
   g_free (request->key);
   json_decref (request->request);
   json_decref (request->listen);
+  g_free (request->state);
+  json_decref (request->retry_id);
+  json_decref (request->early_reply);
   g_object_unref (request->cancellable);
   front_unref (request->front);
   g_free (request);
@@ -401,6 +421,7 @@ mcp_http_front_dup_declared (McpHttpFront *front)
 
       json_object_update (declared, own);
     }
+  json_object_update_missing (declared, front->stateless_declared);
   return declared;
 }
 
@@ -419,6 +440,35 @@ sessions_changed (McpHttpFront *front)
 
       mcp_pool_set_client_capabilities (mcp_expose_get_pool (front->expose), declared);
     }
+}
+
+/* Context: what the stateless client of @body says it can answer is
+ * declared to the servers from now on too (one started without it starts
+ * again), since a server asks only a client that can answer. */
+static void
+note_stateless_capabilities (McpHttpFront *front,
+                             json_t       *body)
+{
+  static const char * const answerable[] = { "roots", "sampling", "elicitation", NULL };
+  json_t *capabilities = json_object_get (json_object_get (json_object_get (body, "params"), "_meta"),
+                                          MCP_META_CLIENT_CAPABILITIES);
+  gboolean more = FALSE;
+
+  for (const char * const *name = answerable; *name != NULL; name++)
+    {
+      json_t *value = json_object_get (capabilities, *name);
+      json_t *copy;
+
+      if (!json_is_object (value) || json_object_get (front->stateless_declared, *name) != NULL)
+        continue;
+      /* No client of this revision says that its roots changed. */
+      copy = json_deep_copy (value);
+      json_object_del (copy, "listChanged");
+      json_object_set_new (front->stateless_declared, *name, copy);
+      more = TRUE;
+    }
+  if (more)
+    sessions_changed (front);
 }
 
 static void
@@ -632,9 +682,6 @@ answer_data (HttpRequest *request,
   HttpSession *session = session_of (request);
   SoupServerMessage *message = request->answer.message;
 
-  if (request->session_id == NULL && request->listen == NULL)
-    request->front->n_stateless--;
-
   /* A stream's reply is kept even with nobody connected: its client may
    * resume the stream. */
   if (request->streamed && !request->cancelled)
@@ -660,8 +707,12 @@ answer (HttpRequest *request,
         json_t      *reply)
 {
   HttpSession *session = session_of (request);
-  g_autofree char *data = json_dumps (reply, JSON_COMPACT);
+  g_autofree char *data = NULL;
 
+  /* A retry's answer is the retry's. */
+  if (request->retry_id != NULL)
+    json_object_set (reply, "id", request->retry_id);
+  data = json_dumps (reply, JSON_COMPACT);
   if (session != NULL && g_str_equal (mcp_json_get_string (request->request, "method"), "logging/setLevel") &&
       json_object_get (reply, "result") != NULL)
     session->log_level = mcp_log_level_rank (mcp_json_get_string (json_object_get (request->request, "params"),
@@ -670,13 +721,244 @@ answer (HttpRequest *request,
                request->session_id == NULL ? mcp_http_modern_status (reply) : SOUP_STATUS_OK);
 }
 
+/* Input for a stateless call (multi round-trip requests) */
+
+static void attach_message (HttpRequest *request, SoupServerMessage *message);
+static void detach_message (HttpRequest *request);
+
+/* Context: the stateless @request asks its client no more: the server's
+ * requests that wait are answered with the error @why, and it is no
+ * longer parked.  The caller holds a reference. */
+static void
+end_input (HttpRequest *request,
+           const char  *why)
+{
+  if (request->asking != NULL)
+    {
+      g_source_destroy (request->asking);
+      g_clear_pointer (&request->asking, g_source_unref);
+    }
+  if (request->expiry != NULL)
+    {
+      g_source_destroy (request->expiry);
+      g_clear_pointer (&request->expiry, g_source_unref);
+    }
+  mcp_input_requests_free (g_steal_pointer (&request->inputs), why);
+  if (request->state != NULL)
+    g_hash_table_remove (request->front->parked, request->state);
+  g_clear_pointer (&request->state, g_free);
+}
+
+/* Context: the reply to @request (borrowed), from the pool: to the client,
+ * or kept for the retry that a client asked for input has yet to send. */
+static void
+finish_request (HttpRequest *request,
+                json_t      *reply)
+{
+  if (request->session_id == NULL && request->listen == NULL)
+    {
+      request->front->n_stateless--;
+      g_hash_table_remove (request->front->stateless, request);
+    }
+  if (request->answered)
+    return;
+  if (request->state != NULL && request->answer.message == NULL)
+    {
+      request->early_reply = json_incref (reply);
+      return;
+    }
+  end_input (request, _("The call ended before its client answered"));
+  answer (request, reply);
+}
+
+static gboolean
+on_retry_expired (gpointer data)
+{
+  HttpRequest *request = data;
+
+  g_clear_pointer (&request->expiry, g_source_unref);
+  if (request->answer.message != NULL)
+    return G_SOURCE_REMOVE;
+  g_debug ("A stateless call that asked its client for input got no retry in %d s; it is cancelled",
+           request->front->options.input_timeout_s);
+  g_cancellable_cancel (request->cancellable);
+  end_input (request, _("The client did not retry the call with its input in time"));
+  return G_SOURCE_REMOVE;
+}
+
+/* Context: runs @callback on the front's context with a reference to
+ * @request, after @seconds (0: at the next iteration). */
+static GSource *
+request_source (HttpRequest *request,
+                guint        seconds,
+                GSourceFunc  callback)
+{
+  GSource *source = seconds > 0 ? g_timeout_source_new_seconds (seconds) : g_idle_source_new ();
+
+  g_source_set_callback (source, callback, http_request_ref (request), (GDestroyNotify) http_request_unref);
+  g_source_attach (source, request->front->context);
+  return source;
+}
+
+/* Context, from an idle (the server's requests made at once go out
+ * together): @request's exchange ends with an InputRequiredResult rather
+ * than its reply.  The call goes on at the server, and the retry that
+ * names the requestState takes its reply or the next question. */
+static gboolean
+ask_for_input (gpointer data)
+{
+  HttpRequest *request = data;
+  SoupServerMessage *message = request->answer.message;
+  json_t *id = request->retry_id != NULL ? request->retry_id : json_object_get (request->request, "id");
+  g_autoptr(json_t) reply = NULL;
+  g_autofree char *text = NULL;
+  json_t *result;
+
+  g_clear_pointer (&request->asking, g_source_unref);
+  if (message == NULL || request->inputs == NULL || request->answered ||
+      (result = mcp_input_requests_result (request->inputs, request->state)) == NULL)
+    return G_SOURCE_REMOVE;
+  reply = mcp_jsonrpc_result_new (id, result);
+  mcp_modern_finish_reply (request->request, reply);
+  text = json_dumps (reply, JSON_COMPACT);
+  if (request->streamed)
+    append_event_data (request, text, strlen (text));
+  /* The exchange ends; the call, which it would cancel, does not. */
+  detach_message (request);
+  if (request->streamed)
+    soup_message_body_complete (soup_server_message_get_response_body (message));
+  else
+    {
+      soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
+      soup_server_message_set_response (message, "application/json", SOUP_MEMORY_COPY, text, strlen (text));
+    }
+  soup_server_message_unpause (message);
+  if (request->expiry != NULL)
+    g_source_destroy (request->expiry);
+  g_clear_pointer (&request->expiry, g_source_unref);
+  request->expiry = request_source (request, request->front->options.input_timeout_s, on_retry_expired);
+  return G_SOURCE_REMOVE;
+}
+
+/* Context: @responder, the server's request @method for the client's
+ * input during the stateless @request's call.  A client that declared
+ * what it needs is asked with an InputRequiredResult; one that did not
+ * gets MissingRequiredClientCapability (-32021) for its call, and the
+ * call is cancelled. */
+static gboolean
+ask_stateless (HttpRequest         *request,
+               const char          *method,
+               McpSessionResponder *responder)
+{
+  McpHttpFront *front = request->front;
+  const char *capability = mcp_client_capability_of (method);
+  json_t *meta = json_object_get (json_object_get (request->request, "params"), "_meta");
+
+  if (capability == NULL || request->answered)
+    return FALSE;
+  if (json_object_get (json_object_get (meta, MCP_META_CLIENT_CAPABILITIES), capability) == NULL)
+    {
+      json_t *id = request->retry_id != NULL ? request->retry_id : json_object_get (request->request, "id");
+      g_autoptr(json_t) data = json_pack ("{s:{s:{}}}", "requiredCapabilities", capability);
+      g_autofree char *text =
+        g_strdup_printf (_("The server asks the client for %s (%s), which the client did not declare in _meta "
+                           "“" MCP_META_CLIENT_CAPABILITIES "”; a client that can answer declares it"),
+                         capability, method);
+      g_autoptr(json_t) reply = mcp_jsonrpc_error_new (id, MCP_JSONRPC_MISSING_CAPABILITY, text, data);
+
+      mcp_session_responder_return_error (responder, MCP_JSONRPC_METHOD_NOT_FOUND, text);
+      request->answered = TRUE;
+      g_cancellable_cancel (request->cancellable);
+      http_request_ref (request);
+      end_input (request, text);
+      answer (request, reply);
+      http_request_unref (request);
+      return TRUE;
+    }
+  /* Bounded: past this many calls waiting for a retry, the server is
+   * refused as if no client could answer. */
+  if (request->inputs == NULL && g_hash_table_size (front->parked) >= front->options.max_in_flight)
+    return FALSE;
+  if (request->inputs == NULL)
+    {
+      request->inputs = mcp_input_requests_new ();
+      request->state = new_session_id ();
+      g_hash_table_insert (front->parked, request->state, http_request_ref (request));
+    }
+  mcp_input_requests_add (request->inputs, responder);
+  if (request->asking == NULL)
+    request->asking = request_source (request, 0, ask_for_input);
+  return TRUE;
+}
+
+/* Whether @retry asks for the same as @original: the method, and the
+ * tool, prompt or resource. */
+static gboolean
+same_call (json_t *original,
+           json_t *retry)
+{
+  json_t *original_params = json_object_get (original, "params");
+  json_t *retry_params = json_object_get (retry, "params");
+
+  return g_strcmp0 (mcp_json_get_string (original, "method"), mcp_json_get_string (retry, "method")) == 0 &&
+         g_strcmp0 (mcp_json_get_string (original_params, "name"), mcp_json_get_string (retry_params, "name")) == 0 &&
+         g_strcmp0 (mcp_json_get_string (original_params, "uri"), mcp_json_get_string (retry_params, "uri")) == 0;
+}
+
+/* Context: a retry, @body with a requestState and the client's input: it
+ * answers the server's requests, then waits on @message for the call's
+ * reply or the server's next question. */
+static void
+retry_request (McpHttpFront      *front,
+               SoupServerMessage *message,
+               json_t            *body)
+{
+  json_t *params = json_object_get (body, "params");
+  json_t *id = json_object_get (body, "id");
+  HttpRequest *request = g_hash_table_lookup (front->parked, mcp_json_get_string (params, "requestState"));
+  g_autoptr(json_t) early = NULL;
+
+  if (request == NULL || !same_call (request->request, body))
+    {
+      refuse (message, SOUP_STATUS_BAD_REQUEST, id, MCP_JSONRPC_INVALID_PARAMS,
+              _("Invalid params: requestState names no call of this client that waits for its input (it was "
+                "answered, it timed out, or it was for another request); send the request again without it"));
+      return;
+    }
+  if (request->answer.message != NULL)
+    {
+      refuse (message, SOUP_STATUS_BAD_REQUEST, id, MCP_JSONRPC_INVALID_REQUEST,
+              _("A retry with this requestState is already waiting for the answer"));
+      return;
+    }
+  http_request_ref (request);
+  json_decref (request->retry_id);
+  request->retry_id = json_incref (id);
+  attach_message (request, message);
+  if (request->streamed)
+    start_event_stream (message);
+  soup_server_message_pause (message);
+  if (request->expiry != NULL)
+    g_source_destroy (request->expiry);
+  g_clear_pointer (&request->expiry, g_source_unref);
+  if (request->inputs != NULL && mcp_input_requests_answer (request->inputs, json_object_get (params, "inputResponses")) > 0 &&
+      request->asking == NULL)
+    request->asking = request_source (request, 0, ask_for_input);
+  if ((early = g_steal_pointer (&request->early_reply)) != NULL)
+    {
+      end_input (request, _("The call ended before its client answered"));
+      answer (request, early);
+    }
+  http_request_unref (request);
+}
+
 static gboolean
 deliver_posted (gpointer data)
 {
   Posted *posted = data;
 
   if (posted->last)
-    answer (posted->request, posted->message);
+    finish_request (posted->request, posted->message);
   else
     append_event (posted->request, posted->message);
   return G_SOURCE_REMOVE;
@@ -730,7 +1012,7 @@ on_warm_reply (json_t   *id,
 
   if (reply != NULL)
     {
-      answer (request, reply);
+      finish_request (request, reply);
       return;
     }
   /* The reply as the pool spliced it, one line: passed on as it is. */
@@ -747,12 +1029,16 @@ on_answer_gone (gpointer data)
 {
   HttpRequest *request = data;
 
-  /* A stream cut off is not a cancellation (the client may resume it);
-   * a JSON answer nobody waits for is not worth the work. */
-  if (!request->streamed)
+  /* A session's stream cut off is not a cancellation (its client may
+   * resume it); a JSON answer nobody waits for is not worth the work, and
+   * in the stateless revision a stream closed is the cancellation.  A
+   * call that waits for its client's retry is ended by the expiry. */
+  if (!request->streamed || request->session_id == NULL)
     g_cancellable_cancel (request->cancellable);
   if (request->listen != NULL)
     g_ptr_array_remove (request->front->listeners, request);
+  if (request->state != NULL && request->expiry == NULL && !request->answered)
+    request->expiry = request_source (request, request->front->options.input_timeout_s, on_retry_expired);
   http_request_unref (request);
 }
 
@@ -899,7 +1185,11 @@ start_request (McpHttpFront      *front,
   if (session != NULL)
     g_hash_table_insert (session->in_flight, g_strdup (request->key), http_request_ref (request));
   else
-    front->n_stateless++;
+    {
+      front->n_stateless++;
+      g_hash_table_add (front->stateless, request);
+      note_stateless_capabilities (front, body);
+    }
 
   if (request->streamed)
     start_event_stream (message);
@@ -1032,6 +1322,26 @@ end_listeners (McpHttpFront *front)
     }
 }
 
+/* Context: the calls that wait for their client's retry end. */
+static void
+end_parked (McpHttpFront *front)
+{
+  g_autoptr(GPtrArray) parked = g_ptr_array_new_with_free_func ((GDestroyNotify) http_request_unref);
+  GHashTableIter iter;
+  HttpRequest *request;
+
+  g_hash_table_iter_init (&iter, front->parked);
+  while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &request))
+    g_ptr_array_add (parked, http_request_ref (request));
+  for (guint i = 0; i < parked->len; i++)
+    {
+      request = parked->pdata[i];
+
+      g_cancellable_cancel (request->cancellable);
+      end_input (request, _("mcp-pool is ending"));
+    }
+}
+
 /* POST of the stateless revision */
 
 /* Context: a message of MCP 2026-07-28: no session, and the headers must
@@ -1055,6 +1365,8 @@ handle_stateless_post (McpHttpFront      *front,
         }
       else if (g_str_equal (mcp_json_get_string (body, "method"), "subscriptions/listen"))
         start_listen (front, message, body);
+      else if (mcp_json_get_string (json_object_get (body, "params"), "requestState") != NULL)
+        retry_request (front, message, body);
       else
         start_request (front, message, NULL, body);
       break;
@@ -1664,6 +1976,14 @@ mcp_http_front_relay (McpHttpFront        *front,
   guint n_capable = 0;
   GHashTableIter iter;
   HttpSession *session;
+  HttpRequest *stateless;
+
+  /* A stateless client is answered, not asked. */
+  g_hash_table_iter_init (&iter, front->stateless);
+  while (g_hash_table_iter_next (&iter, (gpointer *) &stateless, NULL))
+    for (guint i = 0; in_flight != NULL && i < in_flight->len; i++)
+      if (in_flight->pdata[i] == stateless->cancellable)
+        return ask_stateless (stateless, method, responder);
 
   g_hash_table_iter_init (&iter, front->sessions);
   while (target == NULL && g_hash_table_iter_next (&iter, NULL, (gpointer *) &session))
@@ -1708,8 +2028,15 @@ mcp_http_front_new (McpExpose                 *expose,
     front->options.max_in_flight = MCP_HTTP_FRONT_IN_FLIGHT_DEFAULT;
   if (front->options.session_idle_s <= 0)
     front->options.session_idle_s = MCP_HTTP_FRONT_SESSION_IDLE_S;
+  if (front->options.input_timeout_s == 0 && g_getenv ("MCP_POOL_INPUT_TIMEOUT") != NULL)
+    front->options.input_timeout_s = CLAMP (g_ascii_strtoull (g_getenv ("MCP_POOL_INPUT_TIMEOUT"), NULL, 10), 1, 86400);
+  if (front->options.input_timeout_s == 0)
+    front->options.input_timeout_s = MCP_HTTP_FRONT_INPUT_TIMEOUT_S;
   front->sessions = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) session_free);
   front->listeners = g_ptr_array_new_with_free_func ((GDestroyNotify) http_request_unref);
+  front->stateless = g_hash_table_new (NULL, NULL);
+  front->parked = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) http_request_unref);
+  front->stateless_declared = json_object ();
   front->workers = g_thread_pool_new (run_request, NULL, WORKERS, FALSE, NULL);
   front->server = soup_server_new ("server-header", "mcp-pool", NULL);
   soup_server_add_early_handler (front->server, NULL, handle_headers, front, NULL);
@@ -1753,6 +2080,7 @@ mcp_http_front_close (McpHttpFront *front)
       g_clear_object (&front->listening);
     }
   end_listeners (front);
+  end_parked (front);
   soup_server_disconnect (front->server);
   if (front->unix_path != NULL)
     g_unlink (front->unix_path);

@@ -55,6 +55,10 @@ G_BEGIN_DECLS
 #define MCP_HTTP_FRONT_SESSIONS_DEFAULT      64
 #define MCP_HTTP_FRONT_IN_FLIGHT_DEFAULT     256
 #define MCP_HTTP_FRONT_SESSION_IDLE_S        3600
+/* How long a stateless call that asked its client for input waits for the
+ * client's retry, in seconds (then it is cancelled, and the server's
+ * requests answered with an error). */
+#define MCP_HTTP_FRONT_INPUT_TIMEOUT_S       300
 
 typedef struct {
   const char *listen;          /* "127.0.0.1:PORT", "[::1]:PORT", "localhost:PORT" or "unix:PATH" */
@@ -67,6 +71,7 @@ typedef struct {
   guint       max_sessions;    /* 0: MCP_HTTP_FRONT_SESSIONS_DEFAULT */
   guint       max_in_flight;   /* per session; 0: MCP_HTTP_FRONT_IN_FLIGHT_DEFAULT */
   gint64      session_idle_s;  /* 0: MCP_HTTP_FRONT_SESSION_IDLE_S */
+  guint       input_timeout_s; /* 0: $MCP_POOL_INPUT_TIMEOUT if set, else MCP_HTTP_FRONT_INPUT_TIMEOUT_S */
   /* On the context, may be NULL: a session began or ended.  Without it
    * the front declares its sessions' capabilities to the pool itself;
    * with it the owner does (mcp_http_front_dup_declared()). */

@@ -57,6 +57,10 @@ const TOOLS = [
   { name: 'test_elicitation_sep1330_enums', description: 'Elicits the five kinds of enum.', inputSchema: NO_ARGUMENTS },
   { name: 'test_reconnection', description: 'Closes its stream, then answers (SEP-1699).', inputSchema: NO_ARGUMENTS },
   {
+    name: 'test_missing_capability', description: 'Needs the client to sample (2026-07-28: -32021 without it).',
+    inputSchema: NO_ARGUMENTS,
+  },
+  {
     name: 'json_schema_2020_12_tool', description: 'Tool with JSON Schema 2020-12 features',
     inputSchema: {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
@@ -191,6 +195,13 @@ async function callTool (server, request, extra) {
     const reply = result.content?.type === 'text' ? result.content.text : JSON.stringify (result.content);
 
     return { content: [text (`LLM response: ${reply}`)] };
+  }
+  case 'test_missing_capability': {
+    const result = await server.createMessage ({
+      messages: [{ role: 'user', content: text ('Say something.') }], maxTokens: 10,
+    }, related);
+
+    return { content: [text (`Sampled: ${JSON.stringify (result.content)}`)] };
   }
   case 'test_elicitation': {
     const result = await server.elicitInput ({
