@@ -219,6 +219,16 @@ test_sdk_client (void)
   test_assert_no_children ();
 }
 
+/* The SDK v2 client, of the stateless revision, over stdio (probing) and
+ * HTTP (tests/interop/sdk2-client.mjs); nothing is left behind, the
+ * probe's own serve included. */
+static void
+test_sdk2_client (void)
+{
+  test_sdk2_client_run ();
+  test_assert_no_children ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -233,5 +243,6 @@ main (int argc, char **argv)
   g_test_add ("/interop/pool/memory", PoolFixture, NULL, pool_setup, test_pool_memory, pool_teardown);
   g_test_add_func ("/interop/serve/sdk-client", test_sdk_client);
   g_test_add_func ("/interop/serve/sdk-http-client", test_sdk_http_client_run);
+  g_test_add_func ("/interop/serve/sdk2-client", test_sdk2_client);
   return g_test_run ();
 }

@@ -22,5 +22,8 @@ void test_sdk_client_run (const char         *config_path,
 /* tests/interop/sdk-http-client.mjs the same way: `serve --listen` in
  * every exposure through the SDK's StreamableHTTPClientTransport. */
 void test_sdk_http_client_run (void);
+/* tests/interop/sdk2-client.mjs the same way: the SDK v2 client, of MCP
+ * 2026-07-28, over stdio and HTTP, with the fixture server behind. */
+void test_sdk2_client_run (void);
 
 G_END_DECLS

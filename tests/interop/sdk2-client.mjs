@@ -1,0 +1,155 @@
+// sdk2-client.mjs — `mcp-pool serve` driven by the official MCP TypeScript
+// SDK v2 client (@modelcontextprotocol/client), which speaks the stateless
+// revision MCP 2026-07-28: over stdio, where it finds the revision with a
+// server/discover probe, and over Streamable HTTP (`serve --listen`),
+// pinned to 2026-07-28.  Behind the pool is the project's fixture server,
+// which speaks 2025-11-25: the pool bridges the two, its elicitation during
+// a call included (multi round-trip requests, answered by the SDK's own
+// handler and retry).
+//
+// Usage: node sdk2-client.mjs MCP_POOL FIXTURE SCRATCH
+//
+// Prints one "ok - " line per check; exits 0 only if every check passed.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { SLOWDOWN, startChecks } from './checks.mjs';
+import { descendantsOf, waitGone } from './procs.mjs';
+
+const { Client, StreamableHTTPClientTransport } = await import ('@modelcontextprotocol/client');
+const { StdioClientTransport } = await import ('@modelcontextprotocol/client/stdio');
+
+const TOTAL_MS = 90_000 * SLOWDOWN;
+const EXPOSE = 'proxy,gateway,code';
+const URL_MS = 20_000 * SLOWDOWN;
+/* Processes must be gone this long after their client closed. */
+const GONE_MS = 10_000 * SLOWDOWN;
+
+if (process.argv.length !== 5) {
+  console.error ('usage: node sdk2-client.mjs MCP_POOL FIXTURE SCRATCH');
+  process.exit (2);
+}
+const [mcpPool, fixture, scratch] = process.argv.slice (2);
+const config = join (scratch, 'servers.json');
+const environment = { ...process.env, HOME: scratch, XDG_CONFIG_HOME: join (scratch, 'config'),
+                      DBUS_SESSION_BUS_ADDRESS: `unix:path=${join (scratch, 'no-bus')}` };
+let serveLog = '';
+
+writeFileSync (config, JSON.stringify ({ mcpServers: { fx: { command: fixture } } }));
+const { check, finish } = startChecks ({
+  totalMs: TOTAL_MS,
+  onFail: () => console.error (`# serve --listen said:\n${serveLog.replace (/^/gm, '# ')}`),
+});
+
+const newClient = (mode, capabilities = {}) =>
+  new Client ({ name: 'sdk2-check', version: '1.0.0' }, { capabilities, versionNegotiation: { mode } });
+
+const text = (result) => result.content?.find ((block) => block.type === 'text')?.text;
+
+/* Every exposure at once: the proxy's tool, the gateway's call_tool and
+ * code mode's run_python, each calling the fixture. */
+async function exercise (client) {
+  const { tools } = await client.listTools ();
+  const names = tools.map ((tool) => tool.name);
+  const ran = await client.callTool ({ name: 'run_python', arguments: {
+    servers: ['fx'], code: 'r = await mcp_fx.echo(message="from code")\nprint(r["content"][0]["text"])' } });
+
+  for (const name of ['fx__echo', 'call_tool', 'run_python'])
+    assert.ok (names.includes (name), `${name} among ${names.join (', ')}`);
+  assert.deepEqual (names, [...names].sort (), 'tools in name order');
+  assert.equal (text (await client.callTool ({ name: 'fx__echo', arguments: { message: 'v2' } })), 'Echo: v2');
+  assert.equal (text (await client.callTool ({ name: 'call_tool', arguments: {
+    server: 'fx', tool: 'echo', arguments: { message: 'gateway' } } })), 'Echo: gateway');
+  assert.match (text (ran), /Echo: from code/);
+}
+
+await check ('stdio: the SDK v2 client finds the stateless revision by probing', async () => {
+  const client = newClient ('auto');
+  const transport = new StdioClientTransport ({
+    command: mcpPool, args: ['serve', '--config', config, '--expose', EXPOSE], env: environment, stderr: 'ignore',
+  });
+
+  await client.connect (transport);
+  try {
+    assert.equal (client.getNegotiatedProtocolVersion (), '2026-07-28');
+    assert.equal (client.getServerVersion ()?.name, 'mcp-pool');
+    await exercise (client);
+  } finally {
+    await client.close ();
+  }
+});
+
+/* serve --listen on a port of its own; its URL once it says it. */
+function startListening () {
+  const serve = spawn (mcpPool, ['serve', '--config', config, '--expose', EXPOSE, '--listen', '127.0.0.1:0'],
+                       { env: environment, stdio: ['ignore', 'ignore', 'pipe'] });
+
+  return new Promise ((resolve, reject) => {
+    const timer = setTimeout (() => reject (new Error ('serve --listen said no URL')), URL_MS);
+
+    serve.stderr.on ('data', (chunk) => {
+      serveLog += chunk;
+      const said = /MCP over HTTP at (http:\S+)/.exec (serveLog);
+
+      if (said) {
+        clearTimeout (timer);
+        resolve ({ serve, url: new URL (said[1]) });
+      }
+    });
+    serve.on ('exit', (status) => reject (new Error (`serve --listen exited (${status})`)));
+  });
+}
+
+const { serve, url } = await startListening ();
+try {
+  await check ('HTTP: the SDK v2 client pinned to 2026-07-28, without a session', async () => {
+    const client = newClient ({ pin: '2026-07-28' });
+    const transport = new StreamableHTTPClientTransport (url);
+
+    await client.connect (transport);
+    try {
+      assert.equal (client.getNegotiatedProtocolVersion (), '2026-07-28');
+      assert.equal (transport.sessionId, undefined, 'no Mcp-Session-Id');
+      assert.equal (client.getServerVersion ()?.name, 'mcp-pool');
+      await exercise (client);
+    } finally {
+      await client.close ();
+    }
+  });
+
+  await check ('HTTP: a 2025 server\'s elicitation answered by the SDK\'s handler and retry', async () => {
+    const client = newClient ({ pin: '2026-07-28' }, { elicitation: {} });
+    const asked = [];
+
+    client.setRequestHandler ('elicitation/create', async (request) => {
+      asked.push (request.params.message);
+      return { action: 'accept', content: { name: 'Ada' } };
+    });
+    await client.connect (new StreamableHTTPClientTransport (url));
+    try {
+      const result = await client.callTool ({
+        name: 'fx__ask_client',
+        arguments: { method: 'elicitation/create',
+                     params: { message: 'Your name?', requestedSchema: { type: 'object', properties: {} } } },
+      });
+
+      assert.deepEqual (asked, ['Your name?']);
+      assert.equal (result.structuredContent?.response?.result?.content?.name, 'Ada');
+    } finally {
+      await client.close ();
+    }
+  });
+} finally {
+  const exited = new Promise ((resolve) => serve.once ('exit', resolve));
+
+  serve.kill ('SIGTERM');
+  await exited;
+}
+await check ('nothing is left running', async () => {
+  const left = await waitGone (descendantsOf (process.pid), GONE_MS);
+
+  assert.deepEqual (left.map ((p) => p.cmdline), []);
+});
+finish ();
