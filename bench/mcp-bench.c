@@ -28,6 +28,7 @@
 #include <gio/gio.h>
 #include <glib-unix.h>
 #include <glib/gstdio.h>
+#include <libsoup/soup.h>
 
 #include "sandbox/mcp-code.h"
 #include "common/mcp-jsonrpc.h"
@@ -2482,6 +2483,211 @@ row_http (BenchSetup *s)
   return 0;
 }
 
+/* Row: stateless */
+
+#define STATELESS_META \
+  ",\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"," \
+  "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+
+/* A tools/call of the example echo with @id, of the stateless revision
+ * when @stateless; one line. */
+static char *
+echo_line (int      id,
+           gboolean stateless)
+{
+  return g_strdup_printf ("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+                          "\"example__echo\",\"arguments\":{\"message\":\"hi\"}%s}}", id,
+                          stateless ? STATELESS_META : "");
+}
+
+/* Sends @line on @in and reads @out up to the reply to @id, which must be
+ * a result. */
+static gboolean
+stdio_exchange (GOutputStream    *in,
+                GDataInputStream *out,
+                const char       *line,
+                int               id,
+                GError          **error)
+{
+  g_autofree char *wanted = g_strdup_printf ("\"id\":%d,", id);
+
+  if (!g_output_stream_write_all (in, line, strlen (line), NULL, NULL, error) ||
+      !g_output_stream_write_all (in, "\n", 1, NULL, NULL, error))
+    return FALSE;
+  while (TRUE)
+    {
+      g_autofree char *reply = g_data_input_stream_read_line (out, NULL, NULL, error);
+
+      if (reply == NULL)
+        {
+          if (error != NULL && *error == NULL)
+            g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "serve ended before the reply to %d", id);
+          return FALSE;
+        }
+      if (strstr (reply, wanted) != NULL)
+        {
+          if (strstr (reply, "\"result\"") == NULL)
+            g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "serve answered %s", reply);
+          return strstr (reply, "\"result\"") != NULL;
+        }
+    }
+}
+
+/* POSTs @body to @url (with @session_id, if any, or the stateless
+ * revision's headers), and reads the answer, which must be a result. */
+static gboolean
+http_exchange (SoupSession  *http,
+               const char   *url,
+               const char   *session_id,
+               const char   *body,
+               char        **new_session,
+               GError      **error)
+{
+  g_autoptr(SoupMessage) message = soup_message_new ("POST", url);
+  SoupMessageHeaders *headers = soup_message_get_request_headers (message);
+  g_autoptr(GBytes) sent = g_bytes_new (body, strlen (body));
+  g_autoptr(GBytes) answer = NULL;
+
+  soup_message_headers_replace (headers, "Accept", "application/json, text/event-stream");
+  if (session_id != NULL)
+    soup_message_headers_replace (headers, "Mcp-Session-Id", session_id);
+  else if (strstr (body, "2026-07-28") != NULL)
+    {
+      soup_message_headers_replace (headers, "MCP-Protocol-Version", "2026-07-28");
+      soup_message_headers_replace (headers, "Mcp-Method", "tools/call");
+      soup_message_headers_replace (headers, "Mcp-Name", "example__echo");
+    }
+  soup_message_set_request_body_from_bytes (message, "application/json", sent);
+  if ((answer = soup_session_send_and_read (http, message, NULL, error)) == NULL)
+    return FALSE;
+  if (new_session != NULL)
+    *new_session = g_strdup (soup_message_headers_get_one (soup_message_get_response_headers (message),
+                                                           "Mcp-Session-Id"));
+  if (soup_message_get_status (message) != SOUP_STATUS_OK ||
+      g_strstr_len (g_bytes_get_data (answer, NULL), g_bytes_get_size (answer), "\"result\"") == NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "serve --listen answered HTTP %u: %.*s",
+                   soup_message_get_status (message), (int) g_bytes_get_size (answer),
+                   (const char *) g_bytes_get_data (answer, NULL));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+#define INITIALIZE_LINE \
+  "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"," \
+  "\"capabilities\":{},\"clientInfo\":{\"name\":\"mcp-bench\",\"version\":\"1\"}}}"
+
+typedef struct {
+  GOutputStream    *in;
+  GDataInputStream *out;
+  SoupSession      *http;
+  const char       *url;
+  const char       *session_id;   /* the handshake client's, over HTTP */
+} StatelessTarget;
+
+/* One warm echo over @target, of the stateless revision or not. */
+static gboolean
+stateless_echo (StatelessTarget *target,
+                int              id,
+                gboolean         stateless,
+                GError         **error)
+{
+  g_autofree char *line = echo_line (id, stateless);
+
+  if (target->http != NULL)
+    return http_exchange (target->http, target->url, stateless ? NULL : target->session_id, line, NULL, error);
+  return stdio_exchange (target->in, target->out, line, id, error);
+}
+
+/* The medians of @calls warm echoes each way over @target, interleaved:
+ * [0] with the handshake, [1] stateless. */
+static gboolean
+time_stateless (StatelessTarget *target,
+                int              calls,
+                double           medians[2],
+                GError         **error)
+{
+  g_autofree gint64 *samples = g_new (gint64, (gsize) calls * 2);
+  int id = 1;
+
+  for (int way = 0; way < 2; way++)
+    if (!stateless_echo (target, id++, way, error))
+      return FALSE;
+  for (int i = 0; i < calls; i++)
+    for (int way = 0; way < 2; way++)
+      {
+        gint64 start = g_get_monotonic_time ();
+
+        if (!stateless_echo (target, id++, way, error))
+          return FALSE;
+        samples[(gsize) way * calls + i] = g_get_monotonic_time () - start;
+      }
+  for (int way = 0; way < 2; way++)
+    medians[way] = median_us (samples + (gsize) way * calls, calls);
+  return TRUE;
+}
+
+/* The same warm echo of the example server from a client of MCP
+ * 2026-07-28 (no handshake; the revision and capabilities in each
+ * request's _meta, the result finished with resultType and serverInfo)
+ * and from a handshake client: on one stdio serve, interleaved on its one
+ * connection, and on one serve --listen, a session against none. */
+static int
+row_stateless (BenchSetup *s)
+{
+  g_autoptr(McpServerConfig) config = example_config ("example");
+  g_autoptr(GPtrArray) configs = g_ptr_array_new ();
+  g_autoptr(GSubprocess) serve = NULL;
+  g_autoptr(GSubprocess) http_serve = NULL;
+  g_autoptr(GDataInputStream) out = NULL;
+  g_autoptr(SoupSession) http = soup_session_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = NULL, *url = NULL, *session_id = NULL, *note = NULL;
+  StatelessTarget stdio_target = { 0 }, http_target = { 0 };
+  double stdio_us[2] = { 0 }, http_us[2] = { 0 };
+  gboolean timed;
+
+  g_ptr_array_add (configs, config);
+  soup_session_set_proxy_resolver (http, NULL);
+  if ((path = write_config_file (configs, &error)) == NULL ||
+      (serve = g_subprocess_new (G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error,
+                                 s->mcp_pool, "serve", "--config", path, "--expose", "proxy", NULL)) == NULL)
+    return fail ("stateless", error);
+  out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (serve));
+  stdio_target = (StatelessTarget) { g_subprocess_get_stdin_pipe (serve), out };
+  timed = stdio_exchange (stdio_target.in, out, INITIALIZE_LINE, 0, &error) &&
+          g_output_stream_write_all (stdio_target.in, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+                                     55, NULL, NULL, &error) &&
+          time_stateless (&stdio_target, s->calls, stdio_us, &error);
+  if (timed && (http_serve = start_http_serve (path, &url, &error)) != NULL &&
+      http_exchange (http, url, NULL, INITIALIZE_LINE, &session_id, &error))
+    {
+      http_target = (StatelessTarget) { NULL, NULL, http, url, session_id };
+      timed = time_stateless (&http_target, s->calls, http_us, &error);
+    }
+  else
+    timed = FALSE;
+  g_output_stream_close (g_subprocess_get_stdin_pipe (serve), NULL, NULL);
+  g_subprocess_wait (serve, NULL, NULL);
+  if (http_serve != NULL)
+    {
+      g_subprocess_send_signal (http_serve, SIGTERM);
+      g_subprocess_wait (http_serve, NULL, NULL);
+    }
+  g_unlink (path);
+  if (!timed)
+    return fail ("stateless", error);
+  note = g_strdup_printf ("a warm echo of the example server from a stateless client (MCP 2026-07-28: _meta in each "
+                          "request, no handshake) against a handshake client, median of %d interleaved calls each: "
+                          "on one stdio serve; over serve --listen %.0f µs against %.0f µs in a session (%.2f×)",
+                          s->calls, http_us[1], http_us[0], http_us[1] / http_us[0]);
+  emit_row ("stateless", stdio_us[0], stdio_us[1], "µs", stdio_us[1] / stdio_us[0], note);
+  emit_row ("stateless-http", http_us[0], http_us[1], "µs", http_us[1] / http_us[0],
+            "the same over serve --listen: stateless requests against requests of one session");
+  return 0;
+}
+
 /* Main */
 
 static const struct {
@@ -2502,6 +2708,7 @@ static const struct {
   { "peers",         row_peers },
   { "remote",        row_remote },
   { "http",          row_http },
+  { "stateless",     row_stateless },
 };
 
 typedef struct {

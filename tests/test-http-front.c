@@ -18,6 +18,7 @@
 #include <libsoup/soup.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "mcp/mcp-http-front.h"
 #include "test-client.h"
 #include "test-files.h"
 #include "test-procs.h"
@@ -855,6 +856,14 @@ test_stateless (Front         *front,
 
   post_modern (front, echo, "2026-07-28", "tools/call", "fx__echo", &echoed);
   g_assert_cmpstr (call_text (&echoed), ==, "Echo: stateless");
+  /* Each ends for good: more than may be in flight at once, one by one. */
+  for (guint i = 0; i <= MCP_HTTP_FRONT_IN_FLIGHT_DEFAULT; i++)
+    {
+      g_auto(Answer) again = { 0 };
+
+      post_modern (front, echo, "2026-07-28", "tools/call", "fx__echo", &again);
+      g_assert_cmpuint (again.status, ==, SOUP_STATUS_OK);
+    }
   g_assert_cmpstr (mcp_json_get_string (json_object_get (echoed.body, "result"), "resultType"), ==, "complete");
   post_modern (front, echo, "2026-07-28", "tools/call", encoded, &echoed_encoded);
   g_assert_cmpstr (call_text (&echoed_encoded), ==, "Echo: stateless");

@@ -519,6 +519,19 @@ test_raw_call (void)
   assert_raw_call ("{\"id\":-3,\"method\":\"tools/call\",\"params\":{\"name\":\"a\\u0062c\"},\"extra\":[1]}",
                    NULL);
 
+  /* A _meta beside, as a stateless client sends it, parsed. */
+  {
+    static const char line[] =
+      "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"s__echo\","
+      "\"arguments\":{},\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}";
+    g_auto(McpRawCall) call = { 0 };
+
+    assert_raw_call (line, "{}");
+    g_assert_true (mcp_raw_call_parse (line, strlen (line), &call));
+    g_assert_cmpstr (json_string_value (json_object_get (call.meta, "io.modelcontextprotocol/protocolVersion")),
+                     ==, "2026-07-28");
+  }
+
   /* Anything else is left to the parsed path. */
   assert_not_raw_call ("{\"id\":1,\"method\":\"tools/list\",\"params\":{\"name\":\"x\"}}");
   assert_not_raw_call ("{\"id\":1,\"method\":\"tools\\/call\",\"params\":{\"name\":\"x\"}}");
@@ -533,6 +546,7 @@ test_raw_call (void)
   assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{},"
                        "\"_meta\":{\"progressToken\":1}}}");
   assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"task\":{}}}");
+  assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"_meta\":[]}}");
   assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{}}");
   assert_not_raw_call ("[{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}]");
   assert_not_raw_call ("{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{\"a\":\r1}}}");

@@ -471,6 +471,9 @@ test_stateless (void)
                                modern_params (json_pack ("{s:s, s:{s:s}}", "name", "fixture__echo", "arguments",
                                                          "message", "no handshake"), "2026-07-28"));
   assert_result (echoed, FALSE, "Echo: no handshake", NULL);
+  /* Finished as spliced, on the warm path. */
+  g_assert_cmpstr (mcp_json_get_string (echoed, "resultType"), ==, "complete");
+  g_assert_nonnull (json_object_get (json_object_get (echoed, "_meta"), "io.modelcontextprotocol/serverInfo"));
   logged = test_client_result (client, "tools/call",
                                modern_params (json_pack ("{s:s, s:{s:s}}", "name", "talker__log", "arguments",
                                                          "text", "unasked"), "2026-07-28"));

@@ -35,7 +35,8 @@ mcp_raw_call_parse (const char *line,
   g_autoptr(McpJsonScan) scan = mcp_json_scan_nested (line, length, "params", NULL, NULL);
   g_autoptr(json_t) id = NULL;
   g_autoptr(json_t) name = NULL;
-  const McpJsonMember *method, *id_member, *name_member, *arguments;
+  g_autoptr(json_t) meta = NULL;
+  const McpJsonMember *method, *id_member, *name_member, *arguments, *meta_member;
 
   /* A lone CR is JSON whitespace, but a server that reads lines with
    * universal newlines would split the line there: such a line is
@@ -50,10 +51,15 @@ mcp_raw_call_parse (const char *line,
   if (!mcp_jsonrpc_id_is_valid (id))
     return FALSE;
 
-  /* params, an object, holds a name and maybe arguments, nothing else. */
+  /* params, an object, holds a name and maybe arguments and a _meta,
+   * nothing else; a _meta that asks for progress is the parsed path's. */
   name_member = mcp_json_scan_lookup_nested (scan, "name");
   arguments = mcp_json_scan_lookup_nested (scan, "arguments");
-  if (name_member == NULL || scan->nested->len != 1 + (arguments != NULL))
+  meta_member = mcp_json_scan_lookup_nested (scan, "_meta");
+  if (name_member == NULL || scan->nested->len != 1u + (arguments != NULL) + (meta_member != NULL))
+    return FALSE;
+  if (meta_member != NULL &&
+      (!json_is_object (meta = mcp_json_scan_load (line, meta_member)) || json_object_get (meta, "progressToken")))
     return FALSE;
   if (arguments != NULL && line[arguments->start] != '{')
     return FALSE;
@@ -63,6 +69,7 @@ mcp_raw_call_parse (const char *line,
 
   call->id = g_steal_pointer (&id);
   call->name = g_strdup (json_string_value (name));
+  call->meta = g_steal_pointer (&meta);
   call->arguments = arguments != NULL ? line + arguments->start : NULL;
   call->arguments_length = arguments != NULL ? arguments->end - arguments->start : 0;
   return TRUE;
@@ -73,6 +80,7 @@ mcp_raw_call_clear (McpRawCall *call)
 {
   g_clear_pointer (&call->id, json_decref);
   g_clear_pointer (&call->name, g_free);
+  g_clear_pointer (&call->meta, json_decref);
   call->arguments = NULL;
   call->arguments_length = 0;
 }

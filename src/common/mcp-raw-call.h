@@ -12,9 +12,11 @@
  * (mcp-json-scan.h), parses only the id and the name, and keeps the
  * arguments as a span of the line.
  *
- * Only that shape is taken: params with anything more (a _meta with a
- * progress token, a task) or less (no name), and a line with a carriage
- * return in it, are declined, and the caller parses the line as usual.
+ * Only that shape, and a _meta beside (which a request of MCP 2026-07-28
+ * always has; it is small and parsed), are taken: params with anything
+ * more (a _meta with a progress token, a task) or less (no name), and a
+ * line with a carriage return in it, are declined, and the caller parses
+ * the line as usual.
  * What is taken means what it would have meant parsed, but for how the
  * arguments are spelt, which is the client's: spaces and numbers as
  * written (1E2, not 100.0), and a member name given twice passed on
@@ -32,6 +34,7 @@ G_BEGIN_DECLS
 typedef struct {
   json_t     *id;                /* an integer or a string */
   char       *name;              /* the tool, decoded */
+  json_t     *meta;              /* params._meta, parsed (without a progress token); NULL: none */
   const char *arguments;         /* the arguments object's text, inside the line; NULL: none given */
   gsize       arguments_length;
 } McpRawCall;

@@ -749,17 +749,24 @@ end_input (HttpRequest *request,
   g_clear_pointer (&request->state, g_free);
 }
 
-/* Context: the reply to @request (borrowed), from the pool: to the client,
- * or kept for the retry that a client asked for input has yet to send. */
+/* Context: a stateless @request's call is over: it counts no more. */
 static void
-finish_request (HttpRequest *request,
-                json_t      *reply)
+forget_stateless (HttpRequest *request)
 {
   if (request->session_id == NULL && request->listen == NULL)
     {
       request->front->n_stateless--;
       g_hash_table_remove (request->front->stateless, request);
     }
+}
+
+/* Context: the reply to @request (borrowed), from the pool: to the client,
+ * or kept for the retry that a client asked for input has yet to send. */
+static void
+finish_request (HttpRequest *request,
+                json_t      *reply)
+{
+  forget_stateless (request);
   if (request->answered)
     return;
   if (request->state != NULL && request->answer.message == NULL)
@@ -1015,10 +1022,19 @@ on_warm_reply (json_t   *id,
       finish_request (request, reply);
       return;
     }
-  /* The reply as the pool spliced it, one line: passed on as it is. */
+  /* The reply as the pool spliced it, one line: passed on as it is, but
+   * to a call that asked its client for input, which may need to keep it. */
   text = g_bytes_get_data (line, &length);
   if (length > 0 && text[length - 1] == '\n')
     length--;
+  if (request->state != NULL || request->answered)
+    {
+      g_autoptr(json_t) parsed = json_loadb (text, length, 0, NULL);
+
+      finish_request (request, parsed != NULL ? parsed : json_null ());
+      return;
+    }
+  forget_stateless (request);
   answer_data (request, text, length, SOUP_STATUS_OK);
 }
 

@@ -245,3 +245,29 @@ mcp_modern_finish_reply (json_t *request,
   else if (json_is_object (json_object_get (reply, "error")))
     finish_error (request, json_object_get (reply, "error"));
 }
+
+GBytes *
+mcp_modern_finish_raw_result (const char *result,
+                              gsize       length)
+{
+  static const char members[] =
+    "\"resultType\":\"complete\",\"_meta\":{\"" MCP_META_SERVER_INFO "\":{\"name\":\"" PACKAGE_NAME "\","
+    "\"version\":\"" PACKAGE_VERSION "\",\"title\":\"MCP Pool\"}}";
+  gsize rest = 1;
+  GString *finished;
+
+  /* Either name anywhere in the text, a string of the content included,
+   * and the result is parsed instead: then no member can be there twice. */
+  if (length < 2 || result[0] != '{' || g_strstr_len (result, length, "\"resultType\"") != NULL ||
+      g_strstr_len (result, length, "\"_meta\"") != NULL)
+    return NULL;
+  while (rest < length && g_ascii_isspace (result[rest]))
+    rest++;
+  finished = g_string_sized_new (length + sizeof members + 1);
+  g_string_append_c (finished, '{');
+  g_string_append_len (finished, members, sizeof members - 1);
+  if (result[rest] != '}')
+    g_string_append_c (finished, ',');
+  g_string_append_len (finished, result + rest, length - rest);
+  return g_string_free_to_bytes (finished);
+}

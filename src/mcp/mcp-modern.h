@@ -55,4 +55,11 @@ json_t     *mcp_modern_discover_result  (json_t     *initialize);
 void        mcp_modern_finish_reply     (json_t     *request,
                                          json_t     *reply);
 
+/* The raw result of a tools/call (@length bytes of a JSON object's text,
+ * as the server sent it) finished as mcp_modern_finish_reply() finishes a
+ * parsed one, without a parse; NULL when the text has members of those
+ * names (or strings that look like them), which a parse must merge. */
+GBytes     *mcp_modern_finish_raw_result (const char *result,
+                                          gsize       length);
+
 G_END_DECLS

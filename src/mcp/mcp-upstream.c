@@ -368,8 +368,22 @@ on_warm_raw_result (McpRawResponse *response,
   WarmRequest *warm = data;
   gsize length;
   const char *result = mcp_raw_response_get_result (response, &length);
-  g_autoptr(GBytes) line = mcp_jsonrpc_splice_reply (warm->id, result, length);
+  g_autoptr(GBytes) finished = NULL;
+  g_autoptr(GBytes) line = NULL;
 
+  /* A stateless client's result gets the members its revision adds, in
+   * the text; one that has such names of its own is merged parsed. */
+  if (warm->modern != NULL && (finished = mcp_modern_finish_raw_result (result, length)) == NULL)
+    {
+      g_autoptr(GError) error = NULL;
+      json_t *parsed = mcp_raw_response_dup_result (response, &error);
+
+      on_warm_result (parsed, error, warm);
+      return;
+    }
+  if (finished != NULL)
+    result = g_bytes_get_data (finished, &length);
+  line = mcp_jsonrpc_splice_reply (warm->id, result, length);
   warm->callback (warm->id, NULL, line, warm->user_data);
   warm_request_free (warm);
 }
@@ -399,19 +413,17 @@ mcp_upstream_handle_request_warm (McpExpose       *expose,
       !json_is_object (params) || name == NULL || (arguments != NULL && !json_is_object (arguments)) ||
       json_object_get (params, "task") != NULL)
     return FALSE;
-  /* A modern request's result is finished before it goes out, so it is
-   * parsed; one that is refused is refused on a worker. */
+  /* A modern request that is refused is refused on a worker. */
   if (mcp_modern_version_of (request) != NULL)
     {
       g_autoptr(json_t) refusal = mcp_modern_refusal (request);
 
       if (refusal != NULL)
         return FALSE;
-      options.raw_reply = NULL;
     }
 
   warm = warm_request_new (json_object_get (request, "id"), callback, user_data);
-  if (options.raw_reply == NULL)
+  if (mcp_modern_version_of (request) != NULL)
     warm->modern = json_incref (request);
   if (progress != NULL && mcp_jsonrpc_id_is_valid (token))
     {
@@ -438,8 +450,24 @@ mcp_upstream_call_raw_warm (McpExpose            *expose,
     .arguments_text = call->arguments != NULL ? call->arguments : "{}",
     .arguments_length = call->arguments != NULL ? call->arguments_length : 2,
   };
-  WarmRequest *warm = warm_request_new (call->id, callback, user_data);
+  g_autoptr(json_t) request = NULL;
+  WarmRequest *warm;
 
+  /* A stateless client's call: refused on a worker, if it is; else its
+   * result is finished as it is spliced. */
+  if (call->meta != NULL)
+    {
+      g_autoptr(json_t) refusal = NULL;
+
+      request = json_pack ("{s:s, s:O, s:s, s:{s:s, s:O}}", "jsonrpc", "2.0", "id", call->id, "method",
+                           "tools/call", "params", "name", call->name, "_meta", call->meta);
+      if (mcp_modern_version_of (request) == NULL)
+        g_clear_pointer (&request, json_decref);
+      else if ((refusal = mcp_modern_refusal (request)) != NULL)
+        return FALSE;
+    }
+  warm = warm_request_new (call->id, callback, user_data);
+  warm->modern = g_steal_pointer (&request);
   if (mcp_expose_call_tool_warm (expose, call->name, NULL, &options, on_warm_result, warm))
     return TRUE;
   warm_request_free (warm);
