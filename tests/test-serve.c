@@ -1234,6 +1234,42 @@ test_proxy_arguments_as_sent (Fixture       *fixture,
   g_assert_nonnull (strstr (seen, "\"progressToken\":"));
 }
 
+/* The client's trace context (OpenTelemetry's traceparent, tracestate and
+ * baggage in _meta) reaches the server with the call, on the raw path and
+ * the parsed one; nothing else of the client's _meta does. */
+static void
+test_proxy_trace_context (Fixture       *fixture,
+                          gconstpointer  data)
+{
+#define TRACEPARENT "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"
+  TestClient *client = fixture->client;
+  g_autoptr(json_t) warm_up = call_tool (client, "one__echo", json_pack ("{s:s}", "message", "1"));
+  const char *metas[] = {
+    "{\"traceparent\":\"" TRACEPARENT "\",\"tracestate\":\"k=v\",\"other\":1}",
+    "{\"traceparent\":\"" TRACEPARENT "\",\"tracestate\":\"k=v\",\"other\":1,\"progressToken\":\"p\"}",
+  };
+
+  assert_result (warm_up, FALSE, "Echo: 1", NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS (metas); i++)
+    {
+      g_autofree char *line = g_strdup_printf ("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                                               "\"params\":{\"name\":\"one__request_line\",\"arguments\":{},"
+                                               "\"_meta\":%s}}", 910 + (int) i, metas[i]);
+      g_autoptr(json_t) reply = NULL;
+      g_autoptr(json_t) seen = NULL;
+      json_t *seen_meta;
+
+      test_client_send_line (client, line);
+      reply = test_client_read_reply (client, 910 + (json_int_t) i);
+      seen = json_loads (test_result_text (json_object_get (reply, "result")), 0, NULL);
+      seen_meta = json_object_get (json_object_get (seen, "params"), "_meta");
+      g_assert_cmpstr (mcp_json_get_string (seen_meta, "traceparent"), ==, TRACEPARENT);
+      g_assert_cmpstr (mcp_json_get_string (seen_meta, "tracestate"), ==, "k=v");
+      g_assert_null (json_object_get (seen_meta, "other"));
+    }
+#undef TRACEPARENT
+}
+
 /* A warm call makes no thread hop: once the server is started, its calls
  * are read, sent, answered and written by the main thread alone, so the
  * other threads of serve do not run meanwhile. */
@@ -2349,6 +2385,7 @@ main (int argc, char **argv)
   ADD_BOTH ("/serve/proxy/names", proxy_names_setup, test_proxy_names);
   ADD_BOTH ("/serve/proxy/call", proxy_names_setup, test_proxy_call);
   ADD ("/serve/proxy/arguments-as-sent", proxy_names_setup, test_proxy_arguments_as_sent);
+  ADD ("/serve/proxy/trace-context", proxy_names_setup, test_proxy_trace_context);
   ADD_BOTH ("/serve/proxy/prompts", prompts_setup, test_proxy_prompts);
   ADD_BOTH ("/serve/one-server/as-is", one_server_setup, test_one_server_as_is);
   g_test_add_func ("/serve/one-server/refusals", test_one_server_refusals);

@@ -28,6 +28,25 @@ mcp_protocol_version_is_known (const char *version)
   return version != NULL && g_strv_contains (mcp_protocol_versions, version);
 }
 
+json_t *
+mcp_protocol_trace_context (json_t *meta)
+{
+  static const char * const keys[] = { "traceparent", "tracestate", "baggage" };
+  json_t *context = NULL;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+    {
+      json_t *value = json_object_get (meta, keys[i]);
+
+      if (!json_is_string (value))
+        continue;
+      if (context == NULL)
+        context = json_object ();
+      json_object_set (context, keys[i], value);
+    }
+  return context;
+}
+
 gboolean
 mcp_protocol_version_is_supported (const char *version)
 {

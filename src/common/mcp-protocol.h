@@ -7,6 +7,7 @@
 #pragma once
 
 #include <glib.h>
+#include <jansson.h>
 
 G_BEGIN_DECLS
 
@@ -31,6 +32,10 @@ extern const char * const mcp_protocol_versions_all[];
 gboolean mcp_protocol_version_is_known     (const char *version);
 /* A revision of either era. */
 gboolean mcp_protocol_version_is_supported (const char *version);
+/* The OpenTelemetry trace context of a request's @meta (traceparent,
+ * tracestate, baggage), which a front passes on to the server it calls:
+ * a new object, or NULL when @meta has none of them. */
+json_t  *mcp_protocol_trace_context        (json_t     *meta);
 /* The handshake revisions, for a message. */
 char    *mcp_protocol_versions_joined      (void);
 

@@ -149,7 +149,10 @@ handle_tools_call (McpExpose       *expose,
   json_t *arguments = json_object_get (params, "arguments");
   json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
   ProgressForward forward = { progress, progress_data, token };
-  McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable, .client = client };
+  g_autoptr(json_t) trace = mcp_protocol_trace_context (json_object_get (params, "_meta"));
+  McpCallOptions options = {
+    .timeout_ms = timeout_ms, .cancellable = cancellable, .client = client, .meta = trace,
+  };
   g_autoptr(GError) error = NULL;
   json_t *result;
 
@@ -402,8 +405,9 @@ mcp_upstream_handle_request_warm (McpExpose       *expose,
   const char *name = mcp_json_get_string (params, "name");
   json_t *arguments = json_object_get (params, "arguments");
   json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
+  g_autoptr(json_t) trace = mcp_protocol_trace_context (json_object_get (params, "_meta"));
   McpCallOptions options = {
-    .timeout_ms = timeout_ms, .cancellable = cancellable, .raw_reply = on_warm_raw_result,
+    .timeout_ms = timeout_ms, .cancellable = cancellable, .raw_reply = on_warm_raw_result, .meta = trace,
   };
   WarmRequest *warm;
 
@@ -445,10 +449,11 @@ mcp_upstream_call_raw_warm (McpExpose            *expose,
                             McpUpstreamReplyFunc  callback,
                             gpointer              user_data)
 {
+  g_autoptr(json_t) trace = mcp_protocol_trace_context (call->meta);
   McpCallOptions options = {
     .timeout_ms = timeout_ms, .cancellable = cancellable, .raw_reply = on_warm_raw_result,
     .arguments_text = call->arguments != NULL ? call->arguments : "{}",
-    .arguments_length = call->arguments != NULL ? call->arguments_length : 2,
+    .arguments_length = call->arguments != NULL ? call->arguments_length : 2, .meta = trace,
   };
   g_autoptr(json_t) request = NULL;
   WarmRequest *warm;

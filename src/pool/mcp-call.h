@@ -65,6 +65,10 @@ typedef struct {
    * the front's clients: code mode keeps each one's Python session by
    * it.  NULL: no client's (a run of its own).  The pool ignores it. */
   const char      *client;
+  /* Members of the request's _meta passed on to the server as they came
+   * (the client's trace context, mcp_protocol_trace_context()); borrowed,
+   * NULL: none. */
+  json_t          *meta;
 } McpCallOptions;
 
 /* TRUE for failures after which a session cannot be trusted (a timeout,

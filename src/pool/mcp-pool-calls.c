@@ -31,13 +31,19 @@ append_stderr_tail (McpSession *session,
   error->message = message;
 }
 
+/* @meta (may be NULL): what of the client's _meta goes on (McpCallOptions). */
 static json_t *
 tools_call_params (const char *tool,
-                   json_t     *arguments)
+                   json_t     *arguments,
+                   json_t     *meta)
 {
-  return arguments != NULL
-         ? json_pack ("{s:s, s:O}", "name", tool, "arguments", arguments)
-         : json_pack ("{s:s, s:{}}", "name", tool, "arguments");
+  json_t *params = arguments != NULL
+                   ? json_pack ("{s:s, s:O}", "name", tool, "arguments", arguments)
+                   : json_pack ("{s:s, s:{}}", "name", tool, "arguments");
+
+  if (meta != NULL)
+    json_object_set_new (params, "_meta", json_deep_copy (meta));
+  return params;
 }
 
 /* The most pages a listing follows: a server whose cursor never ends is
@@ -50,7 +56,8 @@ tools_call_params (const char *tool,
 static GString *
 tools_call_params_text (const char *tool,
                         const char *arguments,
-                        gsize       arguments_length)
+                        gsize       arguments_length,
+                        json_t     *meta)
 {
   GString *text = g_string_sized_new (arguments_length + strlen (tool) + 32);
   gboolean plain = TRUE;
@@ -74,6 +81,13 @@ tools_call_params_text (const char *tool,
     }
   g_string_append (text, ",\"arguments\":");
   g_string_append_len (text, arguments, arguments_length);
+  if (meta != NULL)
+    {
+      g_autofree char *encoded = json_dumps (meta, JSON_COMPACT);
+
+      g_string_append (text, ",\"_meta\":");
+      g_string_append (text, encoded != NULL ? encoded : "{}");
+    }
   g_string_append_c (text, '}');
   return text;
 }
@@ -154,7 +168,7 @@ mcp_pool_call_tool (McpPool               *pool,
                     const McpCallOptions  *options,
                     GError               **error)
 {
-  g_autoptr(json_t) params = tools_call_params (tool, arguments);
+  g_autoptr(json_t) params = tools_call_params (tool, arguments, options != NULL ? options->meta : NULL);
 
   return request_of_server (pool, server, tool, "tools/call", params, options, error);
 }
@@ -378,12 +392,12 @@ mcp_pool_call_tool_warm (McpPool               *pool,
   if (call_options.arguments_text != NULL)
     {
       g_autoptr(GString) text = tools_call_params_text (tool, call_options.arguments_text,
-                                                        call_options.arguments_length);
+                                                        call_options.arguments_length, call_options.meta);
 
       mcp_session_call_raw_async (session, "tools/call", text->str, text->len, &call_options, on_warm_reply, call);
       return TRUE;
     }
-  params = tools_call_params (tool, arguments);
+  params = tools_call_params (tool, arguments, call_options.meta);
   mcp_session_call_async (session, "tools/call", params, &call_options, on_warm_reply, call);
   return TRUE;
 }
