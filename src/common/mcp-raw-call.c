@@ -58,8 +58,9 @@ mcp_raw_call_parse (const char *line,
   meta_member = mcp_json_scan_lookup_nested (scan, "_meta");
   if (name_member == NULL || scan->nested->len != 1u + (arguments != NULL) + (meta_member != NULL))
     return FALSE;
-  if (meta_member != NULL &&
-      (!json_is_object (meta = mcp_json_scan_load (line, meta_member)) || json_object_get (meta, "progressToken")))
+  if (meta_member != NULL)
+    meta = mcp_json_scan_load (line, meta_member);
+  if (meta_member != NULL && (!json_is_object (meta) || json_object_get (meta, "progressToken") != NULL))
     return FALSE;
   if (arguments != NULL && line[arguments->start] != '{')
     return FALSE;

@@ -1331,10 +1331,12 @@ end_listeners (McpHttpFront *front)
     {
       HttpRequest *listener = listeners->pdata[i];
       json_t *id = json_object_get (listener->request, "id");
-      g_autoptr(json_t) result = tag_subscription (NULL, id);
+      json_t *result = tag_subscription (NULL, id);
+      g_autoptr(json_t) reply = NULL;
 
       json_object_set_new (result, "resultType", json_string ("complete"));
-      answer (listener, mcp_jsonrpc_result_new (id, json_incref (result)));
+      reply = mcp_jsonrpc_result_new (id, result);
+      answer (listener, reply);
     }
 }
 
