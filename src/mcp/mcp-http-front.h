@@ -1,6 +1,6 @@
 /* mcp-http-front.h — `serve --listen` and `mcp-poold --listen`: the MCP
- * Streamable HTTP transport (2025-11-25), server side, in front of an
- * exposure of the pool.
+ * Streamable HTTP transport (2025-11-25 and 2026-07-28), server side, in
+ * front of an exposure of the pool.
  *
  * One endpoint (default /mcp) takes POSTs of one JSON-RPC message each.
  * An initialize makes a session, named by an Mcp-Session-Id of 32 random
@@ -21,6 +21,18 @@
  * an id; a GET with Last-Event-ID resumes the stream it was on (the last
  * 256 events of a session, within 1 MiB, are kept), and a stream cut off does not cancel
  * its request.
+ *
+ * A request of the stateless revision (2026-07-28: its revision in its
+ * _meta and its MCP-Protocol-Version header) belongs to no session: its
+ * headers are checked against its body (mcp-http-modern.h), it is
+ * answered as above or refused with the revision's HTTP statuses, and a
+ * server's request for the client's input during its call ends the
+ * exchange with an InputRequiredResult; the client's retry, naming its
+ * requestState, carries the answers and takes the reply (multi
+ * round-trip requests, mcp-input-requests.h), or the call is cancelled
+ * after input_timeout_s.  subscriptions/listen is a stream of the list
+ * changes it asks for.  Stateless requests in flight share one bound
+ * (429), as do the calls that wait for a retry.
  *
  * Each connection carries one request and its answer ("Connection:
  * close"), the front accepting connections itself: libsoup 3.2's listener
