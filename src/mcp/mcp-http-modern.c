@@ -11,6 +11,7 @@
 #include "common/mcp-jsonrpc.h"
 #include "common/mcp-protocol.h"
 #include "mcp/mcp-modern.h"
+#include "mcp/mcp-upstream.h"
 
 #define BASE64_PREFIX "=?base64?"
 #define BASE64_SUFFIX "?="
@@ -54,24 +55,9 @@ decode_header_value (const char *value)
   return g_strndup ((const char *) decoded, decoded_length);
 }
 
-static json_t *
-mismatch (json_t     *body,
-          const char *format,
-          ...) G_GNUC_PRINTF (2, 3);
-
-static json_t *
-mismatch (json_t     *body,
-          const char *format,
-          ...)
-{
-  g_autofree char *text = NULL;
-  va_list args;
-
-  va_start (args, format);
-  text = g_strdup_vprintf (format, args);
-  va_end (args);
-  return mcp_jsonrpc_error_new (json_object_get (body, "id"), MCP_JSONRPC_HEADER_MISMATCH, text, NULL);
-}
+/* -32020, the reply to @body whose headers say otherwise. */
+#define mismatch(body, ...) \
+  mcp_upstream_error_reply (json_object_get ((body), "id"), MCP_JSONRPC_HEADER_MISMATCH, __VA_ARGS__)
 
 /* -32020 when Mcp-Name is missing or names another than the body. */
 static json_t *
