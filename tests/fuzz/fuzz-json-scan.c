@@ -94,7 +94,7 @@ check_members (const char  *text,
 
 /* What a raw call holds is what the parsed request holds, and it takes
  * only requests the warm path takes whole: params of a name and, maybe,
- * an object of arguments. */
+ * an object of arguments and a _meta without a progress token. */
 static void
 check_raw_call (const char *text,
                 gsize       size,
@@ -103,17 +103,21 @@ check_raw_call (const char *text,
   g_auto(McpRawCall) call = { 0 };
   json_t *params;
   json_t *arguments;
+  json_t *meta;
   g_autoptr(json_t) raw_arguments = NULL;
 
   if (!mcp_raw_call_parse (text, size, &call))
     return;
   params = json_object_get (value, "params");
   arguments = json_object_get (params, "arguments");
+  meta = json_object_get (params, "_meta");
   g_assert_cmpint (mcp_jsonrpc_classify (value), ==, MCP_MESSAGE_REQUEST);
   g_assert_cmpstr (mcp_json_get_string (value, "method"), ==, "tools/call");
   g_assert_true (json_equal (call.id, json_object_get (value, "id")));
   g_assert_cmpstr (call.name, ==, mcp_json_get_string (params, "name"));
-  g_assert_cmpuint (json_object_size (params), ==, 1 + (arguments != NULL));
+  g_assert_cmpuint (json_object_size (params), ==, 1 + (arguments != NULL) + (meta != NULL));
+  g_assert_true (meta == NULL ? call.meta == NULL : json_equal (call.meta, meta));
+  g_assert_null (json_object_get (meta, "progressToken"));
   g_assert_cmpint (call.arguments != NULL, ==, arguments != NULL);
   if (arguments == NULL)
     return;
