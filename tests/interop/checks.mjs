@@ -17,6 +17,17 @@ export function sdkModule (subpath) {
   return `@modelcontextprotocol/sdk/${subpath}`;
 }
 
+/* The same for the SDK v2 client (@modelcontextprotocol/client): its
+ * entry '' or a subpath such as 'stdio'. */
+export function sdk2ClientModule (subpath) {
+  const root = process.env.MCP_POOL_NODE_MODULES;
+
+  if (root)
+    return pathToFileURL (join (root, '@modelcontextprotocol', 'client', 'dist',
+                                `${subpath || 'index'}.mjs`)).href;
+  return subpath ? `@modelcontextprotocol/client/${subpath}` : '@modelcontextprotocol/client';
+}
+
 /* Every bound of ours stretches as the C tests' do (tests/test-wait.h). */
 export const SLOWDOWN = Math.max (1, Number.parseInt (process.env.MCP_POOL_TEST_SLOWDOWN ?? '1', 10) || 1);
 

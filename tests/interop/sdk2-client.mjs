@@ -15,11 +15,11 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { SLOWDOWN, startChecks } from './checks.mjs';
+import { SLOWDOWN, sdk2ClientModule, startChecks } from './checks.mjs';
 import { descendantsOf, waitGone } from './procs.mjs';
 
-const { Client, StreamableHTTPClientTransport } = await import ('@modelcontextprotocol/client');
-const { StdioClientTransport } = await import ('@modelcontextprotocol/client/stdio');
+const { Client, StreamableHTTPClientTransport } = await import (sdk2ClientModule (''));
+const { StdioClientTransport } = await import (sdk2ClientModule ('stdio'));
 
 const TOTAL_MS = 90_000 * SLOWDOWN;
 const EXPOSE = 'proxy,gateway,code';
