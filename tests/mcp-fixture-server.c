@@ -18,6 +18,9 @@
  *   --fail-start               print a message on stderr and exit(2)
  *   --fail-start-if-exists P   the same, but only while the file P exists
  *   --hang-start               read stdin but never answer anything
+ *   --silent-before-init       leave every request before initialize
+ *                              unanswered (with --note-file, note
+ *                              "unanswered <method>" for each)
  *   --ignore-sigterm           ignore SIGTERM
  *   --note-file PATH           append "call <tool>" to PATH as each tools/call
  *                              arrives, "eof" on stdin EOF and, with
@@ -122,7 +125,7 @@ static struct
 {
   int noise, fail_start, hang_start, ignore_sigterm, ignore_eof, grandchild;
   int notify_before_init, list_changed_after_init, ping_client, notification_flood;
-  int list_changed_flood, prompts, logging, task_tool;
+  int list_changed_flood, prompts, logging, task_tool, silent_before_init;
   long long crash_after, crash_on_list, stderr_flood, slow_start_ms, page_size, extra_tools;
   const char *protocol_version;
   const char *fail_start_if_exists;
@@ -140,7 +143,7 @@ static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct
 {
   long long calls, inflight, max_inflight, lists, flood_sent, list_changed_sent, roots_changed;
-  bool initialized;
+  bool initialized, initialize_seen;
   json_t *client_ping;
   json_t *client_capabilities;
   char *log_level;
@@ -968,6 +971,17 @@ call_thread (void *data)
 
 /* ------------------------------------------------------ request handlers */
 
+static bool
+initialize_seen (void)
+{
+  bool seen;
+
+  pthread_mutex_lock (&stats_lock);
+  seen = counters.initialize_seen;
+  pthread_mutex_unlock (&stats_lock);
+  return seen;
+}
+
 static void
 handle_initialize (json_t *id, json_t *params)
 {
@@ -979,6 +993,7 @@ handle_initialize (json_t *id, json_t *params)
 
   /* Kept for elicit, which asks only a client that declared it. */
   pthread_mutex_lock (&stats_lock);
+  counters.initialize_seen = true;
   json_decref (counters.client_capabilities);
   counters.client_capabilities = json_deep_copy (json_object_get (params, "capabilities"));
   pthread_mutex_unlock (&stats_lock);
@@ -1357,6 +1372,13 @@ handle_message (json_t *msg)
     }
   else if (strcmp (name, "initialize") == 0)
     handle_initialize (id, params);
+  else if (opts.silent_before_init && !initialize_seen ())
+    {
+      char line[256];
+
+      snprintf (line, sizeof line, "unanswered %.200s\n", name);
+      note (line);
+    }
   else if (strcmp (name, "ping") == 0)
     send_result (id, json_object ());
   else if (strcmp (name, "tools/list") == 0)
@@ -1487,7 +1509,7 @@ static const char usage_text[] =
   "A stdio MCP server for testing MCP clients.\n\n"
   "  --crash-on-list N  --crash-after N  --noise  --stderr-flood BYTES  --slow-start MS\n"
   "  --notification-flood\n"
-  "  --fail-start  --fail-start-if-exists PATH  --hang-start\n"
+  "  --fail-start  --fail-start-if-exists PATH  --hang-start  --silent-before-init\n"
   "  --ignore-sigterm  --ignore-eof  --note-file PATH\n"
   "  --grandchild  --notify-before-init  --list-changed-after-init\n"
   "  --list-changed-flood\n"
@@ -1508,6 +1530,7 @@ static const struct option long_options[] = {
   { "fail-start", no_argument, &opts.fail_start, 1 },
   { "fail-start-if-exists", required_argument, NULL, 'F' },
   { "hang-start", no_argument, &opts.hang_start, 1 },
+  { "silent-before-init", no_argument, &opts.silent_before_init, 1 },
   { "ignore-sigterm", no_argument, &opts.ignore_sigterm, 1 },
   { "ignore-eof", no_argument, &opts.ignore_eof, 1 },
   { "note-file", required_argument, NULL, 'N' },

@@ -296,6 +296,53 @@ test_evict_crash (Fixture *fixture, gconstpointer data)
   g_assert_nonnull (strstr (info->last_error, "fragile"));
 }
 
+static guint
+count_lines (const char *path,
+             const char *line)
+{
+  g_autofree char *contents = NULL;
+  g_auto(GStrv) lines = NULL;
+  guint count = 0;
+
+  if (!g_file_get_contents (path, &contents, NULL, NULL))
+    return 0;
+  lines = g_strsplit (contents, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    count += g_str_equal (lines[i], line);
+  return count;
+}
+
+/* A 2025 server that ignores what comes before initialize is probed with
+ * server/discover once: it pays the probe's wait at its first start, not
+ * at every restart, until its config changes. */
+static void
+test_probe_unanswered_once (Fixture *fixture, gconstpointer data)
+{
+  g_autofree char *notes = g_build_filename (fixture->scratch, "notes", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) crashed = NULL;
+  g_autoptr(McpServerInfo) info = NULL;
+  json_int_t first_pid;
+
+  configure (fixture, test_fixture_config ("quiet", "--silent-before-init", "--note-file", notes, NULL), NULL);
+  first_pid = stat_of (fixture, "quiet", "pid");
+  g_assert_cmpuint (count_lines (notes, "unanswered server/discover"), ==, 1);
+
+  crashed = call (fixture, "quiet", "crash", NULL, 0, &error);
+  g_assert_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_CLOSED);
+  g_assert_cmpint (stat_of (fixture, "quiet", "pid"), !=, first_pid);
+  g_assert_cmpuint (count_lines (notes, "unanswered server/discover"), ==, 1);
+  info = server_info (fixture, "quiet");
+  g_assert_cmpuint (info->starts, ==, 2);
+
+  /* A changed command may be another server: it is probed again. */
+  configure (fixture, test_fixture_config ("quiet", "--silent-before-init", "--note-file", notes,
+                                           "--logging", NULL), NULL);
+  g_assert_cmpint (stat_of (fixture, "quiet", "calls"), ==, 1);
+  g_assert_cmpuint (count_lines (notes, "unanswered server/discover"), ==, 2);
+  g_assert_cmpint (g_unlink (notes), ==, 0);
+}
+
 /* A timeout evicts; a call in flight on the retired session still gets its
  * answer, while the next call already runs on a new session. */
 static void
@@ -928,6 +975,7 @@ main (int argc, char **argv)
   ADD ("/pool/multiplex", test_multiplex);
   ADD ("/pool/max-concurrency", test_max_concurrency);
   ADD ("/pool/evict/crash", test_evict_crash);
+  ADD ("/pool/probe/unanswered-once", test_probe_unanswered_once);
   ADD ("/pool/evict/timeout-keeps-in-flight", test_evict_timeout);
   ADD ("/pool/evict/not-on-answers", test_no_evict_on_answers);
   ADD ("/pool/unknown", test_unknown);

@@ -29,22 +29,41 @@ mcp_protocol_version_is_known (const char *version)
 }
 
 json_t *
-mcp_protocol_trace_context (json_t *meta)
+mcp_protocol_passed_meta (json_t *meta)
 {
-  static const char * const keys[] = { "traceparent", "tracestate", "baggage" };
+  static const char * const keys[] = { "traceparent", "tracestate", "baggage", MCP_META_CLIENT_CAPABILITIES };
   json_t *context = NULL;
 
   for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
     {
       json_t *value = json_object_get (meta, keys[i]);
 
-      if (!json_is_string (value))
+      if (g_str_equal (keys[i], MCP_META_CLIENT_CAPABILITIES) ? !json_is_object (value) : !json_is_string (value))
         continue;
       if (context == NULL)
         context = json_object ();
       json_object_set (context, keys[i], value);
     }
   return context;
+}
+
+json_t *
+mcp_protocol_input_retry (json_t *params)
+{
+  static const char * const keys[] = { "inputResponses", "requestState" };
+  json_t *retry = NULL;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (keys); i++)
+    {
+      json_t *value = json_object_get (params, keys[i]);
+
+      if (value == NULL)
+        continue;
+      if (retry == NULL)
+        retry = json_object ();
+      json_object_set (retry, keys[i], value);
+    }
+  return retry;
 }
 
 gboolean

@@ -32,10 +32,15 @@ extern const char * const mcp_protocol_versions_all[];
 gboolean mcp_protocol_version_is_known     (const char *version);
 /* A revision of either era. */
 gboolean mcp_protocol_version_is_supported (const char *version);
-/* The OpenTelemetry trace context of a request's @meta (traceparent,
- * tracestate, baggage), which a front passes on to the server it calls:
- * a new object, or NULL when @meta has none of them. */
-json_t  *mcp_protocol_trace_context        (json_t     *meta);
+/* What of a request's @meta a front passes on to the server it calls:
+ * the OpenTelemetry trace context (traceparent, tracestate, baggage) and
+ * a 2026-07-28 client's capabilities, which a 2026-07-28 server asks for
+ * input by (the pool passes its InputRequiredResults back to that
+ * client).  A new object, or NULL when @meta has none of them. */
+json_t  *mcp_protocol_passed_meta          (json_t     *meta);
+/* A new object of the multi round-trip retry members of @params
+ * (inputResponses, requestState), as they came; NULL if it has none. */
+json_t  *mcp_protocol_input_retry          (json_t     *params);
 /* The handshake revisions, for a message. */
 char    *mcp_protocol_versions_joined      (void);
 

@@ -386,6 +386,11 @@ passes_checks (McpHttpFront      *front,
 
 /* Sessions */
 
+/* What starts the requestStates the front mints for the questions of a
+ * 2025 server: a retry with another requestState is a 2026 server's,
+ * and goes to it. */
+#define INPUT_STATE_PREFIX "mcp-pool-input-"
+
 static char *
 new_session_id (void)
 {
@@ -888,8 +893,10 @@ ask_stateless (HttpRequest         *request,
     return FALSE;
   if (request->inputs == NULL)
     {
+      g_autofree char *random = new_session_id ();
+
       request->inputs = mcp_input_requests_new ();
-      request->state = new_session_id ();
+      request->state = g_strconcat (INPUT_STATE_PREFIX, random, NULL);
       g_hash_table_insert (front->parked, request->state, http_request_ref (request));
     }
   mcp_input_requests_add (request->inputs, responder);
@@ -897,6 +904,11 @@ ask_stateless (HttpRequest         *request,
     request->asking = request_source (request, 0, ask_for_input);
   return TRUE;
 }
+
+static void start_request (McpHttpFront      *front,
+                           SoupServerMessage *message,
+                           HttpSession       *session,
+                           json_t            *body);
 
 /* Whether @retry asks for the same as @original: the method, and the
  * tool, prompt or resource. */
@@ -922,9 +934,15 @@ retry_request (McpHttpFront      *front,
 {
   json_t *params = json_object_get (body, "params");
   json_t *id = json_object_get (body, "id");
-  HttpRequest *request = g_hash_table_lookup (front->parked, mcp_json_get_string (params, "requestState"));
+  const char *state = mcp_json_get_string (params, "requestState");
+  HttpRequest *request = g_hash_table_lookup (front->parked, state);
   g_autoptr(json_t) early = NULL;
 
+  if (request == NULL && !g_str_has_prefix (state, INPUT_STATE_PREFIX))
+    {
+      start_request (front, message, NULL, body);
+      return;
+    }
   if (request == NULL || !same_call (request->request, body))
     {
       refuse (message, SOUP_STATUS_BAD_REQUEST, id, MCP_JSONRPC_INVALID_PARAMS,

@@ -93,15 +93,13 @@ handle_initialize (McpExpose *expose,
 }
 
 static json_t *
-handle_prompts_get (McpExpose    *expose,
-                    json_t       *id,
-                    json_t       *params,
-                    gint64        timeout_ms,
-                    GCancellable *cancellable)
+handle_prompts_get (McpExpose            *expose,
+                    json_t               *id,
+                    json_t               *params,
+                    const McpCallOptions *options)
 {
   const char *name = mcp_json_get_string (params, "name");
   json_t *arguments = json_object_get (params, "arguments");
-  McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable };
   g_autoptr(GError) error = NULL;
   json_t *result;
 
@@ -111,7 +109,7 @@ handle_prompts_get (McpExpose    *expose,
   if (arguments != NULL && !json_is_object (arguments))
     return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS,
                                      _("“arguments” of prompts/get must be an object of strings"));
-  result = mcp_expose_get_prompt (expose, name, arguments, &options, &error);
+  result = mcp_expose_get_prompt (expose, name, arguments, options, &error);
   if (result == NULL)
     return mcp_upstream_failure_reply (id, MCP_JSONRPC_INVALID_PARAMS, error);
   return mcp_jsonrpc_result_new (id, result);
@@ -149,9 +147,10 @@ handle_tools_call (McpExpose       *expose,
   json_t *arguments = json_object_get (params, "arguments");
   json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
   ProgressForward forward = { progress, progress_data, token };
-  g_autoptr(json_t) trace = mcp_protocol_trace_context (json_object_get (params, "_meta"));
+  g_autoptr(json_t) trace = mcp_protocol_passed_meta (json_object_get (params, "_meta"));
+  g_autoptr(json_t) retry = mcp_protocol_input_retry (params);
   McpCallOptions options = {
-    .timeout_ms = timeout_ms, .cancellable = cancellable, .client = client, .meta = trace,
+    .timeout_ms = timeout_ms, .cancellable = cancellable, .client = client, .meta = trace, .retry = retry,
   };
   g_autoptr(GError) error = NULL;
   json_t *result;
@@ -197,7 +196,12 @@ dispatch_request (McpExpose       *expose,
   const char *method = mcp_json_get_string (request, "method");
   json_t *id = json_object_get (request, "id");
   json_t *params = json_object_get (request, "params");
-  McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable };
+  g_autoptr(json_t) passed = mcp_protocol_passed_meta (json_object_get (params, "_meta"));
+  g_autoptr(json_t) retry = mcp_protocol_input_retry (params);
+  McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable, .meta = passed };
+  /* For the requests a 2026-07-28 server may answer with an
+   * InputRequiredResult, and so be retried. */
+  McpCallOptions retried = { .timeout_ms = timeout_ms, .cancellable = cancellable, .meta = passed, .retry = retry };
   g_autoptr(GError) error = NULL;
 
   if (params != NULL && !json_is_object (params))
@@ -218,7 +222,7 @@ dispatch_request (McpExpose       *expose,
   if (g_str_equal (method, "prompts/list"))
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "prompts", mcp_expose_list_prompts (expose, &options)));
   if (g_str_equal (method, "prompts/get"))
-    return handle_prompts_get (expose, id, params, timeout_ms, cancellable);
+    return handle_prompts_get (expose, id, params, &retried);
   if (g_str_equal (method, "resources/subscribe") || g_str_equal (method, "resources/unsubscribe"))
     {
       json_t *subscribed = mcp_expose_subscribe (expose, method, mcp_json_get_string (params, "uri"), &options,
@@ -259,7 +263,7 @@ dispatch_request (McpExpose       *expose,
                                                   mcp_expose_list_resource_templates (expose, &options)));
   if (g_str_equal (method, "resources/read"))
     {
-      json_t *contents = mcp_expose_read_resource (expose, mcp_json_get_string (params, "uri"), &options,
+      json_t *contents = mcp_expose_read_resource (expose, mcp_json_get_string (params, "uri"), &retried,
                                                    &error);
 
       if (contents == NULL)
@@ -405,9 +409,11 @@ mcp_upstream_handle_request_warm (McpExpose       *expose,
   const char *name = mcp_json_get_string (params, "name");
   json_t *arguments = json_object_get (params, "arguments");
   json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
-  g_autoptr(json_t) trace = mcp_protocol_trace_context (json_object_get (params, "_meta"));
+  g_autoptr(json_t) trace = mcp_protocol_passed_meta (json_object_get (params, "_meta"));
+  g_autoptr(json_t) retry = mcp_protocol_input_retry (params);
   McpCallOptions options = {
     .timeout_ms = timeout_ms, .cancellable = cancellable, .raw_reply = on_warm_raw_result, .meta = trace,
+    .retry = retry,
   };
   WarmRequest *warm;
 
@@ -449,7 +455,7 @@ mcp_upstream_call_raw_warm (McpExpose            *expose,
                             McpUpstreamReplyFunc  callback,
                             gpointer              user_data)
 {
-  g_autoptr(json_t) trace = mcp_protocol_trace_context (call->meta);
+  g_autoptr(json_t) trace = mcp_protocol_passed_meta (call->meta);
   McpCallOptions options = {
     .timeout_ms = timeout_ms, .cancellable = cancellable, .raw_reply = on_warm_raw_result,
     .arguments_text = call->arguments != NULL ? call->arguments : "{}",

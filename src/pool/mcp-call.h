@@ -66,9 +66,14 @@ typedef struct {
    * it.  NULL: no client's (a run of its own).  The pool ignores it. */
   const char      *client;
   /* Members of the request's _meta passed on to the server as they came
-   * (the client's trace context, mcp_protocol_trace_context()); borrowed,
+   * (the client's trace context, mcp_protocol_passed_meta()); borrowed,
    * NULL: none. */
   json_t          *meta;
+  /* A 2026-07-28 client's retry of a call that a 2026-07-28 server answered
+   * with an InputRequiredResult: its inputResponses and requestState, an
+   * object passed on to that server with the params; borrowed, NULL: a
+   * first call.  A 2025 server cannot take one: the call fails. */
+  json_t          *retry;
 } McpCallOptions;
 
 /* TRUE for failures after which a session cannot be trusted (a timeout,

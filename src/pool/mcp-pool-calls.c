@@ -14,6 +14,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-protocol.h"
 #include "pool/mcp-pool-private.h"
 
 /* A server that crashed or hung usually said why on stderr. */
@@ -31,28 +32,25 @@ append_stderr_tail (McpSession *session,
   error->message = message;
 }
 
-/* @meta (may be NULL): what of the client's _meta goes on (McpCallOptions). */
+/* The params of a tools/call; the session adds what of the client's
+ * request goes on (McpCallOptions' meta and retry). */
 static json_t *
 tools_call_params (const char *tool,
-                   json_t     *arguments,
-                   json_t     *meta)
+                   json_t     *arguments)
 {
-  json_t *params = arguments != NULL
-                   ? json_pack ("{s:s, s:O}", "name", tool, "arguments", arguments)
-                   : json_pack ("{s:s, s:{}}", "name", tool, "arguments");
-
-  if (meta != NULL)
-    json_object_set_new (params, "_meta", json_deep_copy (meta));
-  return params;
+  return arguments != NULL
+         ? json_pack ("{s:s, s:O}", "name", tool, "arguments", arguments)
+         : json_pack ("{s:s, s:{}}", "name", tool, "arguments");
 }
 
 /* The most pages a listing follows: a server whose cursor never ends is
  * wrong, not big. */
 #define LIST_PAGES_MAX 100
 
-/* The same as JSON text, around arguments that are JSON text already.
- * A tool's name is mostly letters; one that needs escapes is encoded by
- * Jansson. */
+/* The same as JSON text, around arguments that are JSON text already,
+ * and with @meta (may be NULL) in it: a 2025 session sends the text as
+ * it is.  A tool's name is mostly letters; one that needs escapes is
+ * encoded by Jansson. */
 static GString *
 tools_call_params_text (const char *tool,
                         const char *arguments,
@@ -115,7 +113,16 @@ request_and_release (PoolEntry             *entry,
                      GError               **error)
 {
   g_autoptr(GError) failure = NULL;
-  json_t *result = mcp_session_call_full (session, method, params, options, &failure);
+  json_t *result = NULL;
+
+  if (options != NULL && options->retry != NULL &&
+      g_strcmp0 (mcp_session_get_protocol_version (session), MCP_PROTOCOL_VERSION_STATELESS) != 0)
+    g_set_error (&failure, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                 _("Invalid params: requestState names no call that waits for input; server “%s” speaks "
+                   "MCP %s, which never asked for it. Send the request again without requestState"),
+                 entry->name, mcp_session_get_protocol_version (session));
+  else
+    result = mcp_session_call_full (session, method, params, options, &failure);
 
   if (mcp_call_error_is_fatal (failure))
     append_stderr_tail (session, failure);
@@ -168,7 +175,7 @@ mcp_pool_call_tool (McpPool               *pool,
                     const McpCallOptions  *options,
                     GError               **error)
 {
-  g_autoptr(json_t) params = tools_call_params (tool, arguments, options != NULL ? options->meta : NULL);
+  g_autoptr(json_t) params = tools_call_params (tool, arguments);
 
   return request_of_server (pool, server, tool, "tools/call", params, options, error);
 }
@@ -369,7 +376,11 @@ mcp_pool_call_tool_warm (McpPool               *pool,
    * call, which names the real ones. */
   if (!entry->removed && entry->state == MCP_SERVER_READY && mcp_session_is_alive (entry->session) &&
       (limit == 0 || entry->active < limit) &&
-      (entry->tools == NULL || entry->tools_stale || mcp_pool_find_tool (entry->tools, tool) != NULL))
+      (entry->tools == NULL || entry->tools_stale || mcp_pool_find_tool (entry->tools, tool) != NULL) &&
+      /* A retry that a 2025 server cannot take gets its error from the
+       * blocking call. */
+      (call_options.retry == NULL ||
+       g_strcmp0 (mcp_session_get_protocol_version (entry->session), MCP_PROTOCOL_VERSION_STATELESS) == 0))
     {
       entry->active++;
       entry->last_used = g_get_monotonic_time ();
@@ -397,7 +408,7 @@ mcp_pool_call_tool_warm (McpPool               *pool,
       mcp_session_call_raw_async (session, "tools/call", text->str, text->len, &call_options, on_warm_reply, call);
       return TRUE;
     }
-  params = tools_call_params (tool, arguments, call_options.meta);
+  params = tools_call_params (tool, arguments);
   mcp_session_call_async (session, "tools/call", params, &call_options, on_warm_reply, call);
   return TRUE;
 }

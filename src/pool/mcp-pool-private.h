@@ -23,6 +23,9 @@ typedef struct {
   McpSession      *session;          /* protected by lock; set only when READY */
   json_t          *start_capabilities; /* protected by lock; while STARTING: the client
                                       * capabilities the start declares (NULL: none) */
+  gboolean         skip_probe;       /* protected by lock; the server left server/discover
+                                      * unanswered: started with initialize alone until
+                                      * its config changes */
   json_t          *tools;            /* protected by lock; NULL until listed */
   gboolean         tools_stale;      /* protected by lock */
   guint            active;           /* protected by lock; calls holding a slot */

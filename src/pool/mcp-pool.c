@@ -221,6 +221,7 @@ start_locked (PoolEntry  *entry,
   callbacks.client_capabilities = client_capabilities = json_incref (pool->client_capabilities);
   g_mutex_unlock (&pool->client_lock);
 
+  callbacks.skip_probe = entry->skip_probe;
   set_state_locked (entry, MCP_SERVER_STARTING);
   entry->start_capabilities = json_incref (client_capabilities);
   /* Counted before the entry lock goes, so that a shutdown that has marked
@@ -270,6 +271,7 @@ start_locked (PoolEntry  *entry,
       if (entry->tools == NULL || !json_equal (entry->tools, tools))
         mcp_pool_emit_event (entry, MCP_SERVER_READY, TRUE);
       entry->session = session;
+      entry->skip_probe = mcp_session_probe_unanswered (session);
       json_decref (entry->tools);
       entry->tools = tools;
       entry->tools_stale = FALSE;
@@ -689,6 +691,7 @@ update_entry_config (PoolEntry       *entry,
       g_free (entry->fingerprint);
       entry->fingerprint = g_steal_pointer (&fingerprint);
       entry->backoff_ms = 0;
+      entry->skip_probe = FALSE;
       old = mcp_pool_detach_session_locked (entry, NULL);
       if (entry->state == MCP_SERVER_BACKOFF)
         set_state_locked (entry, MCP_SERVER_IDLE);

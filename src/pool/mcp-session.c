@@ -130,6 +130,9 @@ struct _McpSession {
   json_t              *server_capabilities; /* idem */
   char                *instructions;    /* idem; NULL if the server gave none */
   json_t              *tools;           /* idem */
+  json_t              *modern_meta;     /* idem; NULL: a 2025 session.  The _meta envelope every
+                                         * request of a 2026-07-28 session carries */
+  gboolean             probe_unanswered; /* idem */
 };
 
 McpSession *
@@ -161,6 +164,7 @@ mcp_session_unref (McpSession *session)
   json_decref (session->server_capabilities);
   g_free (session->instructions);
   json_decref (session->tools);
+  json_decref (session->modern_meta);
   g_main_context_unref (session->context);
   mcp_server_config_unref (session->config);
   g_free (session);
@@ -176,6 +180,12 @@ const char *
 mcp_session_get_protocol_version (McpSession *session)
 {
   return session->protocol_version;
+}
+
+gboolean
+mcp_session_probe_unanswered (McpSession *session)
+{
+  return session->probe_unanswered;
 }
 
 json_t *
@@ -588,27 +598,44 @@ on_cancelled (GCancellable *cancellable,
   g_source_unref (source);
 }
 
+/* The request as it goes out: the params with our progress token, what
+ * of the client's request @options pass on (McpCallOptions' meta and
+ * retry), and a 2026-07-28 session's envelope. */
 static json_t *
-request_message (json_int_t   id,
-                 const char  *method,
-                 json_t      *params,
-                 gboolean     wants_progress)
+request_message (McpSession            *session,
+                 json_int_t             id,
+                 const char            *method,
+                 json_t                *params,
+                 const McpCallOptions  *options)
 {
+  gboolean wants_progress = options != NULL && options->progress != NULL;
+  json_t *passed = options != NULL ? options->meta : NULL;
+  json_t *retry = options != NULL ? options->retry : NULL;
   g_autoptr(json_t) copy = NULL;
   json_t *meta;
 
   meta = json_object_get (params, "_meta");
-  if (!wants_progress && json_object_get (meta, "progressToken") == NULL)
+  if (!wants_progress && json_object_get (meta, "progressToken") == NULL && session->modern_meta == NULL &&
+      passed == NULL && retry == NULL)
     return mcp_jsonrpc_request_new (id, method, params);
 
   /* Our progress token is the request id, so progress finds its request;
    * a token passed on from a client would name another request of ours. */
   copy = params != NULL ? json_copy (params) : json_object ();
+  if (retry != NULL)
+    json_object_update (copy, retry);
   meta = json_is_object (meta) ? json_copy (meta) : json_object ();
   if (wants_progress)
     json_object_set_new (meta, "progressToken", json_integer (id));
   else
     json_object_del (meta, "progressToken");
+  if (passed != NULL)
+    json_object_update_missing (meta, passed);
+  /* A 2026-07-28 server learns who asks, and in which revision, from
+   * each request: the session's envelope, but for the capabilities of a
+   * 2026-07-28 client, whose InputRequiredResults go back to it. */
+  if (session->modern_meta != NULL)
+    json_object_update_missing (meta, session->modern_meta);
   json_object_set_new (copy, "_meta", meta);
   return mcp_jsonrpc_request_new (id, method, copy);
 }
@@ -680,12 +707,11 @@ request_async (McpSession            *session,
                gpointer               user_data)
 {
   g_autoptr(json_t) message = NULL;
-  gboolean wants_progress = options != NULL && options->progress != NULL;
   json_int_t id;
 
   if (!register_request (session, method, deadline, options, callback, user_data, &id))
     return;
-  message = request_message (id, method, params, wants_progress);
+  message = request_message (session, id, method, params, options);
   send_message (session, message, NULL);
 }
 
@@ -727,6 +753,14 @@ mcp_session_call_raw_async (McpSession            *session,
   g_autoptr(GBytes) line = NULL;
   json_int_t id;
 
+  /* The envelope goes into the params, which are parsed for it. */
+  if (session->modern_meta != NULL)
+    {
+      g_autoptr(json_t) parsed = json_loadb (params, params_length, 0, NULL);
+
+      request_async (session, method, parsed, call_deadline (session, options), options, callback, user_data);
+      return;
+    }
   if (!register_request (session, method, call_deadline (session, options), options, callback, user_data, &id))
     return;
   line = mcp_jsonrpc_splice_request (id, method, params, params_length);
@@ -1230,6 +1264,111 @@ mcp_session_list_tools (McpSession  *session,
                            NULL, error);
 }
 
+/* How long a stdio server may take to answer the server/discover probe
+ * before it is taken for a 2025 server that ignores what comes before
+ * initialize. */
+#define PROBE_TIMEOUT_US (2 * G_USEC_PER_SEC)
+
+static json_t *
+modern_meta_new (McpSession *session)
+{
+  return json_pack ("{s:s, s:O, s:{s:s, s:s}}",
+                    MCP_META_PROTOCOL_VERSION, MCP_PROTOCOL_VERSION_STATELESS,
+                    MCP_META_CLIENT_CAPABILITIES, session->client_capabilities,
+                    MCP_META_CLIENT_INFO, "name", PACKAGE_NAME, "version", PACKAGE_VERSION);
+}
+
+static gboolean
+supports_stateless (json_t *versions)
+{
+  size_t index;
+  json_t *version;
+
+  json_array_foreach (versions, index, version)
+    if (g_strcmp0 (json_string_value (version), MCP_PROTOCOL_VERSION_STATELESS) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* The stdio transport's backward compatibility: server/discover first.  A
+ * DiscoverResult that offers 2026-07-28 makes the session modern (TRUE);
+ * a modern refusal of the version is an error (FALSE with @error); any
+ * other answer, or none in time, means a 2025 server (FALSE). */
+static gboolean
+probe (McpSession    *session,
+       gint64         deadline,
+       GCancellable  *cancellable,
+       GError       **error)
+{
+  McpCallOptions options = { .cancellable = cancellable };
+  g_autoptr(json_t) meta = modern_meta_new (session);
+  g_autoptr(json_t) params = json_pack ("{s:O}", "_meta", meta);
+  g_autoptr(json_t) result = NULL;
+  g_autoptr(GError) local_error = NULL;
+  json_t *remote;
+
+  result = request (session, "server/discover", params,
+                    MIN (deadline, g_get_monotonic_time () + PROBE_TIMEOUT_US), &options, &local_error);
+  remote = mcp_session_error_get_remote (local_error);
+  if (result == NULL && json_integer_value (json_object_get (remote, "code")) == MCP_JSONRPC_UNSUPPORTED_VERSION)
+    {
+      g_set_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_VERSION,
+                   _("Server “%s” speaks a later MCP revision than %s, the newest mcp-pool speaks. "
+                     "Update mcp-pool"), session->config->name, MCP_PROTOCOL_VERSION_STATELESS);
+      return FALSE;
+    }
+  if (g_error_matches (local_error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_CANCELLED))
+    {
+      g_propagate_error (error, g_steal_pointer (&local_error));
+      return FALSE;
+    }
+  session->probe_unanswered = g_error_matches (local_error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_TIMEOUT);
+  if (result == NULL || !supports_stateless (json_object_get (result, "supportedVersions")))
+    return FALSE;
+
+  session->protocol_version = g_strdup (MCP_PROTOCOL_VERSION_STATELESS);
+  session->server_info = json_incref (json_object_get (json_object_get (result, "_meta"), MCP_META_SERVER_INFO));
+  session->server_capabilities = json_is_object (json_object_get (result, "capabilities"))
+                                 ? json_incref (json_object_get (result, "capabilities")) : json_object ();
+  session->instructions = g_strdup (mcp_json_get_string (result, "instructions"));
+  session->modern_meta = g_steal_pointer (&meta);
+  return TRUE;
+}
+
+/* A 2026-07-28 server tells of changed lists only on the stream of a
+ * subscriptions/listen request: one, for every list whose changes the
+ * server offers, lasting as long as the session.  It is not a pending
+ * request (it must not count as in flight, nor time out); its
+ * notifications reach on_notification like a 2025 server's, and its
+ * acknowledgment and its final reply are dropped. */
+static void
+listen_for_changes (McpSession *session)
+{
+  static const struct { const char *capability, *filter; } lists[] = {
+    { "tools", "toolsListChanged" },
+    { "prompts", "promptsListChanged" },
+    { "resources", "resourcesListChanged" },
+  };
+  g_autoptr(json_t) filter = json_object ();
+  g_autoptr(json_t) params = NULL;
+  g_autoptr(json_t) message = NULL;
+  json_int_t id;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (lists); i++)
+    if (json_is_true (json_object_get (json_object_get (session->server_capabilities, lists[i].capability),
+                                       "listChanged")))
+      json_object_set_new (filter, lists[i].filter, json_true ());
+  if (json_object_size (filter) == 0)
+    return;
+
+  g_mutex_lock (&session->lock);
+  id = session->next_id++;
+  g_mutex_unlock (&session->lock);
+  params = json_pack ("{s:O}", "notifications", filter);
+  message = request_message (session, id, "subscriptions/listen", params, NULL);
+  send_message (session, message, NULL);
+}
+
 static gboolean
 handshake (McpSession    *session,
            gint64         deadline,
@@ -1242,7 +1381,26 @@ handshake (McpSession    *session,
                                         "capabilities", session->client_capabilities,
                                         "clientInfo", "name", PACKAGE_NAME, "version", PACKAGE_VERSION);
   g_autoptr(json_t) result = NULL;
+  g_autoptr(GError) probe_error = NULL;
   const char *version;
+
+  session->probe_unanswered = session->callbacks.skip_probe;
+  if (session->config->transport == MCP_TRANSPORT_STDIO && !session->callbacks.skip_probe)
+    {
+      if (probe (session, deadline, cancellable, &probe_error))
+        {
+          session->tools = list_tools_until (session, deadline, &options, error);
+          if (session->tools == NULL)
+            return FALSE;
+          listen_for_changes (session);
+          return TRUE;
+        }
+      if (probe_error != NULL)
+        {
+          g_propagate_error (error, g_steal_pointer (&probe_error));
+          return FALSE;
+        }
+    }
 
   result = request (session, "initialize", params, deadline, &options, error);
   if (result == NULL)

@@ -47,7 +47,10 @@ typedef gboolean (*McpServerRequestFunc) (McpSession          *session,
 /* The session owns @user_data from mcp_session_start() on, even when the
  * start fails, and releases it with @destroy (may be NULL).
  * @client_capabilities is what initialize declares (copied; NULL: `{}`),
- * which should name what @on_request answers, e.g. `{"elicitation": {}}`. */
+ * which should name what @on_request answers, e.g. `{"elicitation": {}}`.
+ * @skip_probe starts a stdio server with initialize alone, without asking
+ * server/discover first: for a server that left the probe unanswered
+ * before (mcp_session_probe_unanswered()). */
 typedef struct {
   McpNotificationFunc  on_notification;
   McpSessionClosedFunc on_closed;
@@ -55,6 +58,7 @@ typedef struct {
   GDestroyNotify       destroy;
   McpServerRequestFunc on_request;
   json_t              *client_capabilities;
+  gboolean             skip_probe;
 } McpSessionCallbacks;
 
 /* Any thread but the context's; blocks for the spawn, the handshake and the
@@ -119,6 +123,10 @@ json_t     *mcp_session_list_tools     (McpSession      *session,
 /* Any thread, non-blocking. */
 GPid        mcp_session_get_pid              (McpSession *session);
 const char *mcp_session_get_protocol_version (McpSession *session);
+/* TRUE if the server did not answer server/discover in the probe's time
+ * (a 2025 server that ignores what comes before initialize), or if the
+ * session was started with skip_probe: its next start may skip the probe. */
+gboolean    mcp_session_probe_unanswered     (McpSession *session);
 json_t     *mcp_session_dup_server_info      (McpSession *session);
 /* Borrowed, never NULL (`{}` if the server named none), unchanged for
  * the session's life: what the server's initialize result offered. */
