@@ -151,11 +151,12 @@ void
 test_sdk2_client_run (void)
 {
   g_autofree char *client = test_interop_file ("@modelcontextprotocol/client/package.json");
+  g_autofree char *server = client != NULL ? test_interop_file ("@modelcontextprotocol/server/package.json") : NULL;
   g_autofree char *scratch = NULL;
   g_autoptr(GSubprocessLauncher) launcher = NULL;
   g_autoptr(GError) error = NULL;
 
-  if (client == NULL)
+  if (server == NULL)
     return;
   scratch = g_dir_make_tmp ("mcp-pool-sdk2-client-XXXXXX", &error);
   g_assert_no_error (error);

@@ -23,7 +23,8 @@ void test_sdk_client_run (const char         *config_path,
  * every exposure through the SDK's StreamableHTTPClientTransport. */
 void test_sdk_http_client_run (void);
 /* tests/interop/sdk2-client.mjs the same way: the SDK v2 client, of MCP
- * 2026-07-28, over stdio and HTTP, with the fixture server behind. */
+ * 2026-07-28, over stdio and HTTP, with the fixture server and the SDK v2
+ * server (sdk2-server.mjs) behind. */
 void test_sdk2_client_run (void);
 
 G_END_DECLS

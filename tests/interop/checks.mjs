@@ -17,15 +17,15 @@ export function sdkModule (subpath) {
   return `@modelcontextprotocol/sdk/${subpath}`;
 }
 
-/* The same for the SDK v2 client (@modelcontextprotocol/client): its
- * entry '' or a subpath such as 'stdio'. */
-export function sdk2ClientModule (subpath) {
+/* The same for the SDK v2 packages (@modelcontextprotocol/@name, 'client'
+ * or 'server'): the entry, or a subpath such as 'stdio'. */
+export function sdk2Module (name, subpath) {
   const root = process.env.MCP_POOL_NODE_MODULES;
 
   if (root)
-    return pathToFileURL (join (root, '@modelcontextprotocol', 'client', 'dist',
+    return pathToFileURL (join (root, '@modelcontextprotocol', name, 'dist',
                                 `${subpath || 'index'}.mjs`)).href;
-  return subpath ? `@modelcontextprotocol/client/${subpath}` : '@modelcontextprotocol/client';
+  return subpath ? `@modelcontextprotocol/${name}/${subpath}` : `@modelcontextprotocol/${name}`;
 }
 
 /* Every bound of ours stretches as the C tests' do (tests/test-wait.h). */

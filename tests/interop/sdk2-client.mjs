@@ -2,10 +2,12 @@
 // SDK v2 client (@modelcontextprotocol/client), which speaks the stateless
 // revision MCP 2026-07-28: over stdio, where it finds the revision with a
 // server/discover probe, and over Streamable HTTP (`serve --listen`),
-// pinned to 2026-07-28.  Behind the pool is the project's fixture server,
-// which speaks 2025-11-25: the pool bridges the two, its elicitation during
-// a call included (multi round-trip requests, answered by the SDK's own
-// handler and retry).
+// pinned to 2026-07-28.  Behind the pool are the project's fixture server,
+// which speaks 2025-11-25, and sdk2-server.mjs, which speaks 2026-07-28:
+// the pool bridges the first, its elicitation during a call included
+// (multi round-trip requests, answered by the SDK's own handler and
+// retry), and passes the second's InputRequiredResults and their retries
+// through.
 //
 // Usage: node sdk2-client.mjs MCP_POOL FIXTURE SCRATCH
 //
@@ -13,13 +15,14 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-import { SLOWDOWN, sdk2ClientModule, startChecks } from './checks.mjs';
+import { SLOWDOWN, sdk2Module, startChecks } from './checks.mjs';
 import { descendantsOf, waitGone } from './procs.mjs';
 
-const { Client, StreamableHTTPClientTransport } = await import (sdk2ClientModule (''));
-const { StdioClientTransport } = await import (sdk2ClientModule ('stdio'));
+const { Client, StreamableHTTPClientTransport } = await import (sdk2Module ('client'));
+const { StdioClientTransport } = await import (sdk2Module ('client', 'stdio'));
 
 const TOTAL_MS = 90_000 * SLOWDOWN;
 const EXPOSE = 'proxy,gateway,code';
@@ -37,7 +40,10 @@ const environment = { ...process.env, HOME: scratch, XDG_CONFIG_HOME: join (scra
                       DBUS_SESSION_BUS_ADDRESS: `unix:path=${join (scratch, 'no-bus')}` };
 let serveLog = '';
 
-writeFileSync (config, JSON.stringify ({ mcpServers: { fx: { command: fixture } } }));
+const modern = { command: process.execPath, args: [join (dirname (fileURLToPath (import.meta.url)), 'sdk2-server.mjs')] };
+if (process.env.MCP_POOL_NODE_MODULES)
+  modern.env = { MCP_POOL_NODE_MODULES: process.env.MCP_POOL_NODE_MODULES };
+writeFileSync (config, JSON.stringify ({ mcpServers: { fx: { command: fixture }, v2: modern } }));
 const { check, finish } = startChecks ({
   totalMs: TOTAL_MS,
   onFail: () => console.error (`# serve --listen said:\n${serveLog.replace (/^/gm, '# ')}`),
@@ -49,17 +55,19 @@ const newClient = (mode, capabilities = {}) =>
 const text = (result) => result.content?.find ((block) => block.type === 'text')?.text;
 
 /* Every exposure at once: the proxy's tool, the gateway's call_tool and
- * code mode's run_python, each calling the fixture. */
+ * code mode's run_python, each calling the fixture; and the proxy's tool
+ * of the 2026-07-28 server beside it. */
 async function exercise (client) {
   const { tools } = await client.listTools ();
   const names = tools.map ((tool) => tool.name);
   const ran = await client.callTool ({ name: 'run_python', arguments: {
     servers: ['fx'], code: 'r = await mcp_fx.echo(message="from code")\nprint(r["content"][0]["text"])' } });
 
-  for (const name of ['fx__echo', 'call_tool', 'run_python'])
+  for (const name of ['fx__echo', 'v2__echo', 'call_tool', 'run_python'])
     assert.ok (names.includes (name), `${name} among ${names.join (', ')}`);
   assert.deepEqual (names, [...names].sort (), 'tools in name order');
   assert.equal (text (await client.callTool ({ name: 'fx__echo', arguments: { message: 'v2' } })), 'Echo: v2');
+  assert.equal (text (await client.callTool ({ name: 'v2__echo', arguments: { message: 'modern' } })), 'Echo: modern');
   assert.equal (text (await client.callTool ({ name: 'call_tool', arguments: {
     server: 'fx', tool: 'echo', arguments: { message: 'gateway' } } })), 'Echo: gateway');
   assert.match (text (ran), /Echo: from code/);
@@ -76,6 +84,32 @@ await check ('stdio: the SDK v2 client finds the stateless revision by probing',
     assert.equal (client.getNegotiatedProtocolVersion (), '2026-07-28');
     assert.equal (client.getServerVersion ()?.name, 'mcp-pool');
     await exercise (client);
+  } finally {
+    await client.close ();
+  }
+});
+
+/* The SDK answers an InputRequiredResult with its own handler, and
+ * retries with the answer. */
+async function askName (client) {
+  const asked = [];
+
+  client.setRequestHandler ('elicitation/create', async (request) => {
+    asked.push (request.params.message);
+    return { action: 'accept', content: { name: 'Ada' } };
+  });
+  assert.equal (text (await client.callTool ({ name: 'v2__ask_name', arguments: {} })), 'Hello, Ada!');
+  assert.deepEqual (asked, ['What is your name?']);
+}
+
+await check ('stdio: a 2026-07-28 server\'s input request and its retry pass through the pool', async () => {
+  const client = newClient ('auto', { elicitation: {} });
+
+  await client.connect (new StdioClientTransport ({
+    command: mcpPool, args: ['serve', '--config', config, '--expose', 'proxy'], env: environment, stderr: 'ignore',
+  }));
+  try {
+    await askName (client);
   } finally {
     await client.close ();
   }
