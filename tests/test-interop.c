@@ -100,6 +100,26 @@ call_tool (McpSession *session, json_t *params)
   return result;
 }
 
+/* Answers elicitation like a user: with the name @user_data, or a
+ * decline when it is NULL. */
+static gboolean
+answer_name (McpSession          *session,
+             const char          *method,
+             json_t              *params,
+             McpSessionResponder *responder,
+             gpointer             user_data)
+{
+  const char *name = user_data;
+
+  if (g_strcmp0 (method, "elicitation/create") != 0)
+    return FALSE;
+  g_assert_cmpstr (mcp_json_get_string (params, "message"), ==, "What is your name?");
+  mcp_session_responder_return_result (responder, name != NULL
+                                       ? json_pack ("{s:s, s:{s:s}}", "action", "accept", "content", "name", name)
+                                       : json_pack ("{s:s}", "action", "decline"));
+  return TRUE;
+}
+
 /* A server on the SDK v2 (tests/interop/sdk2-server.mjs) is kept as a
  * 2026-07-28 session: no initialize, every request carrying mcp-pool's
  * envelope, and its list changes reaching the session through the
@@ -158,6 +178,176 @@ test_sdk2_server (void)
   mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
   g_assert_true (test_process_group_gone (pid));
   test_assert_no_children ();
+}
+
+/* sdk2-server.mjs started as a 2026-07-28 server with a name to answer. */
+static McpSession *
+start_sdk2_server (TestIoThread        *io,
+                   McpSessionCallbacks *callbacks)
+{
+  g_autofree char *script = g_test_build_filename (G_TEST_DIST, "interop", "sdk2-server.mjs", NULL);
+  const char *modules = g_getenv ("MCP_POOL_NODE_MODULES");
+  g_autoptr(McpServerConfig) config = mcp_server_config_new ("sdk2", "node", (const char *[]) { script, NULL });
+  g_autoptr(GError) error = NULL;
+  McpSession *session;
+
+  if (modules != NULL)
+    {
+      g_strfreev (config->env);
+      config->env = g_new0 (char *, 2);
+      config->env[0] = g_strdup_printf ("MCP_POOL_NODE_MODULES=%s", modules);
+    }
+  session = mcp_session_start (config, test_io_thread_get_context (io), callbacks, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (mcp_session_get_protocol_version (session), ==, MCP_PROTOCOL_VERSION_STATELESS);
+  return session;
+}
+
+/* A 2026-07-28 server's InputRequiredResult, for a caller that is no
+ * 2026-07-28 client, is asked through on_request as a 2025 server's
+ * request would be, and the call retried with the answer: the caller
+ * sees the final result.  A server that asks again and again is stopped
+ * after a bound, and a caller that is a 2026-07-28 client (its
+ * capabilities in the call's _meta) gets the InputRequiredResult itself. */
+static void
+test_sdk2_input (void)
+{
+  g_autofree char *sdk = test_interop_file ("@modelcontextprotocol/server/package.json");
+  g_autoptr(TestIoThread) io = NULL;
+  g_autoptr(json_t) asking = json_pack ("{s:{}}", "elicitation");
+  McpSessionCallbacks callbacks = { .on_request = answer_name, .user_data = (gpointer) "Ada",
+                                    .client_capabilities = asking };
+  McpSessionCallbacks declining = { .on_request = answer_name, .client_capabilities = asking };
+  g_autoptr(McpSession) session = NULL;
+  g_autoptr(McpSession) declined = NULL;
+  g_autoptr(json_t) params = json_pack ("{s:s}", "name", "ask_name");
+  g_autoptr(json_t) greeted = NULL;
+  g_autoptr(json_t) passed = NULL;
+  g_autoptr(json_t) none = NULL;
+  g_autoptr(json_t) client_meta = json_pack ("{s:{s:{}}}", MCP_META_CLIENT_CAPABILITIES, "elicitation");
+  g_autoptr(GError) error = NULL;
+  McpCallOptions as_modern_client = { .meta = client_meta };
+  GPid pids[2];
+
+  if (sdk == NULL)
+    return;
+  io = test_io_thread_new ();
+  session = start_sdk2_server (io, &callbacks);
+  pids[0] = mcp_session_get_pid (session);
+  greeted = call_tool (session, json_incref (params));
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (greeted, "content"), 0), "text"),
+                   ==, "Hello, Ada!");
+  g_assert_null (json_object_get (greeted, "inputRequests"));
+
+  passed = mcp_session_call_full (session, "tools/call", params, &as_modern_client, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (mcp_json_get_string (passed, "resultType"), ==, "input_required");
+  g_assert_nonnull (json_object_get (json_object_get (passed, "inputRequests"), "name"));
+
+  /* Declined, the server asks again: at most INPUT_ROUNDS_MAX times. */
+  declined = start_sdk2_server (io, &declining);
+  pids[1] = mcp_session_get_pid (declined);
+  none = mcp_session_call (declined, "tools/call", params, 0, &error);
+  g_assert_null (none);
+  g_assert_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_PROTOCOL);
+  g_assert_nonnull (strstr (error->message, "asked for input 8 times"));
+  g_assert_true (mcp_session_is_alive (declined));
+
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  mcp_session_shutdown (declined, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  g_assert_true (test_process_group_gone (pids[0]));
+  g_assert_true (test_process_group_gone (pids[1]));
+  test_assert_no_children ();
+}
+
+/* What a 2025 client answers serve's elicitation with: a user's name. */
+static json_t *
+answer_name_as_client (const char *method,
+                       json_t     *params,
+                       gpointer    user_data)
+{
+  if (!g_str_equal (method, "elicitation/create"))
+    return NULL;
+  return json_pack ("{s:s, s:{s:s}}", "action", "accept", "content", "name", "Bob");
+}
+
+static json_t *
+serve_call_tool (TestClient *client,
+                 const char *name,
+                 json_t     *arguments)
+{
+  return test_client_result (client, "tools/call", json_pack ("{s:s, s:o}", "name", name, "arguments", arguments));
+}
+
+/* A 2025 client of serve, which answers elicitation, reaches a 2026-07-28
+ * server that asks by InputRequiredResult: the question comes to the
+ * client as elicitation/create and its answer is the server's retry,
+ * through the proxy, the gateway's call_tool and run_python's code. */
+static void
+test_sdk2_input_2025_client (void)
+{
+  g_autofree char *sdk = test_interop_file ("@modelcontextprotocol/server/package.json");
+  g_autofree char *scratch = NULL;
+  g_autofree char *config_path = NULL;
+  g_autofree char *script = g_test_build_filename (G_TEST_DIST, "interop", "sdk2-server.mjs", NULL);
+  const char *modules = g_getenv ("MCP_POOL_NODE_MODULES");
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
+  g_autoptr(json_t) config = NULL;
+  g_autoptr(json_t) initialized = NULL;
+  g_autoptr(json_t) proxied = NULL;
+  g_autoptr(json_t) gateway = NULL;
+  g_autoptr(json_t) code = NULL;
+  g_auto(GStrv) argv = NULL;
+  TestClient *client;
+
+  if (sdk == NULL)
+    return;
+  scratch = g_dir_make_tmp ("mcp-pool-interop-XXXXXX", NULL);
+  config_path = g_build_filename (scratch, "servers.json", NULL);
+  config = json_pack ("{s:{s:{s:s, s:[s], s:{s:s}}}}", "mcpServers", "sdk2", "command", "node", "args", script,
+                      "env", "MCP_POOL_NODE_MODULES", modules != NULL ? modules : "");
+  g_assert_cmpint (json_dump_file (config, config_path, 0), ==, 0);
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  g_subprocess_launcher_setenv (launcher, "HOME", scratch, TRUE);
+  g_subprocess_launcher_unsetenv (launcher, "MCP_POOL_CONFIG");
+  g_subprocess_launcher_set_cwd (launcher, scratch);
+  argv = test_wrap_argv ((const char *[]) { test_mcp_pool_path (), "serve", "--config", config_path,
+                                            "--expose", "proxy,gateway,code", NULL });
+  client = test_client_new (launcher, (const char * const *) argv);
+  client->on_request = answer_name_as_client;
+
+  initialized = test_client_result (client, "initialize",
+                                    json_pack ("{s:s, s:{s:{}}, s:{s:s, s:s}}", "protocolVersion", "2025-11-25",
+                                               "capabilities", "elicitation", "clientInfo", "name", "old", "version", "1"));
+  g_assert_cmpstr (mcp_json_get_string (initialized, "protocolVersion"), ==, "2025-11-25");
+  test_client_notify (client, "notifications/initialized", NULL);
+
+  proxied = serve_call_tool (client, "sdk2__ask_name", json_object ());
+  g_assert_cmpstr (test_result_text (proxied), ==, "Hello, Bob!");
+  g_assert_cmpstr (mcp_json_get_string (proxied, "resultType"), !=, "input_required");
+  gateway = serve_call_tool (client, "call_tool",
+                             json_pack ("{s:s, s:s, s:{}}", "server", "sdk2", "tool", "ask_name", "arguments"));
+  g_assert_cmpstr (test_result_text (gateway), ==, "Hello, Bob!");
+  g_assert_cmpuint (client->requests->len, ==, 2);
+  if (!test_sandbox_skipped (NULL))
+    {
+      code = serve_call_tool (client, "run_python",
+                              json_pack ("{s:s, s:[s]}", "code",
+                                         "print((await mcp_sdk2.ask_name())['content'][0]['text'])\n",
+                                         "servers", "sdk2"));
+      if (!test_sandbox_skipped (code))
+        {
+          g_assert_cmpstr (test_result_text (code), ==, "Hello, Bob!");
+          g_assert_cmpuint (client->requests->len, ==, 3);
+        }
+    }
+
+  test_client_close_input (client);
+  test_client_wait_exit (client);
+  test_client_free (client);
+  test_assert_no_children ();
+  g_assert_cmpint (g_remove (config_path), ==, 0);
+  g_assert_cmpint (g_rmdir (scratch), ==, 0);
 }
 
 /* A pool with the three real servers, as a user would configure them. */
@@ -332,6 +522,8 @@ main (int argc, char **argv)
   prctl (PR_SET_CHILD_SUBREAPER, 1);
   g_test_add_func ("/interop/server-everything/handshake-tools-echo", test_everything);
   g_test_add_func ("/interop/session/sdk2-server", test_sdk2_server);
+  g_test_add_func ("/interop/session/sdk2-input", test_sdk2_input);
+  g_test_add_func ("/interop/serve/sdk2-input-2025-client", test_sdk2_input_2025_client);
   g_test_add ("/interop/pool/everything", PoolFixture, NULL, pool_setup, test_pool_everything, pool_teardown);
   g_test_add ("/interop/pool/filesystem", PoolFixture, NULL, pool_setup, test_pool_filesystem, pool_teardown);
   g_test_add ("/interop/pool/memory", PoolFixture, NULL, pool_setup, test_pool_memory, pool_teardown);
