@@ -495,6 +495,105 @@ test_stateless (void)
   test_assert_no_children ();
 }
 
+/* A tools/call of @tool with @arguments (taken) from a 2026-07-28 client
+ * that answers elicitation; @retry (taken, NULL: none) adds its
+ * inputResponses and requestState. */
+static json_t *
+modern_input_call (const char *tool,
+                   json_t     *arguments,
+                   json_t     *retry)
+{
+  json_t *params = modern_params (json_pack ("{s:s, s:o}", "name", tool, "arguments", arguments), "2026-07-28");
+
+  json_object_set_new (json_object_get (params, "_meta"), "io.modelcontextprotocol/clientCapabilities",
+                       json_pack ("{s:{}}", "elicitation"));
+  if (retry != NULL)
+    json_object_update (params, retry);
+  json_decref (retry);
+  return params;
+}
+
+/* A 2026-07-28 client over stdio is never asked: a 2025 server's
+ * elicitation/create during its call becomes an InputRequiredResult, and
+ * its retry with the answer gets the call's result.  A retry that names
+ * no waiting call, and one of a call whose client took too long, are
+ * refused, and an abandoned call's late end goes nowhere. */
+static void
+test_stateless_input (void)
+{
+  static const char * const servers[] = { "fixture", "[]", NULL };
+  g_autofree char *config = write_config (servers);
+  g_autoptr(TestClient) client = serve_new (config, "proxy");
+  g_autoptr(TestClient) slow = serve_new_with (config, "proxy", "MCP_POOL_INPUT_TIMEOUT", "1");
+  g_autoptr(json_t) asked = NULL;
+  g_autoptr(json_t) answered = NULL;
+  g_autoptr(json_t) abandoned = NULL;
+  g_autoptr(json_t) stats = NULL;
+  json_t *requests;
+  const char *state, *key = NULL;
+  json_t *question = NULL;
+  gint64 until;
+
+  asked = test_client_result (client, "tools/call",
+                              modern_input_call ("fixture__ask_client",
+                                                 json_pack ("{s:s, s:{s:s}}", "method", "elicitation/create",
+                                                            "params", "message", "Your name?"), NULL));
+  g_assert_cmpstr (mcp_json_get_string (asked, "resultType"), ==, "input_required");
+  state = mcp_json_get_string (asked, "requestState");
+  g_assert_true (g_str_has_prefix (state, "mcp-pool-input-"));
+  requests = json_object_get (asked, "inputRequests");
+  g_assert_cmpuint (json_object_size (requests), ==, 1);
+  json_object_foreach (requests, key, question)
+    break;
+  g_assert_cmpstr (mcp_json_get_string (question, "method"), ==, "elicitation/create");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (question, "params"), "message"), ==, "Your name?");
+
+  g_assert_cmpint (error_code_of (client, "tools/call",
+                                  modern_input_call ("fixture__ask_client", json_pack ("{s:s}", "method", "x"),
+                                                     json_pack ("{s:s, s:{}}", "requestState",
+                                                                "mcp-pool-input-none", "inputResponses"))), ==, -32602);
+  answered = test_client_result (client, "tools/call",
+                                 modern_input_call ("fixture__ask_client",
+                                                    json_pack ("{s:s}", "method", "elicitation/create"),
+                                                    json_pack ("{s:s, s:{s:{s:s, s:{s:s}}}}", "requestState", state,
+                                                               "inputResponses", key, "action", "accept",
+                                                               "content", "name", "Ada")));
+  g_assert_nonnull (strstr (test_result_text (answered), "Ada"));
+  g_assert_cmpint (error_code_of (client, "tools/call",
+                                  modern_input_call ("fixture__ask_client", json_pack ("{s:s}", "method", "x"),
+                                                     json_pack ("{s:s, s:{}}", "requestState", state,
+                                                                "inputResponses"))), ==, -32602);
+
+  /* Never retried: after a second the server is answered with an error,
+   * and its call ends (the fixture counts it out of flight). */
+  abandoned = test_client_result (slow, "tools/call",
+                                  modern_input_call ("fixture__ask_client",
+                                                     json_pack ("{s:s}", "method", "elicitation/create"), NULL));
+  g_assert_cmpstr (mcp_json_get_string (abandoned, "resultType"), ==, "input_required");
+  until = g_get_monotonic_time () + test_timeout_ms (20 * 1000) * G_TIME_SPAN_MILLISECOND;
+  do
+    {
+      g_clear_pointer (&stats, json_decref);
+      g_usleep (G_USEC_PER_SEC / 20);
+      stats = test_client_result (slow, "tools/call", modern_params (json_pack ("{s:s, s:{}}", "name", "fixture__stats",
+                                                                                "arguments"), "2026-07-28"));
+    }
+  while (json_integer_value (json_object_get (json_object_get (stats, "structuredContent"), "inflight")) > 1 &&
+         g_get_monotonic_time () < until);
+  g_assert_cmpint (json_integer_value (json_object_get (json_object_get (stats, "structuredContent"), "inflight")),
+                   ==, 1);
+  g_assert_cmpint (error_code_of (slow, "tools/call",
+                                  modern_input_call ("fixture__ask_client", json_pack ("{s:s}", "method", "elicitation/create"),
+                                                     json_pack ("{s:s, s:{}}", "requestState",
+                                                                mcp_json_get_string (abandoned, "requestState"),
+                                                                "inputResponses"))), ==, -32602);
+  serve_finish (client);
+  serve_finish (slow);
+  /* Nothing but the replies above: the abandoned call's end was dropped. */
+  g_assert_cmpuint (slow->stash->len, ==, 0);
+  test_assert_no_children ();
+}
+
 /* Gateway */
 
 static void
@@ -2378,6 +2477,7 @@ main (int argc, char **argv)
   G_STMT_START { ADD (path, setup, test); add_over_http (path, &setup, test); } G_STMT_END
   g_test_add_func ("/serve/handshake", test_handshake);
   g_test_add_func ("/serve/stateless", test_stateless);
+  g_test_add_func ("/serve/stateless-input", test_stateless_input);
   ADD_BOTH ("/serve/gateway/list", gateway_setup, test_gateway_list);
   ADD_BOTH ("/serve/gateway/discovery", gateway_setup, test_gateway_discovery);
   ADD_BOTH ("/serve/gateway/call", gateway_setup, test_gateway_call);

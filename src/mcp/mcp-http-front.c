@@ -30,6 +30,7 @@
 #include "mcp/mcp-client-requests.h"
 #include "mcp/mcp-http-modern.h"
 #include "mcp/mcp-input-requests.h"
+#include "mcp/mcp-parked-calls.h"
 #include "mcp/mcp-modern.h"
 
 #define WORKERS              32
@@ -385,11 +386,6 @@ passes_checks (McpHttpFront      *front,
 }
 
 /* Sessions */
-
-/* What starts the requestStates the front mints for the questions of a
- * 2025 server: a retry with another requestState is a 2026 server's,
- * and goes to it. */
-#define INPUT_STATE_PREFIX "mcp-pool-input-"
 
 static char *
 new_session_id (void)
@@ -896,7 +892,7 @@ ask_stateless (HttpRequest         *request,
       g_autofree char *random = new_session_id ();
 
       request->inputs = mcp_input_requests_new ();
-      request->state = g_strconcat (INPUT_STATE_PREFIX, random, NULL);
+      request->state = g_strconcat (MCP_PARKED_STATE_PREFIX, random, NULL);
       g_hash_table_insert (front->parked, request->state, http_request_ref (request));
     }
   mcp_input_requests_add (request->inputs, responder);
@@ -938,7 +934,7 @@ retry_request (McpHttpFront      *front,
   HttpRequest *request = g_hash_table_lookup (front->parked, state);
   g_autoptr(json_t) early = NULL;
 
-  if (request == NULL && !g_str_has_prefix (state, INPUT_STATE_PREFIX))
+  if (request == NULL && !g_str_has_prefix (state, MCP_PARKED_STATE_PREFIX))
     {
       start_request (front, message, NULL, body);
       return;

@@ -19,10 +19,12 @@
 #include "common/mcp-framing.h"
 #include "common/mcp-jsonrpc.h"
 #include "common/mcp-output-queue.h"
+#include "common/mcp-protocol.h"
 #include "daemon/mcp-remote.h"
 #include "mcp/mcp-upstream.h"
 #include "mcp/mcp-client-requests.h"
 #include "mcp/mcp-modern.h"
+#include "mcp/mcp-parked-calls.h"
 
 #define WORKERS_DEFAULT        32
 /* The one upstream client of a stdio serve, as code mode keys sessions. */
@@ -66,6 +68,11 @@ struct _McpServe {
   gint              log_level;       /* protected by lock: the rank the client asked for
                                       * (mcp_log_level_rank()), -1 until it asks */
   McpClientRequests *client_requests; /* immutable: the servers' requests, relayed to the client */
+  /* Immutable; NULL with http or in shared mode: the client's 2026-07-28
+   * calls, whose servers' requests it answers by retrying them. */
+  McpParkedCalls   *parked;
+  json_t           *stateless_declared; /* protected by lock: what the client's 2026-07-28 requests
+                                         * said it can answer */
   gboolean          ending;          /* protected by lock */
   gboolean          ended;           /* protected by lock; the pool is shut down */
 };
@@ -182,7 +189,10 @@ finish_request (McpServe *serve,
   last = serve->ended && g_hash_table_size (serve->in_flight) == 0;
   g_mutex_unlock (&serve->lock);
 
-  if (line != NULL && !cancelled)
+  if (serve->parked != NULL &&
+      mcp_parked_calls_end (serve->parked, id, cancelled ? NULL : reply, cancelled ? NULL : line))
+    json_decref (reply);
+  else if (line != NULL && !cancelled)
     queue_line (serve, g_bytes_ref (line));
   else if (reply != NULL && !cancelled)
     queue_message (serve, reply, FALSE);
@@ -352,6 +362,48 @@ unregister_request (McpServe *serve,
   g_mutex_unlock (&serve->lock);
 }
 
+/* What a 2026-07-28 client can answer is in each of its requests: the
+ * servers started from now on are told of all it ever declared, with what
+ * an initialize declared. */
+static void
+note_stateless_capabilities (McpServe *serve,
+                             json_t   *request)
+{
+  json_t *meta = json_object_get (json_object_get (request, "params"), "_meta");
+  g_autoptr(json_t) answering = mcp_client_capabilities_answering (json_object_get (meta,
+                                                                                    MCP_META_CLIENT_CAPABILITIES));
+  g_autoptr(json_t) declared = NULL;
+  gboolean grew = FALSE;
+  const char *capability;
+  json_t *value;
+
+  g_mutex_lock (&serve->lock);
+  json_object_foreach (answering, capability, value)
+    if (json_object_get (serve->stateless_declared, capability) == NULL)
+      {
+        json_object_set (serve->stateless_declared, capability, value);
+        grew = TRUE;
+      }
+  if (grew)
+    {
+      declared = mcp_client_requests_dup_declared (serve->client_requests);
+      json_object_update_missing (declared, serve->stateless_declared);
+    }
+  g_mutex_unlock (&serve->lock);
+  if (declared != NULL)
+    mcp_pool_set_client_capabilities (serve->pool, declared);
+}
+
+/* A 2026-07-28 call, whose servers' requests become InputRequiredResults. */
+static void
+track_modern_call (McpServe     *serve,
+                   json_t       *request,
+                   GCancellable *cancellable)
+{
+  note_stateless_capabilities (serve, request);
+  mcp_parked_calls_track (serve->parked, request, cancellable);
+}
+
 static void
 start_request (McpServe *serve,
                json_t   *request)
@@ -361,6 +413,8 @@ start_request (McpServe *serve,
 
   if (cancellable == NULL)
     return;
+  if (serve->parked != NULL && mcp_modern_version_of (request) != NULL)
+    track_modern_call (serve, request, cancellable);
   /* The shared daemon, and a call of a warm server, are answered from
    * the main context; the rest (starts, listings, run_python) waits on a
    * worker. */
@@ -410,6 +464,15 @@ on_input_request_line (const char *line,
       g_strstr_len (line, length, "\"tools/call\"") == NULL || !mcp_raw_call_parse (line, length, &call))
     return FALSE;
   cancellable = register_request (serve, call.id);
+  if (cancellable != NULL && serve->parked != NULL &&
+      json_object_get (call.meta, MCP_META_PROTOCOL_VERSION) != NULL)
+    {
+      g_autoptr(json_t) request = json_pack ("{s:O, s:s, s:{s:s, s:O}}", "id", call.id, "method", "tools/call",
+                                             "params", "name", call.name, "_meta", call.meta);
+
+      if (mcp_modern_version_of (request) != NULL)
+        track_modern_call (serve, request, cancellable);
+    }
   if (cancellable != NULL &&
       !mcp_upstream_call_raw_warm (serve->expose, &call, 0, cancellable, on_warm_reply, serve))
     {
@@ -432,6 +495,8 @@ on_input_message (json_t   *message,
   switch (mcp_jsonrpc_classify (message))
     {
     case MCP_MESSAGE_REQUEST:
+      if (serve->parked != NULL && mcp_parked_calls_retry (serve->parked, message))
+        break;
       /* What the client can answer is what the servers started from now
        * on are told it can. */
       if (g_str_equal (mcp_json_get_string (message, "method"), "initialize"))
@@ -441,6 +506,9 @@ on_input_message (json_t   *message,
           mcp_client_requests_set_client (serve->client_requests,
                                           json_object_get (json_object_get (message, "params"), "capabilities"));
           declared = mcp_client_requests_dup_declared (serve->client_requests);
+          g_mutex_lock (&serve->lock);
+          json_object_update_missing (declared, serve->stateless_declared);
+          g_mutex_unlock (&serve->lock);
           /* The shared daemon reads them in the initialize it is sent. */
           if (serve->pool != NULL)
             mcp_pool_set_client_capabilities (serve->pool, declared);
@@ -598,6 +666,10 @@ begin_ending (McpServe *serve,
 
   if (serve->input != NULL)
     g_source_destroy (serve->input);
+  /* The servers waiting for this client's input are answered, so that
+   * their calls end. */
+  if (serve->parked != NULL)
+    mcp_parked_calls_abandon_all (serve->parked);
   if (serve->http != NULL)
     mcp_http_front_close (serve->http);
   g_clear_pointer (&serve->watcher, mcp_config_watcher_free);
@@ -674,6 +746,13 @@ send_to_client (json_t   *message,
   queue_message (user_data, json_incref (message), FALSE);
 }
 
+static void
+send_parked (json_t   *message,
+             gpointer  user_data)
+{
+  queue_message (user_data, message, FALSE);
+}
+
 static gboolean
 on_server_request (McpPool             *pool,
                    const char          *server,
@@ -686,6 +765,8 @@ on_server_request (McpPool             *pool,
 
   if (serve->http != NULL)
     return mcp_http_front_relay (serve->http, server, method, params, responder);
+  if (serve->parked != NULL && mcp_parked_calls_ask (serve->parked, responder))
+    return TRUE;
   return mcp_client_requests_relay (serve->client_requests, server, method, params, responder);
 }
 
@@ -843,6 +924,12 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
   serve->cancelled_by_client = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   serve->log_level = -1;
   serve->client_requests = mcp_client_requests_new (send_to_client, serve);
+  serve->stateless_declared = json_object ();
+  if (remote == NULL && options->http.listen == NULL)
+    serve->parked = mcp_parked_calls_new (serve->context,
+                                          options->max_pending > 0 ? options->max_pending
+                                                                   : MCP_SERVE_MAX_PENDING_DEFAULT,
+                                          0, send_parked, serve);
 
   if (remote != NULL)
     {
@@ -923,6 +1010,9 @@ mcp_serve_free (McpServe *serve)
   mcp_expose_free (serve->expose);
   mcp_code_free (serve->code);
   g_clear_pointer (&serve->pool, mcp_pool_free);
+  /* After the pool and the workers: no call ends any more. */
+  g_clear_pointer (&serve->parked, mcp_parked_calls_free);
+  json_decref (serve->stateless_declared);
   mcp_remote_free (serve->remote);
   g_free (serve->shared_expose);
   /* After the pool: answers no server can get any more are dropped. */
