@@ -558,6 +558,64 @@ test_python_sessions (Front         *front,
   g_assert_nonnull (strstr (call_text (&gone), "NameError"));
 }
 
+/* A stateless run_python of @code, with the session handle @handle (NULL:
+ * none). */
+static char *
+stateless_run (const char *code,
+               const char *handle)
+{
+  g_autoptr(json_t) body = json_pack ("{s:s, s:i, s:s, s:{s:s, s:{s:s}, s:{s:s, s:{}, s:{s:s, s:s}}}}",
+                                      "jsonrpc", "2.0", "id", 7, "method", "tools/call", "params",
+                                      "name", "run_python", "arguments", "code", code,
+                                      "_meta", "io.modelcontextprotocol/protocolVersion", "2026-07-28",
+                                      "io.modelcontextprotocol/clientCapabilities",
+                                      "io.modelcontextprotocol/clientInfo", "name", "test", "version", "1");
+
+  if (handle != NULL)
+    json_object_set_new (json_object_get (json_object_get (body, "params"), "arguments"), "session",
+                         json_string (handle));
+  return json_dumps (body, JSON_COMPACT);
+}
+
+static void post_modern (Front *front, const char *body, const char *version, const char *method,
+                         const char *name, Answer *answer);
+
+/* A client without a session keeps a Python session by the handle its
+ * first run returns; without it, each run is a new session, and a handle
+ * that names none is refused. */
+static void
+test_python_session_handle (Front         *front,
+                            gconstpointer  data)
+{
+  g_autofree char *set = stateless_run ("x = 'kept'\nprint('set')", NULL);
+  g_autofree char *unnamed = stateless_run ("print(x)", NULL);
+  g_autofree char *unknown = stateless_run ("print(x)", "no-such-handle");
+  g_autofree char *read = NULL;
+  g_auto(Answer) was_set = { 0 };
+  g_auto(Answer) kept = { 0 };
+  g_auto(Answer) other = { 0 };
+  g_auto(Answer) refused = { 0 };
+  const char *handle;
+
+  post_modern (front, set, "2026-07-28", "tools/call", "run_python", &was_set);
+  if (!sandbox_works (&was_set))
+    return;
+  handle = mcp_json_get_string (json_object_get (json_object_get (was_set.body, "result"), "structuredContent"),
+                                "session");
+  g_assert_nonnull (handle);
+  g_assert_nonnull (strstr (call_text (&was_set), handle));
+  g_assert_true (g_str_has_prefix (call_text (&was_set), "set\n"));
+
+  read = stateless_run ("print(x)", handle);
+  post_modern (front, read, "2026-07-28", "tools/call", "run_python", &kept);
+  g_assert_cmpstr (call_text (&kept), ==, "kept");
+  post_modern (front, unnamed, "2026-07-28", "tools/call", "run_python", &other);
+  g_assert_nonnull (strstr (call_text (&other), "NameError"));
+  post_modern (front, unknown, "2026-07-28", "tools/call", "run_python", &refused);
+  g_assert_nonnull (strstr (call_text (&refused), "'session' names no Python session"));
+  g_assert_true (json_is_true (json_object_get (json_object_get (refused.body, "result"), "isError")));
+}
+
 /* Nothing of the pool in an answer that failed a check. */
 static void
 assert_tells_nothing (Answer *answer)
@@ -1171,6 +1229,7 @@ main (int argc, char **argv)
   ADD ("/http-front/input-required", NULL, test_input_required);
   ADD ("/http-front/input-abandoned", "own", test_input_abandoned);
   ADD ("/http-front/python-sessions", NULL, test_python_sessions);
+  ADD ("/http-front/python-session-handle", NULL, test_python_session_handle);
   ADD ("/http-front/closed-connections", NULL, test_closed_connections);
   ADD ("/http-front/security", "own", test_security);
   ADD ("/http-front/unix-socket", "own", test_unix_socket);

@@ -18,6 +18,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-protocol.h"
 #include "pool/mcp-tool-search.h"
 
 #define SESSION_IDLE_DEFAULT_S 600
@@ -714,8 +715,14 @@ mcp_code_tool (McpCode *code)
                             "required", "code");
 
   if (code->options.sessions)
-    json_object_set_new (json_object_get (json_object_get (tool, "inputSchema"), "properties"), "fresh",
-                         json_pack ("{s:s}", "type", "boolean"));
+    {
+      json_t *properties = json_object_get (json_object_get (tool, "inputSchema"), "properties");
+
+      json_object_set_new (properties, "fresh", json_pack ("{s:s}", "type", "boolean"));
+      json_object_set_new (properties, "session",
+                           json_pack ("{s:s, s:s}", "type", "string",
+                                      "description", "Python session handle a result gave"));
+    }
   return tool;
 }
 
@@ -820,6 +827,25 @@ read_timeout (McpCode *code,
 #define SESSIONS_FULL_NOTE \
   "[mcp-pool: as many Python sessions exist as may at once; this call ran in a fresh " \
   "sandbox, and its variables do not stay]\n"
+/* A client without a session of its own (MCP 2026-07-28 over HTTP)
+ * keeps a Python session by a handle: its first run makes one, and says
+ * it; a run that passes it back in `session` continues it.  A handle is
+ * random, so that it names one client's session only; sessions are kept
+ * under SESSION_HANDLE_PREFIX + handle, apart from the clients' names. */
+#define SESSION_HANDLE_PREFIX "handle:"
+#define SESSION_HANDLE_NOTE \
+  "[mcp-pool: this run started the Python session \"%s\"; pass \"session\": \"%s\" to run_python to " \
+  "keep its variables]\n"
+
+/* Whether @options are a call of a 2026-07-28 client with no session:
+ * no client name, and the revision's capabilities in its _meta. */
+static gboolean
+is_stateless_call (const McpCallOptions *options)
+{
+  return options != NULL && options->client == NULL &&
+         json_object_get (options->meta, MCP_META_CLIENT_CAPABILITIES) != NULL;
+}
+
 /* The note a run gets when its session's sandbox had gone since the
  * last run (a process of the code killed it, or its CPU time ran out). */
 #define SESSION_RESTARTED_NOTE \
@@ -835,6 +861,9 @@ mcp_code_run (McpCode              *code,
   const char *client = options != NULL ? options->client : NULL;
   const char *source = mcp_json_get_string (arguments, "code");
   json_t *fresh = json_object_get (arguments, "fresh");
+  json_t *handle = json_object_get (arguments, "session");
+  g_autofree char *handle_key = NULL;
+  g_autofree char *minted = NULL;
   g_autofree char *stripped = g_strstrip (g_strdup (source != NULL ? source : ""));
   g_autofree char *problem = NULL;
   g_autoptr(GError) error = NULL;
@@ -858,6 +887,27 @@ mcp_code_run (McpCode              *code,
     return failure_record ("validation_error", "'timeout' must be an integer", NULL);
   if (fresh != NULL && !json_is_boolean (fresh) && !json_is_null (fresh))
     return failure_record ("validation_error", "'fresh' must be true or false", NULL);
+  if (handle != NULL && !json_is_string (handle) && !json_is_null (handle))
+    return failure_record ("validation_error", "'session' must be the handle (a string) that a result gave", NULL);
+  if (code->options.sessions && json_is_string (handle) && !json_is_true (fresh))
+    {
+      gboolean known;
+
+      handle_key = g_strconcat (SESSION_HANDLE_PREFIX, json_string_value (handle), NULL);
+      g_mutex_lock (&code->lock);
+      known = g_hash_table_contains (code->sessions, handle_key);
+      g_mutex_unlock (&code->lock);
+      if (!known)
+        return failure_record ("validation_error", "'session' names no Python session: it ended (after a run "
+                               "that ended it, or idle too long) or never was. Leave 'session' out to start "
+                               "a new one", NULL);
+      client = handle_key;
+    }
+  else if (code->options.sessions && is_stateless_call (options) && !json_is_true (fresh))
+    {
+      minted = g_uuid_string_random ();
+      client = handle_key = g_strconcat (SESSION_HANDLE_PREFIX, minted, NULL);
+    }
   for (char **server = servers; *server != NULL; server++)
     json_array_append_new (allowed, json_string (*server));
 
@@ -905,15 +955,19 @@ mcp_code_run (McpCode              *code,
     mcp_sandbox_free (sandbox);
   if (record == NULL)
     {
-      if (restarted || full)
+      if (restarted || full || (minted != NULL && session != NULL && !ended))
         {
-          g_autofree char *err = g_strconcat (full ? SESSIONS_FULL_NOTE : SESSION_RESTARTED_NOTE,
-                                              result.stderr_text, NULL);
+          g_autofree char *note = minted != NULL && !full ? g_strdup_printf (SESSION_HANDLE_NOTE, minted, minted)
+                                                          : NULL;
+          g_autofree char *err = g_strconcat (full ? SESSIONS_FULL_NOTE : note != NULL ? note
+                                              : SESSION_RESTARTED_NOTE, result.stderr_text, NULL);
 
           g_free (result.stderr_text);
           result.stderr_text = g_steal_pointer (&err);
         }
       record = run_record (&result, allowed, timeout_s, ended);
+      if (session != NULL && handle_key != NULL && !ended)
+        json_object_set_new (record, "session", json_string (handle_key + strlen (SESSION_HANDLE_PREFIX)));
     }
   else if (ended)
     json_object_set_new (record, "session_ended", json_true ());

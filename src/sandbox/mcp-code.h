@@ -14,7 +14,10 @@
  * a run that times out, passes the memory limit, is cancelled or kills
  * the interpreter; the run's result says so.  A run with `"fresh": true`,
  * or of no client, gets a sandbox of its own, as every run does with
- * sessions off.  The state dir (MCP_BRIDGE_STATE_DIR) is the one thing
+ * sessions off; but a 2026-07-28 client without a session (no client
+ * name, the revision's capabilities in the call's _meta) gets a session
+ * by a handle: its run makes one and names it in the record ("session"),
+ * and a run with `"session": HANDLE` continues it, from any client.  The state dir (MCP_BRIDGE_STATE_DIR) is the one thing
  * every run shares, sessions or not.
  *
  * Threads: mcp_code_run() and mcp_code_run_python() block and run on
@@ -54,7 +57,7 @@ McpCode *mcp_code_new         (McpPool               *pool,
 /* The tool entry for tools/list. */
 json_t  *mcp_code_tool        (McpCode               *code);
 /* Runs run_python's @arguments (code, servers, timeout in whole seconds,
- * fresh) and returns the run's record (mcp-run-format.h): what the code
+ * fresh, session) and returns the run's record (mcp-run-format.h): what the code
  * wrote and how it ended, or why it did not run ("validation_error" for
  * bad arguments, "error" for an unknown server or a sandbox that failed);
  * "session_ended" when the run ended its session.

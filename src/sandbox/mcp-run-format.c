@@ -102,6 +102,8 @@ mcp_run_format_payload (json_t *run)
     json_object_set_new (payload, "error", json_string (error));
   if (json_is_integer (timeout) && g_str_equal (status, "timeout"))
     json_object_set (payload, "timeoutSeconds", timeout);
+  if (json_is_string (json_object_get (run, "session")))
+    json_object_set (payload, "session", json_object_get (run, "session"));
   return payload;
 }
 
@@ -175,7 +177,7 @@ compact_text (json_t *payload)
 static json_t *
 compact_structured (json_t *payload)
 {
-  static const char * const kept[] = { "stdout", "stderr", "servers", "timeoutSeconds", "error" };
+  static const char * const kept[] = { "stdout", "stderr", "servers", "timeoutSeconds", "error", "session" };
   gboolean success = g_str_equal (mcp_json_get_string (payload, "status"), "success");
   json_t *exit_code = json_object_get (payload, "exitCode");
   json_t *structured = json_object ();

@@ -6,11 +6,13 @@
  *    "exit_code": N (the code's exit status; -1 when it was killed),
  *    "stdout": S, "stderr": S (what the code wrote, whole),
  *    "servers": [names], "timeout_seconds": N (a timeout's limit),
- *    "error": S (why the run failed before or outside the code)}
+ *    "error": S (why the run failed before or outside the code),
+ *    "session": S (the handle of the Python session the run kept)}
  * with only the members that apply.
  *
  * The payload is the seed's: status, summary, exitCode, servers, stdout,
- * stderr, error, timeoutSeconds, in that order, empty ones left out;
+ * stderr, error, timeoutSeconds, in that order, empty ones left out, and
+ * the session handle after them where there is one;
  * stdout and stderr as lists of lines without blank lines and "()" lines.
  * Its summary is "Success" ("Success (no output)" when nothing is left to
  * show), "Timeout: execution exceeded Ns", "Sandbox error: …", or the
