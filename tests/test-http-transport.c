@@ -13,6 +13,7 @@
 #include <libsoup/soup.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-protocol.h"
 #include "pool/mcp-pool.h"
 #include "pool/mcp-session.h"
 #include "transport/mcp-http-transport.h"
@@ -1568,9 +1569,11 @@ everything_setup (EverythingFixture *fixture, gconstpointer data)
   g_autoptr(GError) error = NULL;
 
   g_autofree char *sdk_server = g_test_build_filename (G_TEST_DIST, "interop", "sdk-http-server.mjs", NULL);
+  g_autofree char *sdk2_server = g_test_build_filename (G_TEST_DIST, "interop", "sdk2-server.mjs", NULL);
   gboolean sdk = strcmp (data, "sdk") == 0;
+  gboolean sdk2 = strcmp (data, "sdk2") == 0;
 
-  if (entry == NULL)
+  if (entry == NULL || (sdk2 && (entry = test_interop_file ("@modelcontextprotocol/server/package.json")) == NULL))
     return;
   fixture->io = test_io_thread_new ();
   fixture->fds = test_count_open_fds ();
@@ -1581,8 +1584,10 @@ everything_setup (EverythingFixture *fixture, gconstpointer data)
   g_subprocess_launcher_set_child_setup (launcher, test_die_with_parent, NULL, NULL);
   /* The fallback runs against the sse mode too; "sdk" is the SDK's own
    * Streamable HTTP server (tests/interop/sdk-http-server.mjs). */
-  fixture->node = g_subprocess_launcher_spawn (launcher, &error, "node", sdk ? sdk_server : entry,
-                                               sdk ? NULL
+  /* "sdk2" is a 2026-07-28 endpoint on the SDK v2, which refuses
+   * initialize (tests/interop/sdk2-server.mjs --http). */
+  fixture->node = g_subprocess_launcher_spawn (launcher, &error, "node", sdk ? sdk_server : sdk2 ? sdk2_server : entry,
+                                               sdk ? NULL : sdk2 ? "--http"
                                                : strcmp (data, "streamableHttp") == 0 ? "streamableHttp" : "sse",
                                                NULL);
   g_assert_no_error (error);
@@ -1741,6 +1746,107 @@ test_everything_pool (EverythingFixture *fixture, gconstpointer data)
 
   mcp_pool_shutdown (pool, G_USEC_PER_SEC, G_USEC_PER_SEC);
   mcp_pool_free (pool);
+}
+
+/* What a 2026-07-28 server asked of the session and told it. */
+typedef struct {
+  int asked;     /* elicitation requests, answered with the name "Lin" */
+  int changed;   /* notifications/tools/list_changed */
+} Modern;
+
+/* The session's context. */
+static gboolean
+answer_name (McpSession          *session,
+             const char          *method,
+             json_t              *params,
+             McpSessionResponder *responder,
+             gpointer             user_data)
+{
+  Modern *modern = user_data;
+
+  if (g_strcmp0 (method, "elicitation/create") != 0)
+    return FALSE;
+  g_atomic_int_inc (&modern->asked);
+  mcp_session_responder_return_result (responder, json_pack ("{s:s, s:{s:s}}", "action", "accept",
+                                                             "content", "name", "Lin"));
+  return TRUE;
+}
+
+static void
+count_changes (McpSession *session,
+               const char *method,
+               json_t     *params,
+               gpointer    user_data)
+{
+  Modern *modern = user_data;
+
+  if (g_strcmp0 (method, "notifications/tools/list_changed") == 0)
+    g_atomic_int_inc (&modern->changed);
+}
+
+static gboolean
+tools_changed (gpointer data)
+{
+  Modern *modern = data;
+
+  return g_atomic_int_get (&modern->changed) > 0;
+}
+
+/* A Streamable HTTP endpoint of 2026-07-28 only, which refuses initialize:
+ * the server/discover probe finds it, every request carries the envelope
+ * and the headers it checks, list changes come on the subscriptions/listen
+ * stream, and an InputRequiredResult is asked through on_request and the
+ * call retried with the answer. */
+static void
+test_sdk2_server (EverythingFixture *fixture, gconstpointer data)
+{
+  g_autoptr(json_t) asking = json_pack ("{s:{}}", "elicitation");
+  Modern modern = { 0 };
+  McpSessionCallbacks callbacks = {
+    .on_notification = count_changes, .on_request = answer_name, .user_data = &modern,
+    .client_capabilities = asking,
+  };
+  g_autofree char *url = NULL;
+  g_autoptr(McpServerConfig) config = NULL;
+  g_autoptr(McpSession) session = NULL;
+  g_autoptr(json_t) info = NULL;
+  g_autoptr(json_t) echo = NULL;
+  g_autoptr(json_t) added = NULL;
+  g_autoptr(json_t) tools = NULL;
+  g_autoptr(json_t) greeted = NULL;
+  g_autoptr(GError) error = NULL;
+
+  if (fixture->node == NULL)
+    return;
+  url = g_strdup_printf ("http://127.0.0.1:%u/mcp", fixture->port);
+  config = remote_config ("sdk2", MCP_TRANSPORT_HTTP, url);
+  session = mcp_session_start (config, test_io_thread_get_context (fixture->io), &callbacks, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (mcp_session_get_protocol_version (session), ==, MCP_PROTOCOL_VERSION_STATELESS);
+  info = mcp_session_dup_server_info (session);
+  g_assert_cmpstr (mcp_json_get_string (info, "name"), ==, "sdk2-server");
+
+  echo = mcp_session_call (session, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", "echo", "arguments",
+                                                             "message", "stateless http"), 0, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (echo), ==, "Echo: stateless http");
+  assert_many_calls (session, 16);
+
+  added = mcp_session_call (session, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", "add_tool", "arguments",
+                                                              "name", "late"), 0, &error);
+  g_assert_no_error (error);
+  g_assert_true (test_wait_for (tools_changed, &modern, 20000));
+  tools = mcp_session_list_tools (session, 0, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (test_find_tool (tools, "late"));
+
+  greeted = mcp_session_call (session, "tools/call", json_pack ("{s:s}", "name", "ask_name"), 0, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (text_of (greeted), ==, "Hello, Lin!");
+  g_assert_cmpint (g_atomic_int_get (&modern.asked), ==, 1);
+
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  g_assert_false (mcp_session_is_alive (session));
 }
 
 static int
@@ -2053,6 +2159,7 @@ main (int argc, char **argv)
   g_test_add ("/http/everything/cli", EverythingFixture, "streamableHttp",
               everything_setup, test_everything_cli, everything_teardown);
   g_test_add ("/http/sdk-server", EverythingFixture, "sdk", everything_setup, test_sdk_server, everything_teardown);
+  g_test_add ("/http/sdk2-server", EverythingFixture, "sdk2", everything_setup, test_sdk2_server, everything_teardown);
   g_test_add ("/http/everything/fallback", EverythingFixture, "fallback",
               everything_setup, test_everything, everything_teardown);
 

@@ -5,6 +5,8 @@
 
 #include "common/mcp-protocol.h"
 
+#include <string.h>
+
 const char * const mcp_protocol_versions[] = {
   MCP_PROTOCOL_VERSION_NEWEST,
   "2025-06-18",
@@ -76,4 +78,33 @@ char *
 mcp_protocol_versions_joined (void)
 {
   return g_strjoinv (", ", (char **) mcp_protocol_versions);
+}
+
+const char *
+mcp_protocol_named_field (const char *method)
+{
+  static const struct { const char *method, *field; } named[] = {
+    { "tools/call", "name" }, { "prompts/get", "name" }, { "resources/read", "uri" },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (named); i++)
+    if (g_strcmp0 (method, named[i].method) == 0)
+      return named[i].field;
+  return NULL;
+}
+
+char *
+mcp_protocol_header_value (const char *value)
+{
+  gsize length = strlen (value);
+  gboolean plain = length > 0 && value[0] != ' ' && value[length - 1] != ' ' &&
+                   !g_str_has_prefix (value, MCP_HEADER_BASE64_PREFIX);
+  g_autofree char *encoded = NULL;
+
+  for (const char *p = value; plain && *p != '\0'; p++)
+    plain = g_ascii_isprint (*p);
+  if (plain)
+    return g_strdup (value);
+  encoded = g_base64_encode ((const guchar *) value, length);
+  return g_strconcat (MCP_HEADER_BASE64_PREFIX, encoded, MCP_HEADER_BASE64_SUFFIX, NULL);
 }

@@ -41,6 +41,16 @@ json_t  *mcp_protocol_passed_meta          (json_t     *meta);
 /* A new object of the multi round-trip retry members of @params
  * (inputResponses, requestState), as they came; NULL if it has none. */
 json_t  *mcp_protocol_input_retry          (json_t     *params);
+/* Streamable HTTP of 2026-07-28: the params field that a request of
+ * @method carries in its Mcp-Name header ("name" for tools/call and
+ * prompts/get, "uri" for resources/read), NULL for any other method. */
+const char *mcp_protocol_named_field       (const char *method);
+/* @value as a header value: itself when it is printable ASCII without
+ * leading or trailing spaces, else in the Base64 sentinel
+ * (MCP_HEADER_BASE64_PREFIX … MCP_HEADER_BASE64_SUFFIX).  A new string. */
+#define MCP_HEADER_BASE64_PREFIX "=?base64?"
+#define MCP_HEADER_BASE64_SUFFIX "?="
+char       *mcp_protocol_header_value      (const char *value);
 /* The handshake revisions, for a message. */
 char    *mcp_protocol_versions_joined      (void);
 

@@ -13,19 +13,6 @@
 #include "mcp/mcp-modern.h"
 #include "mcp/mcp-upstream.h"
 
-#define BASE64_PREFIX "=?base64?"
-#define BASE64_SUFFIX "?="
-
-/* The methods whose Mcp-Name mirrors a field of their params. */
-static const struct {
-  const char *method;
-  const char *field;
-} named_methods[] = {
-  { "tools/call", "name" },
-  { "prompts/get", "name" },
-  { "resources/read", "uri" },
-};
-
 gboolean
 mcp_http_modern_is_modern (SoupMessageHeaders *headers,
                            json_t             *body)
@@ -44,10 +31,10 @@ decode_header_value (const char *value)
   g_autofree char *inner = NULL;
   g_autofree guchar *decoded = NULL;
 
-  if (!g_str_has_prefix (value, BASE64_PREFIX) || !g_str_has_suffix (value, BASE64_SUFFIX) ||
-      length < strlen (BASE64_PREFIX) + strlen (BASE64_SUFFIX))
+  if (!g_str_has_prefix (value, MCP_HEADER_BASE64_PREFIX) || !g_str_has_suffix (value, MCP_HEADER_BASE64_SUFFIX) ||
+      length < strlen (MCP_HEADER_BASE64_PREFIX) + strlen (MCP_HEADER_BASE64_SUFFIX))
     return g_strdup (value);
-  inner = g_strndup (value + strlen (BASE64_PREFIX), length - strlen (BASE64_PREFIX) - strlen (BASE64_SUFFIX));
+  inner = g_strndup (value + strlen (MCP_HEADER_BASE64_PREFIX), length - strlen (MCP_HEADER_BASE64_PREFIX) - strlen (MCP_HEADER_BASE64_SUFFIX));
   decoded = g_base64_decode (inner, &decoded_length);
   if (decoded == NULL || !g_utf8_validate ((const char *) decoded, decoded_length, NULL) ||
       memchr (decoded, '\0', decoded_length) != NULL)
@@ -66,26 +53,22 @@ check_name (SoupMessageHeaders *headers,
 {
   const char *method = mcp_json_get_string (body, "method");
   const char *header = soup_message_headers_get_one (headers, "Mcp-Name");
+  const char *field = mcp_protocol_named_field (method);
+  const char *value;
+  g_autofree char *decoded = NULL;
 
-  for (gsize i = 0; i < G_N_ELEMENTS (named_methods); i++)
-    {
-      const char *field = named_methods[i].field;
-      const char *value;
-      g_autofree char *decoded = NULL;
-
-      if (!g_str_equal (method, named_methods[i].method))
-        continue;
-      value = mcp_json_get_string (json_object_get (body, "params"), field);
-      if (header == NULL)
-        return mismatch (body, _("Header mismatch: a %s request needs an Mcp-Name header with its params.%s"),
-                         method, field);
-      decoded = decode_header_value (header);
-      if (decoded == NULL)
-        return mismatch (body, _("Header mismatch: Mcp-Name “%s” is not valid Base64 of UTF-8 text"), header);
-      if (g_strcmp0 (decoded, value) != 0)
-        return mismatch (body, _("Header mismatch: Mcp-Name header value “%s” does not match body value “%s”"),
-                         decoded, value != NULL ? value : "");
-    }
+  if (field == NULL)
+    return NULL;
+  value = mcp_json_get_string (json_object_get (body, "params"), field);
+  if (header == NULL)
+    return mismatch (body, _("Header mismatch: a %s request needs an Mcp-Name header with its params.%s"),
+                     method, field);
+  decoded = decode_header_value (header);
+  if (decoded == NULL)
+    return mismatch (body, _("Header mismatch: Mcp-Name “%s” is not valid Base64 of UTF-8 text"), header);
+  if (g_strcmp0 (decoded, value) != 0)
+    return mismatch (body, _("Header mismatch: Mcp-Name header value “%s” does not match body value “%s”"),
+                     decoded, value != NULL ? value : "");
   return NULL;
 }
 

@@ -1709,7 +1709,7 @@ mcp_session_list_tools (McpSession  *session,
 
 /* How long a stdio server may take to answer the server/discover probe
  * before it is taken for a 2025 server that ignores what comes before
- * initialize. */
+ * initialize.  An HTTP server always answers: it has the whole start. */
 #define PROBE_TIMEOUT_US (2 * G_USEC_PER_SEC)
 
 static json_t *
@@ -1733,10 +1733,11 @@ supports_stateless (json_t *versions)
   return FALSE;
 }
 
-/* The stdio transport's backward compatibility: server/discover first.  A
+/* The transports' backward compatibility: server/discover first.  A
  * DiscoverResult that offers 2026-07-28 makes the session modern (TRUE);
  * a modern refusal of the version is an error (FALSE with @error); any
- * other answer, or none in time, means a 2025 server (FALSE). */
+ * other answer (over HTTP a 400 without an error of the revision's), or
+ * none in time, means a 2025 server (FALSE). */
 static gboolean
 probe (McpSession    *session,
        gint64         deadline,
@@ -1751,7 +1752,9 @@ probe (McpSession    *session,
   json_t *remote;
 
   result = request (session, "server/discover", params,
-                    MIN (deadline, g_get_monotonic_time () + PROBE_TIMEOUT_US), &options, &local_error);
+                    session->config->transport == MCP_TRANSPORT_STDIO
+                    ? MIN (deadline, g_get_monotonic_time () + PROBE_TIMEOUT_US) : deadline,
+                    &options, &local_error);
   remote = mcp_session_error_get_remote (local_error);
   if (result == NULL && json_integer_value (json_object_get (remote, "code")) == MCP_JSONRPC_UNSUPPORTED_VERSION)
     {
@@ -1828,7 +1831,9 @@ handshake (McpSession    *session,
   const char *version;
 
   session->probe_unanswered = session->callbacks.skip_probe;
-  if (session->config->transport == MCP_TRANSPORT_STDIO && !session->callbacks.skip_probe)
+  /* Not a server of the 2024-11-05 HTTP+SSE transport, which has no
+   * other revision to offer. */
+  if (session->config->transport != MCP_TRANSPORT_SSE && !session->callbacks.skip_probe)
     {
       if (probe (session, deadline, cancellable, &probe_error))
         {

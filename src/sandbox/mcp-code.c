@@ -719,9 +719,8 @@ mcp_code_tool (McpCode *code)
       json_t *properties = json_object_get (json_object_get (tool, "inputSchema"), "properties");
 
       json_object_set_new (properties, "fresh", json_pack ("{s:s}", "type", "boolean"));
-      json_object_set_new (properties, "session",
-                           json_pack ("{s:s, s:s}", "type", "string",
-                                      "description", "Python session handle a result gave"));
+      /* The handle a stateless client's run returns (its text says so). */
+      json_object_set_new (properties, "session", json_pack ("{s:s}", "type", "string"));
     }
   return tool;
 }

@@ -22,11 +22,14 @@
 #include <libsoup/soup.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-protocol.h"
 #include "common/mcp-ring.h"
 #include "transport/mcp-oauth.h"
 #include "transport/mcp-sse-parser.h"
 
-/* How much of an error reply's body goes into the message. */
+/* How much of an error reply's body is read (enough for a JSON-RPC
+ * error of a 2026-07-28 server), and how much goes into the message. */
+#define ERROR_BODY_BYTES    4096
 #define ERROR_EXCERPT_BYTES 300
 #define READ_CHUNK_BYTES 16384
 /* How many transport errors dup_log_tail keeps. */
@@ -71,6 +74,9 @@ typedef struct {
   GBytes        *request_body;  /* POST: the message, kept for the fallback */
   json_t        *request_id;    /* POST of a request: the id to answer; else NULL */
   char          *method;        /* POST: the message's method, NULL for a response */
+  char          *modern_version; /* POST of a 2026-07-28 request: the revision of its _meta,
+                                 * said in MCP-Protocol-Version; else NULL */
+  char          *mcp_name;      /* idem: its Mcp-Name header value, NULL if its method has none */
   char          *last_event_id; /* the stream's last id, across resumptions */
   gint64         retry_ms;      /* the stream's last `retry:`, -1 if none */
   guint          fruitless;     /* resumptions in a row without an event */
@@ -230,6 +236,8 @@ exchange_free (Exchange *exchange)
   g_clear_pointer (&exchange->request_body, g_bytes_unref);
   g_clear_pointer (&exchange->request_id, json_decref);
   g_free (exchange->method);
+  g_free (exchange->modern_version);
+  g_free (exchange->mcp_name);
   g_free (exchange->last_event_id);
   g_clear_pointer (&exchange->params, json_decref);
   if (exchange->request_key != NULL)
@@ -303,6 +311,15 @@ start_post (Exchange *exchange)
 
   exchange->message = build_message (self, "POST", self->legacy ? self->post_url : self->url,
                                      "application/json, text/event-stream");
+  if (exchange->modern_version != NULL)
+    {
+      SoupMessageHeaders *headers = soup_message_get_request_headers (exchange->message);
+
+      soup_message_headers_replace (headers, "MCP-Protocol-Version", exchange->modern_version);
+      soup_message_headers_replace (headers, "Mcp-Method", exchange->method);
+      if (exchange->mcp_name != NULL)
+        soup_message_headers_replace (headers, "Mcp-Name", exchange->mcp_name);
+    }
   soup_message_set_request_body_from_bytes (exchange->message, "application/json",
                                             exchange->request_body);
   start_exchange (exchange);
@@ -522,8 +539,9 @@ on_sse_end (Exchange     *exchange,
       return;
     }
   /* A stream with ids can be resumed, also one the server closed on
-   * purpose before the answer (SEP-1699); the GET stream is reopened. */
-  if ((exchange->kind == EXCHANGE_GET || !exchange->answered) &&
+   * purpose before the answer (SEP-1699); the GET stream is reopened.
+   * Streams of 2026-07-28 are not resumable: the request fails. */
+  if ((exchange->kind == EXCHANGE_GET || !exchange->answered) && exchange->modern_version == NULL &&
       (exchange->last_event_id != NULL || exchange->kind == EXCHANGE_GET) &&
       (exchange->fruitless < MAX_FRUITLESS_RESUMES || exchange->got_event))
     {
@@ -561,6 +579,36 @@ on_json_end (Exchange *exchange)
   exchange_free (exchange);
 }
 
+/* A 2026-07-28 server refuses a request with an error of the revision's
+ * in the body (HTTP 400): an unsupported revision, a missing capability,
+ * a header mismatch.  The caller gets it as the server's answer, as the
+ * revision's backward compatibility asks (a client tells a modern server
+ * from an older one by it).  FALSE if the body holds none. */
+static gboolean
+answer_modern_refusal (Exchange *exchange)
+{
+  HttpTransport *self = exchange->self;
+  g_autoptr(json_t) body = NULL;
+  g_autoptr(json_t) reply = NULL;
+  json_t *error;
+  json_int_t code;
+
+  if (exchange->modern_version == NULL || exchange->request_id == NULL || exchange->answered ||
+      is_closing (self))
+    return FALSE;
+  body = json_loadb ((const char *) exchange->buffer->data, exchange->buffer->len, 0, NULL);
+  error = json_object_get (body, "error");
+  code = json_integer_value (json_object_get (error, "code"));
+  if (code != MCP_JSONRPC_UNSUPPORTED_VERSION && code != MCP_JSONRPC_MISSING_CAPABILITY &&
+      code != MCP_JSONRPC_HEADER_MISMATCH)
+    return FALSE;
+  exchange->answered = TRUE;
+  reply = mcp_jsonrpc_error_new (exchange->request_id, (int) code,
+                                 mcp_json_get_string (error, "message") ?: "", json_object_get (error, "data"));
+  self->parent.funcs.on_message (reply, exchange->request_id, self->parent.user_data);
+  return TRUE;
+}
+
 static void
 on_http_failure (Exchange   *exchange,
                  const char *excerpt)
@@ -568,6 +616,12 @@ on_http_failure (Exchange   *exchange,
   HttpTransport *self = exchange->self;
   guint status = soup_message_get_status (exchange->message);
   g_autofree char *message = NULL;
+
+  if (answer_modern_refusal (exchange))
+    {
+      exchange_free (exchange);
+      return;
+    }
 
   message = g_strdup_printf (_("Server “%s” answered %s %s with HTTP %u %s%s%s"),
                              self->config->name, exchange_verb (exchange),
@@ -592,7 +646,9 @@ on_http_failure (Exchange   *exchange,
 static char *
 excerpt_of (GByteArray *buffer)
 {
-  g_autofree char *valid = g_utf8_make_valid ((const char *) buffer->data, buffer->len);
+  g_autofree char *valid = buffer->len > 0 ? g_utf8_make_valid ((const char *) buffer->data,
+                                                                MIN (buffer->len, ERROR_EXCERPT_BYTES))
+                                            : g_strdup ("");
   GString *text = g_string_new (NULL);
   const char *p;
 
@@ -674,7 +730,7 @@ take_chunk (Exchange  *exchange,
       return TRUE;
     case BODY_EXCERPT:
       g_byte_array_append (exchange->buffer, (const guint8 *) data,
-                           MIN (length, ERROR_EXCERPT_BYTES - exchange->buffer->len));
+                           MIN (length, ERROR_BODY_BYTES - exchange->buffer->len));
       return TRUE;
     case BODY_NONE:
     default:
@@ -713,11 +769,11 @@ on_read (GObject      *source,
   if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED) || is_closing (exchange->self))
     exchange_free (exchange);
   else if (chunk == NULL || g_bytes_get_size (chunk) == 0 ||
-           (exchange->mode == BODY_EXCERPT && exchange->buffer->len >= ERROR_EXCERPT_BYTES))
+           (exchange->mode == BODY_EXCERPT && exchange->buffer->len >= ERROR_BODY_BYTES))
     on_body_end (exchange, error);
   else if (!take_chunk (exchange, chunk, &error))
     on_body_broken (exchange, error);
-  else if (exchange->mode == BODY_EXCERPT && exchange->buffer->len >= ERROR_EXCERPT_BYTES)
+  else if (exchange->mode == BODY_EXCERPT && exchange->buffer->len >= ERROR_BODY_BYTES)
     on_body_end (exchange, NULL);
   else
     read_next (exchange);
@@ -1124,9 +1180,11 @@ cancel_all (HttpTransport *self)
 }
 
 /* The session gave up on a request (timeout, the caller cancelled): its
- * POST goes too, so that its connection is free again.  The server hears
- * of it from the notification itself; no error reply comes. */
-static void
+ * POST goes too, so that its connection is free again.  A 2025 server
+ * hears of it from the notification itself; no error reply comes.  For a
+ * request of 2026-07-28 the closed stream is the cancellation, and the
+ * notification is not sent (TRUE). */
+static gboolean
 drop_cancelled_request (HttpTransport *self,
                         Exchange      *notification)
 {
@@ -1135,13 +1193,14 @@ drop_cancelled_request (HttpTransport *self,
   Exchange *request;
 
   if (g_strcmp0 (notification->method, "notifications/cancelled") != 0)
-    return;
+    return FALSE;
   id = json_object_get (notification->params, "requestId");
   if (id == NULL || (key = mcp_jsonrpc_id_key (id)) == NULL ||
       (request = g_hash_table_lookup (self->requests, key)) == NULL)
-    return;
+    return FALSE;
   request->answered = TRUE;
   g_cancellable_cancel (request->cancellable);
+  return request->modern_version != NULL;
 }
 
 static void
@@ -1161,13 +1220,13 @@ on_send_due (gpointer data)
 {
   Exchange *exchange = data;
   HttpTransport *self = exchange->self;
-
   GMainContext *context = enter (self);
+  gboolean unsent;
 
   track (self, exchange);
-  drop_cancelled_request (self, exchange);
+  unsent = drop_cancelled_request (self, exchange);
   g_clear_pointer (&exchange->params, json_decref);
-  if (is_closing (self))
+  if (unsent || is_closing (self))
     exchange_free (exchange);
   else if (self->config->transport == MCP_TRANSPORT_SSE && !self->legacy)
     {
@@ -1188,6 +1247,24 @@ on_send_due (gpointer data)
     }
   leave (context);
   return G_SOURCE_REMOVE;
+}
+
+/* A request of the stateless revision says its revision, method and
+ * name in headers too, which the server checks against the body. */
+static void
+note_modern_request (Exchange *exchange,
+                     json_t   *message)
+{
+  json_t *params = json_object_get (message, "params");
+  const char *version = mcp_json_get_string (json_object_get (params, "_meta"), MCP_META_PROTOCOL_VERSION);
+  const char *field = mcp_protocol_named_field (exchange->method);
+  const char *name = field != NULL ? mcp_json_get_string (params, field) : NULL;
+
+  if (version == NULL || !g_str_is_ascii (version))
+    return;
+  exchange->modern_version = g_strdup (version);
+  if (name != NULL)
+    exchange->mcp_name = mcp_protocol_header_value (name);
 }
 
 static gboolean
@@ -1217,6 +1294,7 @@ http_send (McpTransport  *transport,
   exchange = exchange_new (self, EXCHANGE_POST);
   exchange->request_body = body;
   exchange->method = g_strdup (mcp_json_get_string (message, "method"));
+  note_modern_request (exchange, message);
   if (g_strcmp0 (exchange->method, "notifications/cancelled") == 0)
     exchange->params = json_incref (json_object_get (message, "params"));
   if (kind == MCP_MESSAGE_REQUEST)

@@ -1,7 +1,10 @@
-// sdk2-server.mjs — a stdio MCP server on the official TypeScript SDK v2
-// (@modelcontextprotocol/server, pinned in package-lock.json), served with
-// serveStdio(), which answers the server/discover probe and serves both
-// revisions.  The pool's tests start it as a 2026-07-28 server.
+// sdk2-server.mjs — an MCP server on the official TypeScript SDK v2
+// (@modelcontextprotocol/server, pinned in package-lock.json).  On stdio
+// it is served with serveStdio(), which answers the server/discover probe
+// and serves both revisions; with --http, at http://127.0.0.1:$PORT/mcp,
+// by createMcpHandler() with `legacy: 'reject'`: an endpoint of
+// 2026-07-28 only, which refuses initialize.  The pool's tests start it
+// as a 2026-07-28 server.
 //
 // Tools:
 //   echo {message}     text "Echo: <message>"
@@ -13,18 +16,26 @@
 //                      for a name (elicitation, form mode); its retry with
 //                      the answer gives "Hello, <name>!"
 //
-// Usage: node sdk2-server.mjs   (ends when stdin closes)
+// Usage: node sdk2-server.mjs            (ends when stdin closes)
+//        PORT=N node sdk2-server.mjs --http   (ends on SIGTERM)
 import { sdk2Module } from './checks.mjs';
 
-const { McpServer, fromJsonSchema, inputRequired } = await import (sdk2Module ('server'));
-const { serveStdio } = await import (sdk2Module ('server', 'stdio'));
+const { McpServer, createMcpHandler, fromJsonSchema, inputRequired } = await import (sdk2Module ('server'));
+const HTTP = process.argv.includes ('--http');
 
 const text = (value) => ({ content: [{ type: 'text', text: value }] });
 const object = (properties) => fromJsonSchema ({ type: 'object', properties, required: Object.keys (properties) });
 
-serveStdio (() => {
+/* Over HTTP every request gets a server of its own: the tools added at
+ * run time are kept here, and their change is published to the open
+ * subscriptions/listen streams. */
+const added = [];
+let announce = () => {};
+
+function newServer () {
   const server = new McpServer ({ name: 'sdk2-server', version: '1.0.0' },
                                 { capabilities: { tools: { listChanged: true } } });
+  const addTool = (name) => server.registerTool (name, { description: `Added at run time.` }, async () => text (name));
 
   server.registerTool ('echo', { description: 'Echoes its message.', inputSchema: object ({ message: { type: 'string' } }) },
     async ({ message }) => text (`Echo: ${message}`));
@@ -32,7 +43,9 @@ serveStdio (() => {
     async (ctx) => ({ ...text ('envelope'), structuredContent: { ...ctx.mcpReq.envelope } }));
   server.registerTool ('add_tool', { description: 'Adds a tool.', inputSchema: object ({ name: { type: 'string' } }) },
     async ({ name }) => {
-      server.registerTool (name, { description: `Added at run time.` }, async () => text (name));
+      added.push (name);
+      addTool (name);
+      announce ();
       return text (`added ${name}`);
     });
   server.registerTool ('ask_name', { description: 'Asks the name, then greets.' },
@@ -45,5 +58,49 @@ serveStdio (() => {
           requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } }) } });
       return text (`Hello, ${name}!`);
     });
+  for (const name of added)
+    addTool (name);
   return server;
-});
+}
+
+if (HTTP) {
+  const { createServer } = await import ('node:http');
+  const handler = createMcpHandler (newServer, { legacy: 'reject' });
+
+  announce = () => handler.notify.toolsChanged ();
+  /* node:http to the handler's web-standard face and back. */
+  const http = createServer (async (request, response) => {
+    const chunks = [];
+
+    for await (const chunk of request)
+      chunks.push (chunk);
+    const abort = new AbortController ();
+    response.on ('close', () => abort.abort ());
+    const answer = await handler.fetch (new Request (`http://127.0.0.1${request.url}`, {
+      method: request.method, headers: request.headers, signal: abort.signal,
+      body: chunks.length > 0 ? Buffer.concat (chunks) : undefined,
+    }));
+    response.writeHead (answer.status, Object.fromEntries (answer.headers));
+    if (answer.body === null) {
+      response.end ();
+      return;
+    }
+    try {
+      for await (const chunk of answer.body)
+        response.write (chunk);
+    } catch {
+      /* The client went: its stream ends here. */
+    }
+    response.end ();
+  });
+  http.listen (Number (process.env.PORT), '127.0.0.1');
+  process.on ('SIGTERM', async () => {
+    await handler.close ();
+    http.closeAllConnections ();
+    http.close (() => process.exit (0));
+  });
+} else {
+  const { serveStdio } = await import (sdk2Module ('server', 'stdio'));
+
+  serveStdio (newServer);
+}
