@@ -296,20 +296,25 @@ mcp_parked_calls_end (McpParkedCalls *calls,
                       json_t         *reply,
                       GBytes         *line)
 {
-  g_autofree char *key = mcp_jsonrpc_id_key (id);
+  g_autofree char *key = NULL;
   g_autoptr(json_t) parsed = NULL;
   json_t *message = NULL;
   gboolean taken = TRUE;
   ParkedCall *call;
 
-  if (reply == NULL && line != NULL)
-    reply = parsed = json_loadb (g_bytes_get_data (line, NULL), g_bytes_get_size (line), 0, NULL);
-
+  /* The warm path's replies pass here: nothing is computed for them
+   * while no 2026-07-28 call is in flight. */
   g_mutex_lock (&calls->lock);
-  call = key != NULL ? g_hash_table_lookup (calls->calls, key) : NULL;
-  if (call == NULL)
-    taken = FALSE;
-  else if (call->state == NULL || call->abandoned || reply == NULL)
+  if (g_hash_table_size (calls->calls) == 0 || (key = mcp_jsonrpc_id_key (id)) == NULL ||
+      (call = g_hash_table_lookup (calls->calls, key)) == NULL)
+    {
+      g_mutex_unlock (&calls->lock);
+      return FALSE;
+    }
+  /* Only a call that asked needs its end as a value. */
+  if (reply == NULL && line != NULL && call->state != NULL && !call->abandoned)
+    reply = parsed = json_loadb (g_bytes_get_data (line, NULL), g_bytes_get_size (line), 0, NULL);
+  if (call->state == NULL || call->abandoned || reply == NULL)
     {
       /* Never asked: the front answers it as usual. */
       taken = call->state != NULL;
