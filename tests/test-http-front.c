@@ -858,6 +858,51 @@ error_code (Answer *answer)
   return json_integer_value (json_object_get (json_object_get (answer->body, "error"), "code"));
 }
 
+/* A stateless call of fx__log (which logs at info) asking for @level. */
+static void
+post_logged_call (Front      *front,
+                  const char *level,
+                  Answer     *answer)
+{
+  g_autofree char *body = g_strdup_printf (
+    "{\"jsonrpc\": \"2.0\", \"id\": 4, \"method\": \"tools/call\", \"params\": {\"name\": \"fx__log\", "
+    "\"arguments\": {\"text\": \"asked for\"}, \"_meta\": {\"io.modelcontextprotocol/protocolVersion\": "
+    "\"2026-07-28\", \"io.modelcontextprotocol/clientCapabilities\": {}, \"io.modelcontextprotocol/logLevel\": "
+    "\"%s\", \"io.modelcontextprotocol/clientInfo\": {\"name\": \"test\", \"version\": \"1\"}}}}", level);
+
+  post_modern (front, body, "2026-07-28", "tools/call", "fx__log", answer);
+  g_assert_cmpuint (answer->status, ==, SOUP_STATUS_OK);
+}
+
+/* A stateless request's logLevel: the servers' log messages from that
+ * level up come on the request's own stream, before its reply. */
+static void
+test_stateless_log_level (Front         *front,
+                          gconstpointer  data)
+{
+  g_autoptr(GArray) ids = g_array_new (FALSE, FALSE, sizeof (guint64));
+  g_autoptr(GArray) quiet_ids = g_array_new (FALSE, FALSE, sizeof (guint64));
+  g_auto(Answer) logged = { 0 };
+  g_auto(Answer) quiet = { 0 };
+  g_autoptr(GPtrArray) events = NULL;
+  g_autoptr(GPtrArray) quiet_events = NULL;
+  json_t *message;
+
+  post_logged_call (front, "info", &logged);
+  events = parse_events (logged.text, ids);
+  g_assert_cmpuint (events->len, ==, 2);
+  message = events->pdata[0];
+  g_assert_cmpstr (mcp_json_get_string (message, "method"), ==, "notifications/message");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (message, "params"), "level"), ==, "info");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (message, "params"), "data"), ==, "asked for");
+  g_assert_cmpstr (test_result_text (json_object_get (events->pdata[1], "result")), ==, "logged");
+
+  post_logged_call (front, "warning", &quiet);
+  quiet_events = parse_events (quiet.text, quiet_ids);
+  g_assert_cmpuint (quiet_events->len, ==, 1);
+  g_assert_cmpstr (test_result_text (json_object_get (quiet_events->pdata[0], "result")), ==, "logged");
+}
+
 /* A client of 2026-07-28 sends no initialize and gets no session: each
  * request carries its revision, and the headers must say what the body
  * says.  A client of the handshake revisions is served beside it. */
@@ -1226,6 +1271,7 @@ main (int argc, char **argv)
   ADD ("/http-front/resume", NULL, test_resume);
   ADD ("/http-front/stateless", NULL, test_stateless);
   ADD ("/http-front/listen", NULL, test_listen);
+  ADD ("/http-front/stateless-log-level", NULL, test_stateless_log_level);
   ADD ("/http-front/input-required", NULL, test_input_required);
   ADD ("/http-front/input-abandoned", "own", test_input_abandoned);
   ADD ("/http-front/python-sessions", NULL, test_python_sessions);

@@ -140,6 +140,8 @@ struct _McpHttpFront {
   GHashTable          *parked;        /* context: requestState -> HttpRequest (a reference) that asked
                                        * its client for input and waits for the retry */
   json_t              *stateless_declared; /* context: what stateless clients said they can answer */
+  gint                 stateless_log_level; /* context: the lowest rank a stateless request's
+                                       * logLevel asked the servers for, -1 until one asks */
   GPtrArray           *listeners;     /* context: the open subscriptions/listen (HttpRequest references) */
   GSource             *idle_check;    /* context */
   gboolean             closed;        /* context */
@@ -186,6 +188,7 @@ typedef struct {
   json_t             *request;      /* immutable */
   GCancellable       *cancellable;  /* immutable */
   gboolean            streamed;     /* immutable: answered as an event stream */
+  gint                log_level;    /* immutable: a stateless request's logLevel rank, -1: none */
   MessageWatch        answer;       /* context: where the answer goes (message NULL: nowhere now) */
   gboolean            cancelled;    /* context: by the client, so no reply is sent */
   json_t             *listen;       /* immutable: a subscriptions/listen's agreed filter, else NULL */
@@ -1181,7 +1184,8 @@ http_request_new (McpHttpFront      *front,
                   HttpSession       *session,
                   json_t            *body)
 {
-  json_t *token = json_object_get (json_object_get (json_object_get (body, "params"), "_meta"), "progressToken");
+  json_t *meta = json_object_get (json_object_get (body, "params"), "_meta");
+  json_t *token = json_object_get (meta, "progressToken");
   HttpRequest *request = g_new0 (HttpRequest, 1);
 
   g_atomic_ref_count_init (&request->ref_count);
@@ -1191,7 +1195,10 @@ http_request_new (McpHttpFront      *front,
   request->key = mcp_jsonrpc_id_key (json_object_get (body, "id"));
   request->request = json_incref (body);
   request->cancellable = g_cancellable_new ();
-  request->streamed = mcp_jsonrpc_id_is_valid (token);
+  /* A stateless request gets the log messages it asks for on its own
+   * stream, while it lasts (a session has its logging/setLevel). */
+  request->log_level = session == NULL ? mcp_log_level_rank (mcp_json_get_string (meta, MCP_META_LOG_LEVEL)) : -1;
+  request->streamed = mcp_jsonrpc_id_is_valid (token) || request->log_level >= 0;
   attach_message (request, message);
   return request;
 }
@@ -1219,6 +1226,14 @@ start_request (McpHttpFront      *front,
       front->n_stateless++;
       g_hash_table_add (front->stateless, request);
       note_stateless_capabilities (front, body);
+      /* The servers are asked for the lowest level any stateless request
+       * wanted: each request then takes what it asked for. */
+      if (request->log_level >= 0 &&
+          (front->stateless_log_level < 0 || request->log_level < front->stateless_log_level))
+        {
+          front->stateless_log_level = request->log_level;
+          mcp_expose_set_log_level (front->expose, mcp_log_level_name (request->log_level), NULL);
+        }
     }
 
   if (request->streamed)
@@ -1965,6 +1980,15 @@ mcp_http_front_notify (McpHttpFront *front,
   HttpSession *session;
 
   notify_listeners (front, method, params);
+  if (is_log)
+    {
+      HttpRequest *request;
+
+      g_hash_table_iter_init (&iter, front->stateless);
+      while (g_hash_table_iter_next (&iter, (gpointer *) &request, NULL))
+        if (request->log_level >= 0 && rank >= request->log_level && !request->cancelled)
+          append_event (request, notification);
+    }
   g_hash_table_iter_init (&iter, front->sessions);
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &session))
     {
@@ -2069,6 +2093,7 @@ mcp_http_front_new (McpExpose                 *expose,
   front->stateless = g_hash_table_new (NULL, NULL);
   front->parked = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) http_request_unref);
   front->stateless_declared = json_object ();
+  front->stateless_log_level = -1;
   front->workers = g_thread_pool_new (run_request, NULL, WORKERS, FALSE, NULL);
   front->server = soup_server_new ("server-header", "mcp-pool", NULL);
   soup_server_add_early_handler (front->server, NULL, handle_headers, front, NULL);
