@@ -1733,11 +1733,28 @@ supports_stateless (json_t *versions)
   return FALSE;
 }
 
+/* Whether @versions (a refusal's `supported`) name a handshake revision. */
+static gboolean
+offers_handshake (json_t *versions)
+{
+  size_t index;
+  json_t *version;
+
+  json_array_foreach (versions, index, version)
+    if (g_strcmp0 (json_string_value (version), MCP_PROTOCOL_VERSION_STATELESS) != 0 &&
+        mcp_protocol_version_is_known (json_string_value (version)))
+      return TRUE;
+  return FALSE;
+}
+
 /* The transports' backward compatibility: server/discover first.  A
- * DiscoverResult that offers 2026-07-28 makes the session modern (TRUE);
- * a modern refusal of the version is an error (FALSE with @error); any
- * other answer (over HTTP a 400 without an error of the revision's), or
- * none in time, means a 2025 server (FALSE). */
+ * DiscoverResult that offers 2026-07-28 makes the session modern (TRUE).
+ * An UnsupportedProtocolVersionError is retried once when its `supported`
+ * names 2026-07-28 (the revision's rule: retry with a version it
+ * supports), means a 2025 server when it names a handshake revision, and
+ * is an error otherwise (FALSE with @error).  Any other answer (over HTTP
+ * a 400 without an error of the revision's), or none in time, means a
+ * 2025 server (FALSE). */
 static gboolean
 probe (McpSession    *session,
        gint64         deadline,
@@ -1749,13 +1766,26 @@ probe (McpSession    *session,
   g_autoptr(json_t) params = json_pack ("{s:O}", "_meta", meta);
   g_autoptr(json_t) result = NULL;
   g_autoptr(GError) local_error = NULL;
-  json_t *remote;
+  json_t *remote, *supported = NULL;
 
-  result = request (session, "server/discover", params,
-                    session->config->transport == MCP_TRANSPORT_STDIO
-                    ? MIN (deadline, g_get_monotonic_time () + PROBE_TIMEOUT_US) : deadline,
-                    &options, &local_error);
-  remote = mcp_session_error_get_remote (local_error);
+  for (guint attempt = 0; attempt < 2; attempt++)
+    {
+      g_clear_error (&local_error);
+      supported = NULL;
+      result = request (session, "server/discover", params,
+                        session->config->transport == MCP_TRANSPORT_STDIO
+                        ? MIN (deadline, g_get_monotonic_time () + PROBE_TIMEOUT_US) : deadline,
+                        &options, &local_error);
+      remote = mcp_session_error_get_remote (local_error);
+      if (result != NULL ||
+          json_integer_value (json_object_get (remote, "code")) != MCP_JSONRPC_UNSUPPORTED_VERSION)
+        break;
+      supported = json_object_get (json_object_get (remote, "data"), "supported");
+      if (!supports_stateless (supported))
+        break;
+    }
+  if (result == NULL && supported != NULL && offers_handshake (supported))
+    return FALSE;
   if (result == NULL && json_integer_value (json_object_get (remote, "code")) == MCP_JSONRPC_UNSUPPORTED_VERSION)
     {
       g_set_error (error, MCP_SESSION_ERROR, MCP_SESSION_ERROR_VERSION,
@@ -1773,7 +1803,9 @@ probe (McpSession    *session,
     return FALSE;
 
   session->protocol_version = g_strdup (MCP_PROTOCOL_VERSION_STATELESS);
-  session->server_info = json_incref (json_object_get (json_object_get (result, "_meta"), MCP_META_SERVER_INFO));
+  /* In the result's _meta; some servers put it beside the capabilities. */
+  session->server_info = json_incref (json_object_get (json_object_get (result, "_meta"), MCP_META_SERVER_INFO) ?:
+                                      json_object_get (result, "serverInfo"));
   session->server_capabilities = json_is_object (json_object_get (result, "capabilities"))
                                  ? json_incref (json_object_get (result, "capabilities")) : json_object ();
   session->instructions = g_strdup (mcp_json_get_string (result, "instructions"));
