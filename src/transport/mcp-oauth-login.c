@@ -104,6 +104,26 @@ initialize_request (Flow       *flow,
   return msg;
 }
 
+/* The scopes of @had and of @more (space-separated, either may be NULL),
+ * each once, in that order: a step-up asks for what was granted and for
+ * what the challenge adds, not for the challenge alone (SEP-2350). */
+static char *
+scope_union (const char *had,
+             const char *more)
+{
+  g_autofree char *both = g_strjoin (" ", had != NULL ? had : "", more != NULL ? more : "", NULL);
+  g_auto(GStrv) words = g_strsplit (both, " ", -1);
+  g_autoptr(GPtrArray) kept = g_ptr_array_new ();
+
+  for (char **word = words; *word != NULL; word++)
+    if (**word != '\0' && !g_ptr_array_find_with_equal_func (kept, *word, g_str_equal, NULL))
+      g_ptr_array_add (kept, *word);
+  if (kept->len == 0)
+    return NULL;
+  g_ptr_array_add (kept, NULL);
+  return g_strjoinv (" ", (char **) kept->pdata);
+}
+
 static void
 take_challenge (Flow       *flow,
                 GHashTable *challenge)
@@ -159,7 +179,11 @@ on_verified (Flow        *flow,
         }
       flow->step_ups++;
       take_challenge (flow, challenge);
-      mcp_oauth_replace_str (&flow->scope, flow->challenge_scope);
+      {
+        g_autofree char *wider = scope_union (flow->scope, flow->challenge_scope);
+
+        mcp_oauth_replace_str (&flow->scope, wider);
+      }
       login_authorize (flow);
       return;
     }
@@ -265,6 +289,9 @@ login_authorize (Flow *flow)
       return;
     }
   mcp_oauth_redirect_wait_async (flow->redirect, flow->config->name, flow->state,
+                                 mcp_oauth_record_string (flow->as, "issuer") ?: flow->issuer,
+                                 json_is_true (json_object_get (flow->as,
+                                                                "authorization_response_iss_parameter_supported")),
                                  flow->options.timeout_ms ? flow->options.timeout_ms
                                                           : MCP_OAUTH_LOGIN_TIMEOUT_DEFAULT_MS,
                                  on_redirected, g_object_ref (flow->task));
@@ -354,8 +381,10 @@ login_register (Flow *flow)
                                     flow->config->source ? flow->config->source : _("the config")));
       return;
     }
-  request = json_pack ("{s:s, s:[s], s:[s,s], s:[s], s:s}",
-                       "client_name", "mcp-pool",
+  /* A program on the user's machine with a loopback redirect: a native
+   * application (OpenID Connect Dynamic Client Registration, SEP-837). */
+  request = json_pack ("{s:s, s:s, s:[s], s:[s,s], s:[s], s:s}",
+                       "client_name", "mcp-pool", "application_type", "native",
                        "redirect_uris", mcp_oauth_redirect_get_uri (flow->redirect),
                        "grant_types", "authorization_code", "refresh_token",
                        "response_types", "code",
@@ -459,6 +488,20 @@ on_as_metadata (Flow   *flow,
                                     flow->config->name, flow->issuer));
       return;
     }
+  /* Metadata that names another issuer than the one the resource
+   * metadata named is not that server's (RFC 8414 §3.3).  Without
+   * resource metadata (a 2025-03-26 server, its own authorization server)
+   * there is no issuer to hold it to. */
+  if (document != NULL && flow->prm != NULL && mcp_oauth_record_string (document, "issuer") != NULL &&
+      g_strcmp0 (mcp_oauth_record_string (document, "issuer"), flow->issuer) != 0)
+    {
+      mcp_oauth_flow_fail (flow, g_error_new (MCP_OAUTH_ERROR, MCP_OAUTH_ERROR_DISCOVERY,
+                                    _("Server “%s”: the metadata of its authorization server %s names "
+                                      "another issuer, “%s”, and is not used (RFC 8414)"),
+                                    flow->config->name, flow->issuer,
+                                    mcp_oauth_record_string (document, "issuer")));
+      return;
+    }
   refusal = pkce_refusal (flow, document);
   if (refusal != NULL)
     {
@@ -552,7 +595,12 @@ on_resource_metadata (Flow   *flow,
   if (flow->config->oauth_scopes != NULL)
     mcp_oauth_replace_str (&flow->scope, flow->config->oauth_scopes);
   else if (flow->challenge_scope != NULL)
-    mcp_oauth_replace_str (&flow->scope, flow->challenge_scope);
+    {
+      /* A challenge after an earlier login widens what that one got. */
+      g_autofree char *wider = scope_union (mcp_oauth_record_string (flow->record, "scope"), flow->challenge_scope);
+
+      mcp_oauth_replace_str (&flow->scope, wider);
+    }
   else
     take_prm_scopes (flow);
   mcp_oauth_flow_fetch_first (flow, as_metadata_candidates (flow->issuer), on_as_metadata);

@@ -21,6 +21,8 @@ struct _McpOAuthRedirect {
   GError     *error;
   char       *server_name;
   char       *state;
+  char       *issuer;    /* the authorization server's, as its metadata names it */
+  gboolean    iss_required;
   GSource    *timeout;
 };
 
@@ -132,6 +134,7 @@ on_callback (SoupServer        *server,
   const char *code = query ? g_hash_table_lookup (query, "code") : NULL;
   const char *error_code = query ? g_hash_table_lookup (query, "error") : NULL;
   const char *description = query ? g_hash_table_lookup (query, "error_description") : NULL;
+  const char *iss = query ? g_hash_table_lookup (query, "iss") : NULL;
 
   if (redirect->waiter == NULL || redirect->decided)
     {
@@ -149,6 +152,23 @@ on_callback (SoupServer        *server,
                                 _("Server “%s”: the browser came back with a state that does not "
                                   "match this login, and it was refused; run “mcp-pool auth %s” "
                                   "again"), redirect->server_name, redirect->server_name));
+      return;
+    }
+  /* A mix-up attack sends the browser back with another server's answer:
+   * RFC 9207's iss tells them apart, compared exactly, without
+   * normalisation. */
+  if (iss != NULL ? g_strcmp0 (iss, redirect->issuer) != 0 : redirect->iss_required)
+    {
+      g_autofree char *reason = iss != NULL
+        ? g_strdup_printf (_("the answer names the issuer “%s”, not “%s”"), iss, redirect->issuer)
+        : g_strdup_printf (_("the answer names no issuer, though “%s” says it always does"), redirect->issuer);
+
+      answer_page (msg, SOUP_STATUS_BAD_REQUEST, _("Login refused"), reason);
+      decide (redirect, msg, NULL,
+              g_error_new (MCP_OAUTH_ERROR, MCP_OAUTH_ERROR_REDIRECT,
+                           _("Server “%s”: the login was refused, %s (RFC 9207); run “mcp-pool auth %s” "
+                             "again, and tell the server's operator if it keeps happening"),
+                           redirect->server_name, reason, redirect->server_name));
       return;
     }
   if (error_code != NULL || code == NULL)
@@ -188,6 +208,8 @@ void
 mcp_oauth_redirect_wait_async (McpOAuthRedirect   *redirect,
                                const char         *server,
                                const char         *state,
+                               const char         *issuer,
+                               gboolean            iss_required,
                                guint               timeout_ms,
                                GAsyncReadyCallback callback,
                                gpointer            user_data)
@@ -200,6 +222,9 @@ mcp_oauth_redirect_wait_async (McpOAuthRedirect   *redirect,
   redirect->server_name = g_strdup (server);
   g_free (redirect->state);
   redirect->state = g_strdup (state);
+  g_free (redirect->issuer);
+  redirect->issuer = g_strdup (issuer);
+  redirect->iss_required = iss_required;
   soup_server_remove_handler (redirect->server, "/callback");
   soup_server_add_handler (redirect->server, "/callback", on_callback, redirect, NULL);
   redirect->timeout = g_timeout_source_new (timeout_ms);
@@ -231,6 +256,7 @@ mcp_oauth_redirect_free (McpOAuthRedirect *redirect)
   g_free (redirect->uri);
   g_free (redirect->server_name);
   g_free (redirect->state);
+  g_free (redirect->issuer);
   g_free (redirect->code);
   g_clear_error (&redirect->error);
   g_free (redirect);

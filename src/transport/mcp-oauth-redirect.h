@@ -21,10 +21,14 @@ const char       *mcp_oauth_redirect_get_uri     (McpOAuthRedirect   *redirect);
 /* Waits for the browser's visit with @state, at most @timeout_ms.  The
  * first visit to /callback decides: a wrong state, an `error=` answer or
  * no code fail with MCP_OAUTH_ERROR_REDIRECT (mcp-oauth.h), naming
- * @server; no visit in time fails with MCP_OAUTH_ERROR_TIMEOUT. */
+ * @server; so does an `iss` other than @issuer, compared as strings, and
+ * no `iss` when @iss_required (the authorization server says it sends
+ * one: RFC 9207).  No visit in time fails with MCP_OAUTH_ERROR_TIMEOUT. */
 void              mcp_oauth_redirect_wait_async  (McpOAuthRedirect   *redirect,
                                                   const char         *server,
                                                   const char         *state,
+                                                  const char         *issuer,
+                                                  gboolean            iss_required,
                                                   guint               timeout_ms,
                                                   GAsyncReadyCallback callback,
                                                   gpointer            user_data);
