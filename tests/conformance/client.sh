@@ -57,6 +57,22 @@
 #   auth/offline-access-not-supported   types; offline_access never asked for
 #   (draft)                             when the AS does not list it:
 #                                       `call --url URL test-tool`
+# request-metadata (2026-07-28)         every POST's _meta and MCP-Protocol-Version,
+#                                       a retry after -32022 names 2026-07-28 as
+#                                       supported: `tools --url URL`
+# http-standard-headers (2026-07-28)    Mcp-Method on every POST, Mcp-Name on
+#                                       tools/call: `tools`, then
+#                                       `call --url URL test_headers {}`
+# sep-2322-client-request-state         InputRequiredResults: the retry echoes
+#   (2026-07-28)                        requestState (or sends none), with a new
+#                                       id, only for its own call; no resultType
+#                                       means complete: `call --elicitation
+#                                       accept-defaults` of each test_mrtr_* tool
+# json-schema-ref-no-deref (2026-07-28) a $ref to a network URL is never fetched:
+#                                       `tools --url URL`
+# json-schema-2020-12-preservation      the inputSchema of json_schema_2020_12_tool
+#   (2025-11-25, 2026-07-28)            as listed, passed to json_schema_echo:
+#                                       `tools --json`, then `call json_schema_echo`
 # auth/client-credentials-jwt,          client_credentials grant (private_key_jwt
 #   auth/client-credentials-basic,      or a secret) and SEP-990 token exchange:
 #   auth/cross-app-access-complete-flow no such grant in mcp-pool; exits 1
@@ -105,6 +121,22 @@ case "$scenario" in
     call --elicitation accept-defaults test_client_elicitation_defaults '{}' ;;
   sse-retry)
     call test_reconnection '{}' ;;
+  request-metadata | json-schema-ref-no-deref)
+    "$mcp_pool" tools --url "$url" ;;
+  http-standard-headers)
+    "$mcp_pool" tools --url "$url" >/dev/null
+    call test_headers '{}' ;;
+  sep-2322-client-request-state)
+    for tool in test_mrtr_echo_state test_mrtr_no_state test_mrtr_unrelated test_mrtr_no_result_type; do
+      call --elicitation accept-defaults "$tool" '{}'
+    done ;;
+  json-schema-2020-12-preservation)
+    schema=$("$mcp_pool" tools --url "$url" --json | python3 -c '
+import json, sys
+tools = json.load(sys.stdin)
+tools = tools.get("tools", tools) if isinstance(tools, dict) else tools
+print(json.dumps({"schema": next(t["inputSchema"] for t in tools if t["name"].endswith("json_schema_2020_12_tool"))}))')
+    call json_schema_echo "$schema" ;;
   auth/pre-registration)
     call --oauth-client-id "$(context client_id)" \
          --oauth-client-secret "$(context client_secret)" test-tool '{}' ;;
