@@ -9,6 +9,8 @@
 #include <glib-unix.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-param-headers.h"
+#include "common/mcp-protocol.h"
 
 static json_t *
 parse (const char *text)
@@ -260,6 +262,112 @@ test_write_deadline (void)
   close (fds[1]);
 }
 
+/* Header values of Streamable HTTP 2026-07-28: plain where they can be,
+ * the Base64 sentinel where not, and only strict Base64 read back. */
+static void
+test_header_values (void)
+{
+  static const char * const plain[] = { "us-west1", "a b", "=?base64?no-suffix" };
+  static const char * const encoded[][2] = {
+    { "Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?=" }, { " padded ", "=?base64?IHBhZGRlZCA=?=" },
+    { "line1\nline2", "=?base64?bGluZTEKbGluZTI=?=" }, { "=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=" },
+  };
+  static const char * const refused[] = { "=?base64?SGVsbG8?=", "=?base64?SGVs!!!bG8=?=", "=?base64?AA==AA==?=",
+                                          "=?base64?AA==?=" /* NUL */ };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (plain); i++)
+    {
+      g_autofree char *value = mcp_protocol_header_value (plain[i]);
+      g_autofree char *decoded = mcp_protocol_header_decode (plain[i]);
+
+      g_assert_cmpstr (decoded, ==, plain[i]);
+      if (i < 2)
+        g_assert_cmpstr (value, ==, plain[i]);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (encoded); i++)
+    {
+      g_autofree char *value = mcp_protocol_header_value (encoded[i][0]);
+      g_autofree char *decoded = mcp_protocol_header_decode (encoded[i][1]);
+
+      g_assert_cmpstr (value, ==, encoded[i][1]);
+      g_assert_cmpstr (decoded, ==, encoded[i][0]);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (refused); i++)
+    g_assert_null (mcp_protocol_header_decode (refused[i]));
+}
+
+static const char *
+sent_header (const char *name,
+             gpointer    user_data)
+{
+  return g_hash_table_lookup (user_data, name);
+}
+
+/* x-mcp-header annotations: the revision's rules, the headers of a call,
+ * and a server's check of them. */
+static void
+test_param_headers (void)
+{
+  static const char * const invalid[] = {
+    "{\"properties\": {\"v\": {\"type\": \"string\", \"x-mcp-header\": \"\"}}}",
+    "{\"properties\": {\"v\": {\"type\": \"number\", \"x-mcp-header\": \"Score\"}}}",
+    "{\"properties\": {\"v\": {\"type\": \"object\", \"x-mcp-header\": \"Data\"}}}",
+    "{\"properties\": {\"v\": {\"type\": \"string\", \"x-mcp-header\": \"Has Space\"}}}",
+    "{\"properties\": {\"a\": {\"type\": \"string\", \"x-mcp-header\": \"My\"}, "
+    "\"b\": {\"type\": \"string\", \"x-mcp-header\": \"my\"}}}",
+    "{\"properties\": {\"list\": {\"type\": \"array\", \"items\": {\"type\": \"string\", \"x-mcp-header\": \"Item\"}}}}",
+    "{\"anyOf\": [{\"properties\": {\"v\": {\"type\": \"string\", \"x-mcp-header\": \"V\"}}}]}",
+  };
+  g_autoptr(json_t) schema = json_loads ("{\"type\": \"object\", \"properties\": {"
+                                         "\"region\": {\"type\": \"string\", \"x-mcp-header\": \"Region\"},"
+                                         "\"count\": {\"type\": \"integer\", \"x-mcp-header\": \"Count\"},"
+                                         "\"on\": {\"type\": \"boolean\", \"x-mcp-header\": \"On\"},"
+                                         "\"where\": {\"type\": \"object\", \"properties\": {"
+                                         "  \"city\": {\"type\": \"string\", \"x-mcp-header\": \"City\"}}},"
+                                         "\"query\": {\"type\": \"string\"}}}", 0, NULL);
+  g_autoptr(json_t) arguments = json_loads ("{\"region\": \"us west\", \"count\": -7, \"on\": false, "
+                                            "\"where\": {\"city\": \"Zürich\"}, \"query\": \"q\"}", 0, NULL);
+  g_autoptr(json_t) partial = json_loads ("{\"region\": null, \"count\": 3}", 0, NULL);
+  g_autoptr(GPtrArray) headers = NULL;
+  g_autoptr(GPtrArray) fewer = NULL;
+  g_autoptr(GHashTable) sent = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autofree char *fine = NULL;
+  g_autofree char *missing = NULL;
+  g_autofree char *differs = NULL;
+
+  g_assert_null (mcp_param_headers_problem (schema));
+  for (gsize i = 0; i < G_N_ELEMENTS (invalid); i++)
+    {
+      g_autoptr(json_t) bad = json_loads (invalid[i], 0, NULL);
+      g_autofree char *problem = mcp_param_headers_problem (bad);
+
+      g_assert_nonnull (bad);
+      g_assert_nonnull (problem);
+    }
+
+  headers = mcp_param_headers_for_call (schema, arguments);
+  g_assert_cmpuint (headers->len, ==, 8);
+  for (guint i = 0; i < headers->len; i += 2)
+    g_hash_table_insert (sent, headers->pdata[i], headers->pdata[i + 1]);
+  g_assert_cmpstr (g_hash_table_lookup (sent, "Mcp-Param-Region"), ==, "us west");
+  g_assert_cmpstr (g_hash_table_lookup (sent, "Mcp-Param-Count"), ==, "-7");
+  g_assert_cmpstr (g_hash_table_lookup (sent, "Mcp-Param-On"), ==, "false");
+  g_assert_cmpstr (g_hash_table_lookup (sent, "Mcp-Param-City"), ==, "=?base64?WsO8cmljaA==?=");
+  /* A null or absent value has no header. */
+  fewer = mcp_param_headers_for_call (schema, partial);
+  g_assert_cmpuint (fewer->len, ==, 2);
+  g_assert_cmpstr (fewer->pdata[0], ==, "Mcp-Param-Count");
+
+  fine = mcp_param_headers_mismatch (schema, arguments, sent_header, sent);
+  g_assert_null (fine);
+  g_hash_table_remove (sent, "Mcp-Param-City");
+  missing = mcp_param_headers_mismatch (schema, arguments, sent_header, sent);
+  g_assert_nonnull (strstr (missing, "Mcp-Param-City"));
+  g_hash_table_insert (sent, "Mcp-Param-City", "Bern");
+  differs = mcp_param_headers_mismatch (schema, arguments, sent_header, sent);
+  g_assert_nonnull (strstr (differs, "Bern"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -276,5 +384,7 @@ main (int argc, char **argv)
   g_test_add_func ("/jsonrpc/encode-line", test_encode_line);
   g_test_add_func ("/jsonrpc/encode-line/big", test_encode_line_big);
   g_test_add_func ("/jsonrpc/write-deadline", test_write_deadline);
+  g_test_add_func ("/protocol/header-values", test_header_values);
+  g_test_add_func ("/protocol/param-headers", test_param_headers);
   return g_test_run ();
 }

@@ -108,3 +108,46 @@ mcp_protocol_header_value (const char *value)
   encoded = g_base64_encode ((const guchar *) value, length);
   return g_strconcat (MCP_HEADER_BASE64_PREFIX, encoded, MCP_HEADER_BASE64_SUFFIX, NULL);
 }
+
+/* Whether @text (@length bytes) is strict Base64. */
+static gboolean
+is_strict_base64 (const char *text,
+                  gsize       length)
+{
+  gsize padding = 0;
+
+  if (length == 0 || length % 4 != 0)
+    return FALSE;
+  for (gsize i = 0; i < length; i++)
+    {
+      char c = text[i];
+
+      if (c == '=')
+        padding++;
+      else if (padding > 0 || !(g_ascii_isalnum (c) || c == '+' || c == '/'))
+        return FALSE;
+    }
+  return padding <= 2;
+}
+
+char *
+mcp_protocol_header_decode (const char *value)
+{
+  gsize length = strlen (value), inner_length, decoded_length;
+  const gsize prefix = strlen (MCP_HEADER_BASE64_PREFIX), suffix = strlen (MCP_HEADER_BASE64_SUFFIX);
+  g_autofree char *inner = NULL;
+  g_autofree guchar *decoded = NULL;
+
+  if (length < prefix + suffix || !g_str_has_prefix (value, MCP_HEADER_BASE64_PREFIX) ||
+      !g_str_has_suffix (value, MCP_HEADER_BASE64_SUFFIX))
+    return g_strdup (value);
+  inner_length = length - prefix - suffix;
+  inner = g_strndup (value + prefix, inner_length);
+  if (!is_strict_base64 (inner, inner_length))
+    return NULL;
+  decoded = g_base64_decode (inner, &decoded_length);
+  if (!g_utf8_validate ((const char *) decoded, decoded_length, NULL) ||
+      memchr (decoded, '\0', decoded_length) != NULL)
+    return NULL;
+  return g_strndup ((const char *) decoded, decoded_length);
+}

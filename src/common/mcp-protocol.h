@@ -51,6 +51,11 @@ const char *mcp_protocol_named_field       (const char *method);
 #define MCP_HEADER_BASE64_PREFIX "=?base64?"
 #define MCP_HEADER_BASE64_SUFFIX "?="
 char       *mcp_protocol_header_value      (const char *value);
+/* A header value as it was meant: the Base64 sentinel decoded, any other
+ * value as it is (a new string).  NULL when the sentinel holds no strict
+ * Base64 (RFC 4648: whole quads, padding only at the end) of UTF-8 text
+ * without NUL. */
+char       *mcp_protocol_header_decode     (const char *value);
 /* The handshake revisions, for a message. */
 char    *mcp_protocol_versions_joined      (void);
 

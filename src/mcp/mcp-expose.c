@@ -617,6 +617,28 @@ mcp_expose_list_tools (McpExpose *expose)
 }
 
 json_t *
+mcp_expose_dup_input_schema (McpExpose  *expose,
+                             const char *name)
+{
+  g_autofree char *server = NULL;
+  g_autofree char *tool = NULL;
+  g_autoptr(json_t) tools = NULL;
+
+  if (expose->server != NULL)
+    {
+      server = g_strdup (expose->server);
+      tool = g_strdup (name);
+    }
+  else if (!(expose->flags & MCP_EXPOSE_PROXY) || !mcp_proxy_names_find (expose->tool_names, name, &server, &tool))
+    return NULL;
+  tools = mcp_pool_dup_cached_tools (expose->pool, server, MCP_TOOL_DETAIL_FULL);
+  for (size_t i = 0; i < json_array_size (tools); i++)
+    if (g_strcmp0 (mcp_json_get_string (json_array_get (tools, i), "name"), tool) == 0)
+      return json_incref (json_object_get (json_array_get (tools, i), "inputSchema"));
+  return NULL;
+}
+
+json_t *
 mcp_expose_call_tool (McpExpose             *expose,
                       const char            *name,
                       json_t                *arguments,

@@ -71,6 +71,11 @@ char      *mcp_expose_instructions   (McpExpose             *expose);
 /* Blocking: proxy mode lists every server, waiting a bounded time for the
  * ones still starting. */
 json_t    *mcp_expose_list_tools     (McpExpose             *expose);
+/* Non-blocking, any thread: the inputSchema of the exposed tool @name as
+ * the pool's cache has it (a reference); NULL if no server's tool goes by
+ * that name or its server was never listed. */
+json_t    *mcp_expose_dup_input_schema (McpExpose           *expose,
+                                        const char          *name);
 /* Blocking.  A result (isError for failures the model should see), or NULL
  * with MCP_EXPOSE_ERROR_UNKNOWN_TOOL for a name that is not exposed; of
  * one server's exposure, NULL with the server's own JSON-RPC error

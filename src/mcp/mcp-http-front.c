@@ -25,6 +25,7 @@
 
 #include "common/mcp-framing.h"
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-param-headers.h"
 #include "common/mcp-protocol.h"
 #include "mcp/mcp-upstream.h"
 #include "mcp/mcp-client-requests.h"
@@ -1391,6 +1392,36 @@ end_parked (McpHttpFront *front)
 
 /* POST of the stateless revision */
 
+static const char *
+request_header (const char *name,
+                gpointer    user_data)
+{
+  return soup_message_headers_get_one (user_data, name);
+}
+
+/* -32020 for a tools/call whose Mcp-Param-* headers do not say what its
+ * arguments say, for a tool whose inputSchema marks them (x-mcp-header);
+ * NULL for any other request, and for a tool the pool has not listed. */
+static json_t *
+param_headers_refusal (McpHttpFront      *front,
+                       SoupServerMessage *message,
+                       json_t            *body)
+{
+  json_t *params = json_object_get (body, "params");
+  g_autoptr(json_t) schema = NULL;
+  g_autofree char *mismatch = NULL;
+
+  if (g_strcmp0 (mcp_json_get_string (body, "method"), "tools/call") != 0 ||
+      mcp_json_get_string (params, "name") == NULL ||
+      (schema = mcp_expose_dup_input_schema (front->expose, mcp_json_get_string (params, "name"))) == NULL)
+    return NULL;
+  mismatch = mcp_param_headers_mismatch (schema, json_object_get (params, "arguments"), request_header,
+                                         soup_server_message_get_request_headers (message));
+  if (mismatch == NULL)
+    return NULL;
+  return mcp_jsonrpc_error_new (json_object_get (body, "id"), MCP_JSONRPC_HEADER_MISMATCH, mismatch, NULL);
+}
+
 /* Context: a message of MCP 2026-07-28: no session, and the headers must
  * say what the body says. */
 static void
@@ -1404,6 +1435,8 @@ handle_stateless_post (McpHttpFront      *front,
     {
     case MCP_MESSAGE_REQUEST:
       refusal = mcp_http_modern_refusal (soup_server_message_get_request_headers (message), body);
+      if (refusal == NULL)
+        refusal = param_headers_refusal (front, message, body);
       if (refusal != NULL)
         {
           guint status = mcp_http_modern_status (refusal);

@@ -22,26 +22,6 @@ mcp_http_modern_is_modern (SoupMessageHeaders *headers,
   return (header != NULL && !mcp_protocol_version_is_known (header)) || mcp_modern_version_of (body) != NULL;
 }
 
-/* A header value as the client meant it: the Base64 sentinel decoded;
- * NULL when the sentinel holds no valid UTF-8 text. */
-static char *
-decode_header_value (const char *value)
-{
-  gsize length = strlen (value), decoded_length;
-  g_autofree char *inner = NULL;
-  g_autofree guchar *decoded = NULL;
-
-  if (!g_str_has_prefix (value, MCP_HEADER_BASE64_PREFIX) || !g_str_has_suffix (value, MCP_HEADER_BASE64_SUFFIX) ||
-      length < strlen (MCP_HEADER_BASE64_PREFIX) + strlen (MCP_HEADER_BASE64_SUFFIX))
-    return g_strdup (value);
-  inner = g_strndup (value + strlen (MCP_HEADER_BASE64_PREFIX), length - strlen (MCP_HEADER_BASE64_PREFIX) - strlen (MCP_HEADER_BASE64_SUFFIX));
-  decoded = g_base64_decode (inner, &decoded_length);
-  if (decoded == NULL || !g_utf8_validate ((const char *) decoded, decoded_length, NULL) ||
-      memchr (decoded, '\0', decoded_length) != NULL)
-    return NULL;
-  return g_strndup ((const char *) decoded, decoded_length);
-}
-
 /* -32020, the reply to @body whose headers say otherwise. */
 #define mismatch(body, ...) \
   mcp_upstream_error_reply (json_object_get ((body), "id"), MCP_JSONRPC_HEADER_MISMATCH, __VA_ARGS__)
@@ -63,7 +43,7 @@ check_name (SoupMessageHeaders *headers,
   if (header == NULL)
     return mismatch (body, _("Header mismatch: a %s request needs an Mcp-Name header with its params.%s"),
                      method, field);
-  decoded = decode_header_value (header);
+  decoded = mcp_protocol_header_decode (header);
   if (decoded == NULL)
     return mismatch (body, _("Header mismatch: Mcp-Name “%s” is not valid Base64 of UTF-8 text"), header);
   if (g_strcmp0 (decoded, value) != 0)

@@ -22,6 +22,7 @@
 #include <libsoup/soup.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-param-headers.h"
 #include "common/mcp-protocol.h"
 #include "common/mcp-ring.h"
 #include "transport/mcp-oauth.h"
@@ -32,6 +33,9 @@
 #define ERROR_BODY_BYTES    4096
 #define ERROR_EXCERPT_BYTES 300
 #define READ_CHUNK_BYTES 16384
+/* The most tools whose Mcp-Param-* annotations are remembered: more is a
+ * server that renames its tools all the time; it starts again. */
+#define PARAM_SCHEMAS_MAX 4096
 /* How many transport errors dup_log_tail keeps. */
 #define ERROR_LOG_BYTES 4096
 /* The reconnection delay of a stream whose server sent no `retry:`. */
@@ -77,6 +81,7 @@ typedef struct {
   char          *modern_version; /* POST of a 2026-07-28 request: the revision of its _meta,
                                  * said in MCP-Protocol-Version; else NULL */
   char          *mcp_name;      /* idem: its Mcp-Name header value, NULL if its method has none */
+  json_t        *arguments;     /* idem, a tools/call: its arguments, for its Mcp-Param-* headers */
   char          *last_event_id; /* the stream's last id, across resumptions */
   gint64         retry_ms;      /* the stream's last `retry:`, -1 if none */
   guint          fruitless;     /* resumptions in a row without an event */
@@ -102,6 +107,9 @@ struct _HttpTransport {
   SoupSession       *soup;              /* context; NULL before the first send, after close */
   GHashTable        *exchanges;         /* context: every Exchange alive (a set) */
   GHashTable        *requests;          /* context: id key → the POST of that request */
+  GHashTable        *param_schemas;     /* context: tool name → the inputSchema of a tool of a
+                                         * 2026-07-28 listing that marks parameters for
+                                         * Mcp-Param-* headers; at most PARAM_SCHEMAS_MAX */
   char              *session_id;        /* context: Mcp-Session-Id, NULL if none */
   char              *protocol_version;  /* context: from the initialize result */
   gboolean           legacy;            /* context: HTTP+SSE */
@@ -238,6 +246,7 @@ exchange_free (Exchange *exchange)
   g_free (exchange->method);
   g_free (exchange->modern_version);
   g_free (exchange->mcp_name);
+  json_decref (exchange->arguments);
   g_free (exchange->last_event_id);
   g_clear_pointer (&exchange->params, json_decref);
   if (exchange->request_key != NULL)
@@ -303,6 +312,26 @@ build_message (HttpTransport *self,
   return message;
 }
 
+/* A tools/call of a tool whose listing marked parameters (x-mcp-header)
+ * mirrors their values into Mcp-Param-* headers. */
+static void
+add_param_headers (Exchange           *exchange,
+                   SoupMessageHeaders *headers)
+{
+  HttpTransport *self = exchange->self;
+  g_autofree char *name = NULL;
+  json_t *schema;
+  g_autoptr(GPtrArray) pairs = NULL;
+
+  if (exchange->arguments == NULL || exchange->mcp_name == NULL ||
+      (name = mcp_protocol_header_decode (exchange->mcp_name)) == NULL ||
+      (schema = g_hash_table_lookup (self->param_schemas, name)) == NULL)
+    return;
+  pairs = mcp_param_headers_for_call (schema, exchange->arguments);
+  for (guint i = 0; i + 1 < pairs->len; i += 2)
+    soup_message_headers_replace (headers, pairs->pdata[i], pairs->pdata[i + 1]);
+}
+
 /* Where a POST goes: the endpoint, or the legacy server's message URL. */
 static void
 start_post (Exchange *exchange)
@@ -319,6 +348,7 @@ start_post (Exchange *exchange)
       soup_message_headers_replace (headers, "Mcp-Method", exchange->method);
       if (exchange->mcp_name != NULL)
         soup_message_headers_replace (headers, "Mcp-Name", exchange->mcp_name);
+      add_param_headers (exchange, headers);
     }
   soup_message_set_request_body_from_bytes (exchange->message, "application/json",
                                             exchange->request_body);
@@ -365,12 +395,51 @@ note_answer (Exchange *exchange,
     exchange->answered = TRUE;
 }
 
+/* A 2026-07-28 listing: a tool whose x-mcp-header annotations break the
+ * revision's rules is left out, as a client over HTTP must, with a
+ * warning; the schemas of those that mark parameters are kept for their
+ * calls. */
+static void
+take_listing (Exchange *exchange,
+              json_t   *message)
+{
+  HttpTransport *self = exchange->self;
+  json_t *tools = json_object_get (json_object_get (message, "result"), "tools");
+
+  for (size_t i = json_array_size (tools); i > 0; i--)
+    {
+      json_t *tool = json_array_get (tools, i - 1);
+      json_t *schema = json_object_get (tool, "inputSchema");
+      const char *name = mcp_json_get_string (tool, "name");
+      g_autofree char *problem = mcp_param_headers_problem (schema);
+      g_autoptr(GPtrArray) marked = NULL;
+
+      if (problem != NULL)
+        {
+          g_autofree char *note = g_strdup_printf (_("Server “%s”: its tool “%s” is left out: %s"),
+                                                   self->config->name, name != NULL ? name : "", problem);
+
+          log_error (self, note);
+          g_message ("%s", note);
+          json_array_remove (tools, i - 1);
+          continue;
+        }
+      if (name == NULL || !mcp_param_headers_marks (schema))
+        continue;
+      if (g_hash_table_size (self->param_schemas) >= PARAM_SCHEMAS_MAX)
+        g_hash_table_remove_all (self->param_schemas);
+      g_hash_table_replace (self->param_schemas, g_strdup (name), json_incref (schema));
+    }
+}
+
 static void
 deliver_value (Exchange *exchange,
                json_t   *message)
 {
   HttpTransport *self = exchange->self;
 
+  if (exchange->modern_version != NULL && g_strcmp0 (exchange->method, "tools/list") == 0)
+    take_listing (exchange, message);
   if (mcp_jsonrpc_classify (message) == MCP_MESSAGE_RESPONSE)
     {
       note_protocol_version (exchange, message);
@@ -394,7 +463,9 @@ deliver_text (Exchange   *exchange,
   size_t index;
   json_t *item;
 
+  /* A 2026-07-28 listing is read (take_listing()). */
   if (self->parent.funcs.on_raw_response != NULL && g_strcmp0 (exchange->method, "initialize") != 0 &&
+      !(exchange->modern_version != NULL && g_strcmp0 (exchange->method, "tools/list") == 0) &&
       mcp_raw_response_sniff (text, length) &&
       (raw = mcp_raw_response_parse (text, length, NULL)) != NULL)
     {
@@ -1265,6 +1336,8 @@ note_modern_request (Exchange *exchange,
   exchange->modern_version = g_strdup (version);
   if (name != NULL)
     exchange->mcp_name = mcp_protocol_header_value (name);
+  if (g_strcmp0 (exchange->method, "tools/call") == 0)
+    exchange->arguments = json_incref (json_object_get (params, "arguments"));
 }
 
 static gboolean
@@ -1503,6 +1576,7 @@ http_free (McpTransport *transport)
   g_clear_object (&self->tls_database);
   g_clear_pointer (&self->exchanges, g_hash_table_unref);
   g_clear_pointer (&self->requests, g_hash_table_unref);
+  g_clear_pointer (&self->param_schemas, g_hash_table_unref);
   g_strfreev (self->header_names);
   g_strfreev (self->header_values);
   g_main_context_unref (self->context);
@@ -1636,6 +1710,7 @@ mcp_http_transport_new (McpServerConfig          *config,
   self->tls_database = g_steal_pointer (&database);
   self->exchanges = g_hash_table_new (NULL, NULL);
   self->requests = g_hash_table_new (g_str_hash, g_str_equal);
+  self->param_schemas = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) json_decref);
   g_queue_init (&self->waiting);
   g_queue_init (&self->resuming);
   g_queue_init (&self->refused);

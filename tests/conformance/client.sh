@@ -73,6 +73,12 @@
 # json-schema-2020-12-preservation      the inputSchema of json_schema_2020_12_tool
 #   (2025-11-25, 2026-07-28)            as listed, passed to json_schema_echo:
 #                                       `tools --json`, then `call json_schema_echo`
+# http-custom-headers (2026-07-28)      x-mcp-header parameters mirrored into
+#                                       Mcp-Param-* headers, encoded: each call
+#                                       of the context's toolCalls, `call`
+# http-invalid-tool-headers (2026-07-28) tools with invalid x-mcp-header
+#                                       annotations left out: `call` of every
+#                                       tool `tools --json` lists
 # auth/client-credentials-jwt,          client_credentials grant (private_key_jwt
 #   auth/client-credentials-basic,      or a secret) and SEP-990 token exchange:
 #   auth/cross-app-access-complete-flow no such grant in mcp-pool; exits 1
@@ -137,6 +143,22 @@ tools = json.load(sys.stdin)
 tools = tools.get("tools", tools) if isinstance(tools, dict) else tools
 print(json.dumps({"schema": next(t["inputSchema"] for t in tools if t["name"].endswith("json_schema_2020_12_tool"))}))')
     call json_schema_echo "$schema" ;;
+  http-custom-headers)
+    printf '%s' "$MCP_CONFORMANCE_CONTEXT" | python3 -c '
+import json, sys
+for call in json.load(sys.stdin)["toolCalls"]:
+    print(call["name"], json.dumps(call["arguments"]))' |
+    while read -r tool arguments; do
+      call "$tool" "$arguments"
+    done ;;
+  http-invalid-tool-headers)
+    for tool in $("$mcp_pool" tools --url "$url" --json | python3 -c '
+import json, sys
+tools = json.load(sys.stdin)
+tools = tools.get("tools", tools) if isinstance(tools, dict) else tools
+print(" ".join(t["name"] for t in tools))'); do
+      call "$tool" '{"region": "us-west1"}'
+    done ;;
   auth/pre-registration)
     call --oauth-client-id "$(context client_id)" \
          --oauth-client-secret "$(context client_secret)" test-tool '{}' ;;

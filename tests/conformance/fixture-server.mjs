@@ -61,6 +61,13 @@ const TOOLS = [
     inputSchema: NO_ARGUMENTS,
   },
   {
+    /* 2026-07-28 (SEP-2243): the region is mirrored into Mcp-Param-Region. */
+    name: 'test_custom_header', description: 'Says the region it was called for.',
+    inputSchema: {
+      type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' } }, required: ['region'],
+    },
+  },
+  {
     name: 'json_schema_2020_12_tool', description: 'Tool with JSON Schema 2020-12 features',
     inputSchema: {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
@@ -145,6 +152,8 @@ async function callTool (server, request, extra) {
   switch (name) {
   case 'test_simple_text':
     return { content: [text ('This is a simple text response for testing.')] };
+  case 'test_custom_header':
+    return { content: [text (`Region: ${args?.region}`)] };
   case 'test_image_content':
     return { content: [{ type: 'image', data: PNG, mimeType: 'image/png' }] };
   case 'test_audio_content':
