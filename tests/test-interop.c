@@ -120,67 +120,7 @@ answer_name (McpSession          *session,
   return TRUE;
 }
 
-/* A server on the SDK v2 (tests/interop/sdk2-server.mjs) is kept as a
- * 2026-07-28 session: no initialize, every request carrying mcp-pool's
- * envelope, and its list changes reaching the session through the
- * subscriptions/listen it opened. */
-static void
-test_sdk2_server (void)
-{
-  g_autofree char *sdk = test_interop_file ("@modelcontextprotocol/server/package.json");
-  g_autofree char *script = g_test_build_filename (G_TEST_DIST, "interop", "sdk2-server.mjs", NULL);
-  const char *modules = g_getenv ("MCP_POOL_NODE_MODULES");
-  g_autoptr(GAsyncQueue) notifications = g_async_queue_new_full (g_free);
-  g_autoptr(TestIoThread) io = NULL;
-  g_autoptr(McpServerConfig) config = NULL;
-  g_autoptr(McpSession) session = NULL;
-  g_autoptr(json_t) info = NULL;
-  g_autoptr(json_t) echo = NULL;
-  g_autoptr(json_t) envelope = NULL;
-  g_autoptr(json_t) added = NULL;
-  g_autoptr(json_t) tools = NULL;
-  g_autoptr(GError) error = NULL;
-  McpSessionCallbacks callbacks = { .on_notification = queue_notification, .user_data = notifications };
-  json_t *seen;
-  GPid pid;
-
-  if (sdk == NULL)
-    return;
-  io = test_io_thread_new ();
-  config = mcp_server_config_new ("sdk2", "node", (const char *[]) { script, NULL });
-  if (modules != NULL)
-    {
-      g_strfreev (config->env);
-      config->env = g_new0 (char *, 2);
-      config->env[0] = g_strdup_printf ("MCP_POOL_NODE_MODULES=%s", modules);
-    }
-  session = mcp_session_start (config, test_io_thread_get_context (io), &callbacks, NULL, &error);
-  g_assert_no_error (error);
-  pid = mcp_session_get_pid (session);
-  g_assert_cmpstr (mcp_session_get_protocol_version (session), ==, MCP_PROTOCOL_VERSION_STATELESS);
-  info = mcp_session_dup_server_info (session);
-  g_assert_cmpstr (mcp_json_get_string (info, "name"), ==, "sdk2-server");
-
-  echo = call_tool (session, json_pack ("{s:s, s:{s:s}}", "name", "echo", "arguments", "message", "warm"));
-  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (echo, "content"), 0), "text"),
-                   ==, "Echo: warm");
-  envelope = call_tool (session, json_pack ("{s:s}", "name", "envelope"));
-  seen = json_object_get (envelope, "structuredContent");
-  g_assert_cmpstr (mcp_json_get_string (seen, MCP_META_PROTOCOL_VERSION), ==, MCP_PROTOCOL_VERSION_STATELESS);
-  g_assert_cmpstr (mcp_json_get_string (json_object_get (seen, MCP_META_CLIENT_INFO), "name"), ==, PACKAGE_NAME);
-
-  added = call_tool (session, json_pack ("{s:s, s:{s:s}}", "name", "add_tool", "arguments", "name", "late"));
-  g_assert_true (wait_notification (notifications, "notifications/tools/list_changed"));
-  tools = mcp_session_list_tools (session, 0, &error);
-  g_assert_no_error (error);
-  g_assert_nonnull (test_find_tool (tools, "late"));
-
-  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
-  g_assert_true (test_process_group_gone (pid));
-  test_assert_no_children ();
-}
-
-/* sdk2-server.mjs started as a 2026-07-28 server with a name to answer. */
+/* tests/interop/sdk2-server.mjs started as a 2026-07-28 session. */
 static McpSession *
 start_sdk2_server (TestIoThread        *io,
                    McpSessionCallbacks *callbacks)
@@ -201,6 +141,54 @@ start_sdk2_server (TestIoThread        *io,
   g_assert_no_error (error);
   g_assert_cmpstr (mcp_session_get_protocol_version (session), ==, MCP_PROTOCOL_VERSION_STATELESS);
   return session;
+}
+
+/* A server on the SDK v2 (tests/interop/sdk2-server.mjs) is kept as a
+ * 2026-07-28 session: no initialize, every request carrying mcp-pool's
+ * envelope, and its list changes reaching the session through the
+ * subscriptions/listen it opened. */
+static void
+test_sdk2_server (void)
+{
+  g_autofree char *sdk = test_interop_file ("@modelcontextprotocol/server/package.json");
+  g_autoptr(GAsyncQueue) notifications = g_async_queue_new_full (g_free);
+  g_autoptr(TestIoThread) io = NULL;
+  g_autoptr(McpSession) session = NULL;
+  g_autoptr(json_t) info = NULL;
+  g_autoptr(json_t) echo = NULL;
+  g_autoptr(json_t) envelope = NULL;
+  g_autoptr(json_t) added = NULL;
+  g_autoptr(json_t) tools = NULL;
+  g_autoptr(GError) error = NULL;
+  McpSessionCallbacks callbacks = { .on_notification = queue_notification, .user_data = notifications };
+  json_t *seen;
+  GPid pid;
+
+  if (sdk == NULL)
+    return;
+  io = test_io_thread_new ();
+  session = start_sdk2_server (io, &callbacks);
+  pid = mcp_session_get_pid (session);
+  info = mcp_session_dup_server_info (session);
+  g_assert_cmpstr (mcp_json_get_string (info, "name"), ==, "sdk2-server");
+
+  echo = call_tool (session, json_pack ("{s:s, s:{s:s}}", "name", "echo", "arguments", "message", "warm"));
+  g_assert_cmpstr (mcp_json_get_string (json_array_get (json_object_get (echo, "content"), 0), "text"),
+                   ==, "Echo: warm");
+  envelope = call_tool (session, json_pack ("{s:s}", "name", "envelope"));
+  seen = json_object_get (envelope, "structuredContent");
+  g_assert_cmpstr (mcp_json_get_string (seen, MCP_META_PROTOCOL_VERSION), ==, MCP_PROTOCOL_VERSION_STATELESS);
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (seen, MCP_META_CLIENT_INFO), "name"), ==, PACKAGE_NAME);
+
+  added = call_tool (session, json_pack ("{s:s, s:{s:s}}", "name", "add_tool", "arguments", "name", "late"));
+  g_assert_true (wait_notification (notifications, "notifications/tools/list_changed"));
+  tools = mcp_session_list_tools (session, 0, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (test_find_tool (tools, "late"));
+
+  mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
+  g_assert_true (test_process_group_gone (pid));
+  test_assert_no_children ();
 }
 
 /* A 2026-07-28 server's InputRequiredResult, for a caller that is no

@@ -910,20 +910,6 @@ static void start_request (McpHttpFront      *front,
                            HttpSession       *session,
                            json_t            *body);
 
-/* Whether @retry asks for the same as @original: the method, and the
- * tool, prompt or resource. */
-static gboolean
-same_call (json_t *original,
-           json_t *retry)
-{
-  json_t *original_params = json_object_get (original, "params");
-  json_t *retry_params = json_object_get (retry, "params");
-
-  return g_strcmp0 (mcp_json_get_string (original, "method"), mcp_json_get_string (retry, "method")) == 0 &&
-         g_strcmp0 (mcp_json_get_string (original_params, "name"), mcp_json_get_string (retry_params, "name")) == 0 &&
-         g_strcmp0 (mcp_json_get_string (original_params, "uri"), mcp_json_get_string (retry_params, "uri")) == 0;
-}
-
 /* Context: a retry, @body with a requestState and the client's input: it
  * answers the server's requests, then waits on @message for the call's
  * reply or the server's next question. */
@@ -943,7 +929,7 @@ retry_request (McpHttpFront      *front,
       start_request (front, message, NULL, body);
       return;
     }
-  if (request == NULL || !same_call (request->request, body))
+  if (request == NULL || !mcp_modern_same_call (request->request, body))
     {
       refuse (message, SOUP_STATUS_BAD_REQUEST, id, MCP_JSONRPC_INVALID_PARAMS,
               _("Invalid params: requestState names no call of this client that waits for its input (it was "

@@ -271,3 +271,15 @@ mcp_modern_finish_raw_result (const char *result,
   g_string_append_len (finished, result + rest, length - rest);
   return g_string_free_to_bytes (finished);
 }
+
+gboolean
+mcp_modern_same_call (json_t *original,
+                      json_t *retry)
+{
+  json_t *original_params = json_object_get (original, "params");
+  json_t *retry_params = json_object_get (retry, "params");
+
+  return g_strcmp0 (mcp_json_get_string (original, "method"), mcp_json_get_string (retry, "method")) == 0 &&
+         g_strcmp0 (mcp_json_get_string (original_params, "name"), mcp_json_get_string (retry_params, "name")) == 0 &&
+         g_strcmp0 (mcp_json_get_string (original_params, "uri"), mcp_json_get_string (retry_params, "uri")) == 0;
+}

@@ -32,6 +32,11 @@ const char *mcp_modern_version_of       (json_t     *request);
  * (initialize, ping, logging/setLevel, resources/subscribe, ...). */
 gboolean    mcp_modern_is_removed       (const char *method);
 
+/* Whether @retry (a request with a requestState) asks for the same as
+ * @original: the method, and the tool, prompt or resource. */
+gboolean    mcp_modern_same_call        (json_t     *original,
+                                         json_t     *retry);
+
 /* The error reply (-32022, with the revisions mcp-pool speaks) to the
  * request @id that names @version. */
 json_t     *mcp_modern_unsupported_version (json_t     *id,

@@ -17,6 +17,7 @@
 #include "common/mcp-jsonrpc.h"
 #include "common/mcp-protocol.h"
 #include "mcp/mcp-input-requests.h"
+#include "mcp/mcp-modern.h"
 
 typedef struct {
   McpParkedCalls   *calls;
@@ -340,20 +341,6 @@ mcp_parked_calls_end (McpParkedCalls *calls,
   return taken;
 }
 
-/* Whether @retry asks for the same as @original: the method, and the
- * tool, prompt or resource. */
-static gboolean
-same_call (json_t *original,
-           json_t *retry)
-{
-  json_t *original_params = json_object_get (original, "params");
-  json_t *retry_params = json_object_get (retry, "params");
-
-  return g_strcmp0 (mcp_json_get_string (original, "method"), mcp_json_get_string (retry, "method")) == 0 &&
-         g_strcmp0 (mcp_json_get_string (original_params, "name"), mcp_json_get_string (retry_params, "name")) == 0 &&
-         g_strcmp0 (mcp_json_get_string (original_params, "uri"), mcp_json_get_string (retry_params, "uri")) == 0;
-}
-
 gboolean
 mcp_parked_calls_retry (McpParkedCalls *calls,
                         json_t         *request)
@@ -369,7 +356,7 @@ mcp_parked_calls_retry (McpParkedCalls *calls,
 
   g_mutex_lock (&calls->lock);
   call = g_hash_table_lookup (calls->states, state);
-  if (call == NULL || !same_call (call->request, request))
+  if (call == NULL || !mcp_modern_same_call (call->request, request))
     message = mcp_jsonrpc_error_new (id, MCP_JSONRPC_INVALID_PARAMS,
                                      _("Invalid params: requestState names no call that waits for this client's "
                                        "input (it was answered, it timed out, or it was for another request); "

@@ -703,12 +703,12 @@ register_request (McpSession            *session,
 /* Registers and sends a request that ends by @deadline (monotonic µs). */
 static void
 send_request (McpSession            *session,
-               const char            *method,
-               json_t                *params,
-               gint64                 deadline,
-               const McpCallOptions  *options,
-               McpReplyFunc           callback,
-               gpointer               user_data)
+              const char            *method,
+              json_t                *params,
+              gint64                 deadline,
+              const McpCallOptions  *options,
+              McpReplyFunc           callback,
+              gpointer               user_data)
 {
   g_autoptr(json_t) message = NULL;
   json_int_t id;
