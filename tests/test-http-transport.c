@@ -1572,8 +1572,9 @@ everything_setup (EverythingFixture *fixture, gconstpointer data)
   g_autofree char *sdk2_server = g_test_build_filename (G_TEST_DIST, "interop", "sdk2-server.mjs", NULL);
   gboolean sdk = strcmp (data, "sdk") == 0;
   gboolean sdk2 = strcmp (data, "sdk2") == 0;
+  g_autofree char *sdk2_package = sdk2 ? test_interop_file ("@modelcontextprotocol/server/package.json") : NULL;
 
-  if (entry == NULL || (sdk2 && (entry = test_interop_file ("@modelcontextprotocol/server/package.json")) == NULL))
+  if (entry == NULL || (sdk2 && sdk2_package == NULL))
     return;
   fixture->io = test_io_thread_new ();
   fixture->fds = test_count_open_fds ();
@@ -1814,6 +1815,9 @@ test_sdk2_server (EverythingFixture *fixture, gconstpointer data)
   g_autoptr(json_t) added = NULL;
   g_autoptr(json_t) tools = NULL;
   g_autoptr(json_t) greeted = NULL;
+  g_autoptr(json_t) echo_params = json_pack ("{s:s, s:{s:s}}", "name", "echo", "arguments", "message", "stateless http");
+  g_autoptr(json_t) add_params = json_pack ("{s:s, s:{s:s}}", "name", "add_tool", "arguments", "name", "late");
+  g_autoptr(json_t) ask_params = json_pack ("{s:s}", "name", "ask_name");
   g_autoptr(GError) error = NULL;
 
   if (fixture->node == NULL)
@@ -1826,21 +1830,19 @@ test_sdk2_server (EverythingFixture *fixture, gconstpointer data)
   info = mcp_session_dup_server_info (session);
   g_assert_cmpstr (mcp_json_get_string (info, "name"), ==, "sdk2-server");
 
-  echo = mcp_session_call (session, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", "echo", "arguments",
-                                                             "message", "stateless http"), 0, &error);
+  echo = mcp_session_call (session, "tools/call", echo_params, 0, &error);
   g_assert_no_error (error);
   g_assert_cmpstr (text_of (echo), ==, "Echo: stateless http");
   assert_many_calls (session, 16);
 
-  added = mcp_session_call (session, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", "add_tool", "arguments",
-                                                              "name", "late"), 0, &error);
+  added = mcp_session_call (session, "tools/call", add_params, 0, &error);
   g_assert_no_error (error);
   g_assert_true (test_wait_for (tools_changed, &modern, 20000));
   tools = mcp_session_list_tools (session, 0, &error);
   g_assert_no_error (error);
   g_assert_nonnull (test_find_tool (tools, "late"));
 
-  greeted = mcp_session_call (session, "tools/call", json_pack ("{s:s}", "name", "ask_name"), 0, &error);
+  greeted = mcp_session_call (session, "tools/call", ask_params, 0, &error);
   g_assert_no_error (error);
   g_assert_cmpstr (text_of (greeted), ==, "Hello, Lin!");
   g_assert_cmpint (g_atomic_int_get (&modern.asked), ==, 1);
