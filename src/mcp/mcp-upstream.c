@@ -447,9 +447,22 @@ mcp_upstream_handle_request_warm (McpExpose       *expose,
   return FALSE;
 }
 
+json_t *
+mcp_upstream_raw_call_modern (const McpRawCall *call)
+{
+  g_autoptr(json_t) request = NULL;
+
+  if (call->meta == NULL || json_object_get (call->meta, MCP_META_PROTOCOL_VERSION) == NULL)
+    return NULL;
+  request = json_pack ("{s:s, s:O, s:s, s:{s:s, s:O}}", "jsonrpc", "2.0", "id", call->id, "method",
+                       "tools/call", "params", "name", call->name, "_meta", call->meta);
+  return mcp_modern_version_of (request) != NULL ? g_steal_pointer (&request) : NULL;
+}
+
 gboolean
 mcp_upstream_call_raw_warm (McpExpose            *expose,
                             const McpRawCall     *call,
+                            json_t               *modern,
                             gint64                timeout_ms,
                             GCancellable         *cancellable,
                             McpUpstreamReplyFunc  callback,
@@ -461,24 +474,19 @@ mcp_upstream_call_raw_warm (McpExpose            *expose,
     .arguments_text = call->arguments != NULL ? call->arguments : "{}",
     .arguments_length = call->arguments != NULL ? call->arguments_length : 2, .meta = trace,
   };
-  g_autoptr(json_t) request = NULL;
   WarmRequest *warm;
 
   /* A stateless client's call: refused on a worker, if it is; else its
    * result is finished as it is spliced. */
-  if (call->meta != NULL)
+  if (modern != NULL)
     {
-      g_autoptr(json_t) refusal = NULL;
+      g_autoptr(json_t) refusal = mcp_modern_refusal (modern);
 
-      request = json_pack ("{s:s, s:O, s:s, s:{s:s, s:O}}", "jsonrpc", "2.0", "id", call->id, "method",
-                           "tools/call", "params", "name", call->name, "_meta", call->meta);
-      if (mcp_modern_version_of (request) == NULL)
-        g_clear_pointer (&request, json_decref);
-      else if ((refusal = mcp_modern_refusal (request)) != NULL)
+      if (refusal != NULL)
         return FALSE;
     }
   warm = warm_request_new (call->id, callback, user_data);
-  warm->modern = g_steal_pointer (&request);
+  warm->modern = modern != NULL ? json_incref (modern) : NULL;
   if (mcp_expose_call_tool_warm (expose, call->name, NULL, &options, on_warm_result, warm))
     return TRUE;
   warm_request_free (warm);

@@ -79,11 +79,19 @@ json_t  *mcp_upstream_handle_server_request (McpExpose    *expose,
                                              gint64        timeout_ms,
                                              GCancellable *cancellable);
 
+/* A tools/call read raw as the request of the stateless revision it is
+ * (without its arguments), or NULL for a call of the handshake revisions:
+ * the caller parses its _meta once, for mcp_upstream_call_raw_warm() and
+ * for what else it does with such a call. */
+json_t  *mcp_upstream_raw_call_modern (const McpRawCall *call);
+
 /* mcp_upstream_handle_request_warm() of a tools/call read raw
- * (mcp-raw-call.h), whose arguments go to the server unparsed.  FALSE:
- * parse the line and go the usual way. */
+ * (mcp-raw-call.h), whose arguments go to the server unparsed; @modern is
+ * mcp_upstream_raw_call_modern() of it.  FALSE: parse the line and go the
+ * usual way. */
 gboolean mcp_upstream_call_raw_warm (McpExpose            *expose,
                                      const McpRawCall     *call,
+                                     json_t               *modern,
                                      gint64                timeout_ms,
                                      GCancellable         *cancellable,
                                      McpUpstreamReplyFunc  callback,

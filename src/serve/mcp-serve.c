@@ -370,13 +370,21 @@ note_stateless_capabilities (McpServe *serve,
                              json_t   *request)
 {
   json_t *meta = json_object_get (json_object_get (request, "params"), "_meta");
-  g_autoptr(json_t) answering = mcp_client_capabilities_answering (json_object_get (meta,
-                                                                                    MCP_META_CLIENT_CAPABILITIES));
+  json_t *capabilities = json_object_get (meta, MCP_META_CLIENT_CAPABILITIES);
+  g_autoptr(json_t) answering = NULL;
   g_autoptr(json_t) declared = NULL;
-  gboolean grew = FALSE;
+  gboolean grew = FALSE, known = TRUE;
   const char *capability;
   json_t *value;
 
+  /* Most requests declare what earlier ones did: nothing to copy. */
+  g_mutex_lock (&serve->lock);
+  json_object_foreach (capabilities, capability, value)
+    known = known && json_object_get (serve->stateless_declared, capability) != NULL;
+  g_mutex_unlock (&serve->lock);
+  if (known)
+    return;
+  answering = mcp_client_capabilities_answering (capabilities);
   g_mutex_lock (&serve->lock);
   json_object_foreach (answering, capability, value)
     if (json_object_get (serve->stateless_declared, capability) == NULL)
@@ -456,6 +464,7 @@ on_input_request_line (const char *line,
 {
   McpServe *serve = user_data;
   g_auto(McpRawCall) call = { 0 };
+  g_autoptr(json_t) modern = NULL;
   GCancellable *cancellable;
 
   /* Only calls of a server's tool are worth a scan first; the shared
@@ -464,17 +473,11 @@ on_input_request_line (const char *line,
       g_strstr_len (line, length, "\"tools/call\"") == NULL || !mcp_raw_call_parse (line, length, &call))
     return FALSE;
   cancellable = register_request (serve, call.id);
-  if (cancellable != NULL && serve->parked != NULL &&
-      json_object_get (call.meta, MCP_META_PROTOCOL_VERSION) != NULL)
-    {
-      g_autoptr(json_t) request = json_pack ("{s:O, s:s, s:{s:s, s:O}}", "id", call.id, "method", "tools/call",
-                                             "params", "name", call.name, "_meta", call.meta);
-
-      if (mcp_modern_version_of (request) != NULL)
-        track_modern_call (serve, request, cancellable);
-    }
+  modern = mcp_upstream_raw_call_modern (&call);
+  if (cancellable != NULL && serve->parked != NULL && modern != NULL)
+    track_modern_call (serve, modern, cancellable);
   if (cancellable != NULL &&
-      !mcp_upstream_call_raw_warm (serve->expose, &call, 0, cancellable, on_warm_reply, serve))
+      !mcp_upstream_call_raw_warm (serve->expose, &call, modern, 0, cancellable, on_warm_reply, serve))
     {
       unregister_request (serve, call.id);
       return FALSE;
