@@ -1335,7 +1335,8 @@ test_proxy_arguments_as_sent (Fixture       *fixture,
 
 /* The client's trace context (OpenTelemetry's traceparent, tracestate and
  * baggage in _meta) reaches the server with the call, on the raw path and
- * the parsed one; nothing else of the client's _meta does. */
+ * the parsed one; nothing else of the client's _meta does, nor a 2026-07-28
+ * client's capabilities, which a 2025 server had from initialize. */
 static void
 test_proxy_trace_context (Fixture       *fixture,
                           gconstpointer  data)
@@ -1346,6 +1347,9 @@ test_proxy_trace_context (Fixture       *fixture,
   const char *metas[] = {
     "{\"traceparent\":\"" TRACEPARENT "\",\"tracestate\":\"k=v\",\"other\":1}",
     "{\"traceparent\":\"" TRACEPARENT "\",\"tracestate\":\"k=v\",\"other\":1,\"progressToken\":\"p\"}",
+    "{\"traceparent\":\"" TRACEPARENT "\",\"tracestate\":\"k=v\",\"other\":1,"
+    "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+    "\"io.modelcontextprotocol/clientCapabilities\":{\"elicitation\":{}}}",
   };
 
   assert_result (warm_up, FALSE, "Echo: 1", NULL);
@@ -1365,6 +1369,7 @@ test_proxy_trace_context (Fixture       *fixture,
       g_assert_cmpstr (mcp_json_get_string (seen_meta, "traceparent"), ==, TRACEPARENT);
       g_assert_cmpstr (mcp_json_get_string (seen_meta, "tracestate"), ==, "k=v");
       g_assert_null (json_object_get (seen_meta, "other"));
+      g_assert_null (json_object_get (seen_meta, "io.modelcontextprotocol/clientCapabilities"));
     }
 #undef TRACEPARENT
 }

@@ -402,8 +402,9 @@ mcp_pool_call_tool_warm (McpPool               *pool,
   /* Never replayed: a crash mid-call may already have had effects. */
   if (call_options.arguments_text != NULL)
     {
+      g_autoptr(json_t) passed = mcp_session_dup_passed_meta (session, call_options.meta);
       g_autoptr(GString) text = tools_call_params_text (tool, call_options.arguments_text,
-                                                        call_options.arguments_length, call_options.meta);
+                                                        call_options.arguments_length, passed);
 
       mcp_session_call_raw_async (session, "tools/call", text->str, text->len, &call_options, on_warm_reply, call);
       return TRUE;

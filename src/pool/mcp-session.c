@@ -180,6 +180,21 @@ mcp_session_get_pid (McpSession *session)
   return mcp_transport_get_pid (session->transport);
 }
 
+json_t *
+mcp_session_dup_passed_meta (McpSession *session,
+                             json_t     *meta)
+{
+  json_t *rest;
+
+  if (meta == NULL || session->modern_meta != NULL || json_object_get (meta, MCP_META_CLIENT_CAPABILITIES) == NULL)
+    return json_incref (meta);
+  if (json_object_size (meta) == 1)
+    return NULL;
+  rest = json_copy (meta);
+  json_object_del (rest, MCP_META_CLIENT_CAPABILITIES);
+  return rest;
+}
+
 const char *
 mcp_session_get_protocol_version (McpSession *session)
 {
@@ -613,7 +628,7 @@ request_message (McpSession            *session,
                  const McpCallOptions  *options)
 {
   gboolean wants_progress = options != NULL && options->progress != NULL;
-  json_t *passed = options != NULL ? options->meta : NULL;
+  g_autoptr(json_t) passed = mcp_session_dup_passed_meta (session, options != NULL ? options->meta : NULL);
   json_t *retry = options != NULL ? options->retry : NULL;
   g_autoptr(json_t) copy = NULL;
   json_t *meta;

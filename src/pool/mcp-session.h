@@ -122,6 +122,12 @@ json_t     *mcp_session_list_tools     (McpSession      *session,
 
 /* Any thread, non-blocking. */
 GPid        mcp_session_get_pid              (McpSession *session);
+/* What of a caller's @meta (McpCallOptions' meta) goes to the server:
+ * all of it to a 2026-07-28 server; to a 2025 one, which learned the
+ * client's capabilities from initialize, the rest.  A new reference, or
+ * NULL when nothing goes. */
+json_t     *mcp_session_dup_passed_meta      (McpSession *session,
+                                              json_t     *meta);
 const char *mcp_session_get_protocol_version (McpSession *session);
 /* TRUE if the server did not answer server/discover in the probe's time
  * (a 2025 server that ignores what comes before initialize), or if the
