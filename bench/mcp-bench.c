@@ -32,6 +32,7 @@
 
 #include "sandbox/mcp-code.h"
 #include "common/mcp-jsonrpc.h"
+#include "common/mcp-protocol.h"
 #include "common/mcp-raw-response.h"
 #include "pool/mcp-pool.h"
 #include "daemon/mcp-remote.h"
@@ -249,19 +250,32 @@ write_config_file (GPtrArray  *configs,
 }
 
 /* A session to `mcp-pool serve --config @config_path --expose @expose`. */
+/* A serve and a session to it, of the stateless revision when @stateless
+ * (the session's server/discover probe finds serve speaks it), else of the
+ * handshake, as the direct clients of the example server speak. */
+static McpSession *
+start_serve_speaking (const char  *config_path,
+                      const char  *expose,
+                      gboolean     stateless,
+                      GError     **error)
+{
+  g_autoptr(McpServerConfig) config =
+    mcp_server_config_new ("mcp-pool serve", setup.mcp_pool,
+                           (const char *[]) { "serve", "--config", config_path, "--expose", expose, NULL });
+  McpSessionCallbacks handshake = { .skip_probe = TRUE };
+
+  /* A client's serve, not a server of a pool: with MCP_POOL_PARENT it would
+   * take itself for a nested pool and start no servers. */
+  config->client_environment = TRUE;
+  return mcp_session_start (config, NULL, stateless ? NULL : &handshake, NULL, error);
+}
+
 static McpSession *
 start_serve (const char  *config_path,
              const char  *expose,
              GError     **error)
 {
-  g_autoptr(McpServerConfig) config =
-    mcp_server_config_new ("mcp-pool serve", setup.mcp_pool,
-                           (const char *[]) { "serve", "--config", config_path, "--expose", expose, NULL });
-
-  /* A client's serve, not a server of a pool: with MCP_POOL_PARENT it would
-   * take itself for a nested pool and start no servers. */
-  config->client_environment = TRUE;
-  return mcp_session_start (config, NULL, NULL, NULL, error);
+  return start_serve_speaking (config_path, expose, FALSE, error);
 }
 
 static void
@@ -773,11 +787,13 @@ run_session_callers (McpSession  **sessions,
 #define THROUGHPUT_ROUNDS 5
 
 /* One way of reaching the 4 servers in the throughput row: its sessions
- * and tools, and the seconds its rounds took. */
+ * and tools, the seconds its rounds took and, through serve, the CPU
+ * seconds serve spent meanwhile. */
 typedef struct {
   McpSession *sessions[4];
   const char *tools[4];
   double      seconds;
+  double      serve_cpu;
 } ThroughputPath;
 
 static int
@@ -789,13 +805,15 @@ row_throughput (BenchSetup *s)
   g_autofree char *path = NULL;
   g_autofree char *note = NULL;
   g_autofree char *relay_note = NULL;
+  g_autofree char *stateless_note = NULL;
   ThroughputPath direct = { .tools = { "echo", "echo", "echo", "echo" } };
   ThroughputPath relayed = { .tools = { "echo", "echo", "echo", "echo" } };
   ThroughputPath served = { .tools = { "s0__echo", "s1__echo", "s2__echo", "s3__echo" } };
-  ThroughputPath *paths[3] = { &direct, &relayed, &served };
-  McpSession *serve = NULL;
+  ThroughputPath stateless = { .tools = { "s0__echo", "s1__echo", "s2__echo", "s3__echo" } };
+  ThroughputPath *paths[4] = { &direct, &relayed, &served, &stateless };
+  McpSession *serve = NULL, *stateless_serve = NULL;
   int total = MAX (s->calls * 4, 16), made = (total / 16) * 16;
-  double cpu = 0, lowest = G_MAXDOUBLE, highest = 0;
+  double lowest = G_MAXDOUBLE, highest = 0;
 
   for (int i = 0; i < 4; i++)
     g_ptr_array_add (configs, example_config ((const char *[]) { "s0", "s1", "s2", "s3" }[i]));
@@ -811,22 +829,32 @@ row_throughput (BenchSetup *s)
     }
   if (error == NULL)
     serve = start_serve (path, "proxy", &error);
+  if (error == NULL)
+    stateless_serve = start_serve_speaking (path, "proxy", TRUE, &error);
   for (int i = 0; i < 4; i++)
-    served.sessions[i] = serve;
-  /* Warm every server behind serve before the clock starts. */
+    {
+      served.sessions[i] = serve;
+      stateless.sessions[i] = stateless_serve;
+    }
+  /* Warm every server behind both serves before the clock starts. */
   for (int i = 0; error == NULL && i < 4; i++)
-    echo (serve, served.tools[i], &error);
+    {
+      echo (serve, served.tools[i], &error);
+      if (error == NULL)
+        echo (stateless_serve, stateless.tools[i], &error);
+    }
   for (int round = 0; round < THROUGHPUT_ROUNDS && error == NULL; round++)
     {
-      double rates[3], cpu_before = 0;
+      double rates[4];
 
       for (guint p = 0; p < G_N_ELEMENTS (paths) && error == NULL; p++)
         {
-          if (paths[p] == &served)
-            cpu_before = process_cpu_seconds (mcp_session_get_pid (serve));
+          GPid pid = paths[p] == &served || paths[p] == &stateless ? mcp_session_get_pid (paths[p]->sessions[0]) : 0;
+          double cpu_before = pid != 0 ? process_cpu_seconds (pid) : 0;
+
           rates[p] = run_session_callers (paths[p]->sessions, paths[p]->tools, total, &error);
-          if (paths[p] == &served)
-            cpu += process_cpu_seconds (mcp_session_get_pid (serve)) - cpu_before;
+          if (pid != 0)
+            paths[p]->serve_cpu += process_cpu_seconds (pid) - cpu_before;
           paths[p]->seconds += made / rates[p];
         }
       lowest = MIN (lowest, rates[2] / rates[0]);
@@ -838,6 +866,7 @@ row_throughput (BenchSetup *s)
       g_clear_pointer (&relayed.sessions[i], stop_session);
     }
   g_clear_pointer (&serve, stop_session);
+  g_clear_pointer (&stateless_serve, stop_session);
   if (path != NULL)
     g_unlink (path);
   if (error != NULL)
@@ -847,7 +876,8 @@ row_throughput (BenchSetup *s)
   note = g_strdup_printf ("16 callers over 4 servers, %d rounds of %d calls each way, taking turns "
                           "(ratio %.2f–%.2f by round); mcp-pool CPU %.1f µs per call; "
                           "baseline: 4 direct persistent clients",
-                          THROUGHPUT_ROUNDS, made, lowest, highest, cpu * G_USEC_PER_SEC / (THROUGHPUT_ROUNDS * made));
+                          THROUGHPUT_ROUNDS, made, lowest, highest,
+                          served.serve_cpu * G_USEC_PER_SEC / (THROUGHPUT_ROUNDS * made));
   emit_row ("throughput", THROUGHPUT_ROUNDS * made / direct.seconds, THROUGHPUT_ROUNDS * made / served.seconds,
             "calls/s", direct.seconds / served.seconds, note);
   relay_note = g_strdup_printf ("the same callers through a bare relay process in front of each server "
@@ -856,6 +886,15 @@ row_throughput (BenchSetup *s)
                                 direct.seconds / served.seconds);
   emit_row ("throughput-relay", THROUGHPUT_ROUNDS * made / relayed.seconds,
             THROUGHPUT_ROUNDS * made / served.seconds, "calls/s", relayed.seconds / served.seconds, relay_note);
+  stateless_note = g_strdup_printf ("the same callers through a second serve, as a client of MCP %s "
+                                    "(_meta on every call, no initialize), in the same rounds; "
+                                    "serve CPU %.1f µs per call, %.1f µs for the handshake client",
+                                    MCP_PROTOCOL_VERSION_STATELESS,
+                                    stateless.serve_cpu * G_USEC_PER_SEC / (THROUGHPUT_ROUNDS * made),
+                                    served.serve_cpu * G_USEC_PER_SEC / (THROUGHPUT_ROUNDS * made));
+  emit_row ("throughput-stateless", THROUGHPUT_ROUNDS * made / served.seconds,
+            THROUGHPUT_ROUNDS * made / stateless.seconds, "calls/s", served.seconds / stateless.seconds,
+            stateless_note);
   return 0;
 }
 
