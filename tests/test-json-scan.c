@@ -480,7 +480,7 @@ assert_raw_call (const char *line,
   json_t *params = json_object_get (parsed, "params");
   g_auto(McpRawCall) call = { 0 };
 
-  g_assert_true (mcp_raw_call_parse (line, strlen (line), &call));
+  g_assert_true (mcp_raw_call_parse (line, strlen (line), NULL, &call));
   g_assert_true (json_equal (call.id, json_object_get (parsed, "id")));
   g_assert_cmpstr (call.name, ==, json_string_value (json_object_get (params, "name")));
   if (arguments == NULL)
@@ -499,9 +499,49 @@ assert_not_raw_call (const char *line)
 {
   McpRawCall call = { 0 };
 
-  g_assert_false (mcp_raw_call_parse (line, strlen (line), &call));
+  g_assert_false (mcp_raw_call_parse (line, strlen (line), NULL, &call));
   g_assert_null (call.id);
   g_assert_null (call.name);
+}
+
+/* A reader's calls that repeat a _meta share one parsed value; any other
+ * _meta is parsed afresh (and replaces it), and one with a progress token
+ * still sends the line to the parsed path. */
+static void
+test_raw_call_meta_cache (void)
+{
+#define CALL_WITH_META(id, meta) \
+  "{\"jsonrpc\":\"2.0\",\"id\":" id ",\"method\":\"tools/call\",\"params\":{\"name\":\"s__echo\"," \
+  "\"arguments\":{},\"_meta\":" meta "}}"
+#define MODERN_META "{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}"
+  static const char * const lines[] = {
+    CALL_WITH_META ("1", MODERN_META),
+    CALL_WITH_META ("2", MODERN_META),
+    CALL_WITH_META ("3", "{\"traceparent\":\"t\"}"),
+    CALL_WITH_META ("4", "{\"progressToken\":\"p\"}"),
+    CALL_WITH_META ("5", "{\"traceparent\":\"t\"}"),
+  };
+  McpRawMetaCache cache = { 0 };
+  McpRawCall calls[G_N_ELEMENTS (lines)] = { 0 };
+  gboolean taken[G_N_ELEMENTS (lines)];
+
+  for (gsize i = 0; i < G_N_ELEMENTS (lines); i++)
+    taken[i] = mcp_raw_call_parse (lines[i], strlen (lines[i]), &cache, &calls[i]);
+  g_assert_true (taken[0] && taken[1] && taken[2] && !taken[3] && taken[4]);
+  g_assert_true (calls[0].meta == calls[1].meta);
+  g_assert_cmpstr (json_string_value (json_object_get (calls[1].meta, "io.modelcontextprotocol/protocolVersion")),
+                   ==, "2026-07-28");
+  g_assert_cmpstr (json_string_value (json_object_get (calls[2].meta, "traceparent")), ==, "t");
+  g_assert_true (calls[4].meta != calls[2].meta);
+  g_assert_true (json_equal (calls[4].meta, calls[2].meta));
+  /* The calls hold their values past the cache. */
+  mcp_raw_meta_cache_clear (&cache);
+  g_assert_cmpstr (json_string_value (json_object_get (calls[0].meta, "io.modelcontextprotocol/protocolVersion")),
+                   ==, "2026-07-28");
+  for (gsize i = 0; i < G_N_ELEMENTS (lines); i++)
+    mcp_raw_call_clear (&calls[i]);
+#undef MODERN_META
+#undef CALL_WITH_META
 }
 
 static void
@@ -527,7 +567,7 @@ test_raw_call (void)
     g_auto(McpRawCall) call = { 0 };
 
     assert_raw_call (line, "{}");
-    g_assert_true (mcp_raw_call_parse (line, strlen (line), &call));
+    g_assert_true (mcp_raw_call_parse (line, strlen (line), NULL, &call));
     g_assert_cmpstr (json_string_value (json_object_get (call.meta, "io.modelcontextprotocol/protocolVersion")),
                      ==, "2026-07-28");
   }
@@ -595,6 +635,7 @@ main (int argc, char **argv)
   g_test_add_func ("/raw-response/parse", test_raw_response);
   g_test_add_func ("/raw-response/sniff", test_sniff);
   g_test_add_func ("/raw-call/parse", test_raw_call);
+  g_test_add_func ("/raw-call/meta-cache", test_raw_call_meta_cache);
   g_test_add_func ("/raw-call/splice-request", test_splice_request);
   return g_test_run ();
 }

@@ -27,10 +27,34 @@ span_is_string (const char *text,
          memcmp (text + start + 1, expected, length) == 0;
 }
 
+/* @member's value parsed, or the cache's when it is the same text. */
+static json_t *
+load_meta (const char          *line,
+           const McpJsonMember *member,
+           McpRawMetaCache     *cache)
+{
+  gsize length = member->end - member->start;
+  json_t *meta;
+
+  if (cache != NULL && cache->meta != NULL && cache->length == length &&
+      memcmp (cache->text, line + member->start, length) == 0)
+    return json_incref (cache->meta);
+  meta = mcp_json_scan_load (line, member);
+  if (cache != NULL && meta != NULL)
+    {
+      mcp_raw_meta_cache_clear (cache);
+      cache->text = g_memdup2 (line + member->start, length);
+      cache->length = length;
+      cache->meta = json_incref (meta);
+    }
+  return meta;
+}
+
 gboolean
-mcp_raw_call_parse (const char *line,
-                    gsize       length,
-                    McpRawCall *call)
+mcp_raw_call_parse (const char      *line,
+                    gsize            length,
+                    McpRawMetaCache *cache,
+                    McpRawCall      *call)
 {
   g_autoptr(McpJsonScan) scan = mcp_json_scan_nested (line, length, "params", NULL, NULL);
   g_autoptr(json_t) id = NULL;
@@ -59,7 +83,7 @@ mcp_raw_call_parse (const char *line,
   if (name_member == NULL || scan->nested->len != 1u + (arguments != NULL) + (meta_member != NULL))
     return FALSE;
   if (meta_member != NULL)
-    meta = mcp_json_scan_load (line, meta_member);
+    meta = load_meta (line, meta_member, cache);
   if (meta_member != NULL && (!json_is_object (meta) || json_object_get (meta, "progressToken") != NULL))
     return FALSE;
   if (arguments != NULL && line[arguments->start] != '{')
@@ -84,4 +108,12 @@ mcp_raw_call_clear (McpRawCall *call)
   g_clear_pointer (&call->meta, json_decref);
   call->arguments = NULL;
   call->arguments_length = 0;
+}
+
+void
+mcp_raw_meta_cache_clear (McpRawMetaCache *cache)
+{
+  g_clear_pointer (&cache->text, g_free);
+  g_clear_pointer (&cache->meta, json_decref);
+  cache->length = 0;
 }

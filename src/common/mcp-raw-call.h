@@ -39,13 +39,28 @@ typedef struct {
   gsize       arguments_length;
 } McpRawCall;
 
+/* The last _meta that a reader's calls carried, as text and parsed: a
+ * client's calls repeat theirs byte for byte (a 2026-07-28 client's
+ * revision, capabilities and name), and parsing it was most of what such
+ * a call cost beyond a handshake client's.  The value is shared with
+ * every call read with it, so no one may change a call's meta.  One per
+ * reader, used by one thread at a time; zeroed to start, cleared with
+ * mcp_raw_meta_cache_clear(). */
+typedef struct {
+  char   *text;
+  gsize   length;
+  json_t *meta;
+} McpRawMetaCache;
+
 /* TRUE and @call filled in (clear it with mcp_raw_call_clear()) if @line
  * is a tools/call of the shape above; FALSE, with @call untouched, for
- * any other line, valid or not. */
-gboolean mcp_raw_call_parse (const char *line,
-                             gsize       length,
-                             McpRawCall *call);
-void     mcp_raw_call_clear (McpRawCall *call);
+ * any other line, valid or not.  @cache may be NULL. */
+gboolean mcp_raw_call_parse       (const char      *line,
+                                   gsize            length,
+                                   McpRawMetaCache *cache,
+                                   McpRawCall      *call);
+void     mcp_raw_call_clear       (McpRawCall      *call);
+void     mcp_raw_meta_cache_clear (McpRawMetaCache *cache);
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (McpRawCall, mcp_raw_call_clear)
 

@@ -73,6 +73,7 @@ struct _McpServe {
   McpParkedCalls   *parked;
   json_t           *stateless_declared; /* protected by lock: what the client's 2026-07-28 requests
                                          * said it can answer */
+  McpRawMetaCache   raw_meta;        /* main context only: the _meta of the last call read raw */
   gboolean          ending;          /* protected by lock */
   gboolean          ended;           /* protected by lock; the pool is shut down */
 };
@@ -470,7 +471,7 @@ on_input_request_line (const char *line,
   /* Only calls of a server's tool are worth a scan first; the shared
    * daemon is sent the request as it came. */
   if (serve->remote != NULL || !shows_server (serve, NULL) ||
-      g_strstr_len (line, length, "\"tools/call\"") == NULL || !mcp_raw_call_parse (line, length, &call))
+      g_strstr_len (line, length, "\"tools/call\"") == NULL || !mcp_raw_call_parse (line, length, &serve->raw_meta, &call))
     return FALSE;
   cancellable = register_request (serve, call.id);
   modern = mcp_upstream_raw_call_modern (&call);
@@ -1016,6 +1017,7 @@ mcp_serve_free (McpServe *serve)
   /* After the pool and the workers: no call ends any more. */
   g_clear_pointer (&serve->parked, mcp_parked_calls_free);
   json_decref (serve->stateless_declared);
+  mcp_raw_meta_cache_clear (&serve->raw_meta);
   mcp_remote_free (serve->remote);
   g_free (serve->shared_expose);
   /* After the pool: answers no server can get any more are dropped. */

@@ -106,7 +106,7 @@ check_raw_call (const char *text,
   json_t *meta;
   g_autoptr(json_t) raw_arguments = NULL;
 
-  if (!mcp_raw_call_parse (text, size, &call))
+  if (!mcp_raw_call_parse (text, size, NULL, &call))
     return;
   params = json_object_get (value, "params");
   arguments = json_object_get (params, "arguments");
