@@ -748,7 +748,7 @@ end_input (HttpRequest *request,
       g_source_destroy (request->expiry);
       g_clear_pointer (&request->expiry, g_source_unref);
     }
-  mcp_input_requests_free (g_steal_pointer (&request->inputs), why);
+  mcp_input_requests_free (g_steal_pointer (&request->inputs), why, NULL);
   if (request->state != NULL)
     g_hash_table_remove (request->front->parked, request->state);
   g_clear_pointer (&request->state, g_free);
@@ -828,7 +828,7 @@ ask_for_input (gpointer data)
 
   g_clear_pointer (&request->asking, g_source_unref);
   if (message == NULL || request->inputs == NULL || request->answered ||
-      (result = mcp_input_requests_result (request->inputs, request->state)) == NULL)
+      (result = mcp_input_requests_result (request->inputs, request->state, NULL)) == NULL)
     return G_SOURCE_REMOVE;
   reply = mcp_jsonrpc_result_new (id, result);
   mcp_modern_finish_reply (request->request, reply);
@@ -952,7 +952,8 @@ retry_request (McpHttpFront      *front,
   if (request->expiry != NULL)
     g_source_destroy (request->expiry);
   g_clear_pointer (&request->expiry, g_source_unref);
-  if (request->inputs != NULL && mcp_input_requests_answer (request->inputs, json_object_get (params, "inputResponses")) > 0 &&
+  if (request->inputs != NULL &&
+      mcp_input_requests_answer (request->inputs, json_object_get (params, "inputResponses"), NULL) > 0 &&
       request->asking == NULL)
     request->asking = request_source (request, 0, ask_for_input);
   if ((early = g_steal_pointer (&request->early_reply)) != NULL)

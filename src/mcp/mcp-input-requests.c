@@ -18,11 +18,63 @@ struct _McpInputRequests {
   guint      next;      /* for the keys */
 };
 
+/* An answer not sent yet: @result, or an error with @error. */
+typedef struct {
+  McpSessionResponder *responder;
+  json_t              *result;
+  char                *error;
+} Reply;
+
 static void
 waiting_free (Waiting *waiting)
 {
   g_free (waiting->key);
   g_free (waiting);
+}
+
+static void
+send_reply (McpSessionResponder *responder,
+            json_t              *result,
+            const char          *error)
+{
+  if (result != NULL)
+    mcp_session_responder_return_result (responder, result);
+  else
+    mcp_session_responder_return_error (responder, MCP_JSONRPC_INTERNAL_ERROR, error);
+}
+
+static void
+reply_send_and_free (Reply *reply)
+{
+  send_reply (reply->responder, reply->result, reply->error);
+  g_free (reply->error);
+  g_free (reply);
+}
+
+GPtrArray *
+mcp_input_replies_new (void)
+{
+  return g_ptr_array_new_with_free_func ((GDestroyNotify) reply_send_and_free);
+}
+
+/* Answers @responder with @result (stolen) or else @error, now or when
+ * @replies is freed. */
+static void
+reply (GPtrArray           *replies,
+       McpSessionResponder *responder,
+       json_t              *result,
+       const char          *error)
+{
+  Reply *later;
+
+  if (replies == NULL)
+    {
+      send_reply (responder, result, error);
+      return;
+    }
+  later = g_new (Reply, 1);
+  *later = (Reply) { responder, result, result == NULL ? g_strdup (error) : NULL };
+  g_ptr_array_add (replies, later);
 }
 
 McpInputRequests *
@@ -36,7 +88,8 @@ mcp_input_requests_new (void)
 
 void
 mcp_input_requests_free (McpInputRequests *inputs,
-                         const char       *why)
+                         const char       *why,
+                         GPtrArray        *replies)
 {
   if (inputs == NULL)
     return;
@@ -44,7 +97,7 @@ mcp_input_requests_free (McpInputRequests *inputs,
     {
       Waiting *waiting = g_ptr_array_index (inputs->waiting, i);
 
-      mcp_session_responder_return_error (waiting->responder, MCP_JSONRPC_INTERNAL_ERROR, why);
+      reply (replies, waiting->responder, NULL, why);
     }
   g_ptr_array_unref (inputs->waiting);
   g_free (inputs);
@@ -65,7 +118,8 @@ mcp_input_requests_add (McpInputRequests    *inputs,
 /* The requests the server gave up are answered (it reads no answer) and
  * no longer asked for. */
 static void
-drop_cancelled (McpInputRequests *inputs)
+drop_cancelled (McpInputRequests *inputs,
+                GPtrArray        *replies)
 {
   for (guint i = inputs->waiting->len; i > 0; i--)
     {
@@ -73,19 +127,19 @@ drop_cancelled (McpInputRequests *inputs)
 
       if (!g_cancellable_is_cancelled (mcp_session_responder_get_cancellable (waiting->responder)))
         continue;
-      mcp_session_responder_return_error (waiting->responder, MCP_JSONRPC_INTERNAL_ERROR,
-                                          _("The server cancelled its request"));
+      reply (replies, waiting->responder, NULL, _("The server cancelled its request"));
       g_ptr_array_remove_index (inputs->waiting, i - 1);
     }
 }
 
 json_t *
 mcp_input_requests_result (McpInputRequests *inputs,
-                           const char       *state)
+                           const char       *state,
+                           GPtrArray        *replies)
 {
   json_t *requests;
 
-  drop_cancelled (inputs);
+  drop_cancelled (inputs, replies);
   if (inputs->waiting->len == 0)
     return NULL;
   requests = json_object ();
@@ -103,7 +157,8 @@ mcp_input_requests_result (McpInputRequests *inputs,
 
 guint
 mcp_input_requests_answer (McpInputRequests *inputs,
-                           json_t           *responses)
+                           json_t           *responses,
+                           GPtrArray        *replies)
 {
   for (guint i = inputs->waiting->len; i > 0 && json_is_object (responses); i--)
     {
@@ -112,7 +167,7 @@ mcp_input_requests_answer (McpInputRequests *inputs,
 
       if (!json_is_object (response))
         continue;
-      mcp_session_responder_return_result (waiting->responder, json_incref (response));
+      reply (replies, waiting->responder, json_incref (response), NULL);
       g_ptr_array_remove_index (inputs->waiting, i - 1);
     }
   return inputs->waiting->len;

@@ -11,7 +11,13 @@
  * answered exactly once: with the client's input, or with an error when
  * the set is freed (the client never retried) or the server cancelled it.
  *
- * Threads: used by one thread at a time (the front's context); no lock.
+ * An answer to a server may call back into its caller (a 2026-07-28
+ * server's retry goes out, a call fails and ends), so a caller that holds
+ * a lock passes @replies, an array of mcp_input_replies_new(): the
+ * answers are kept there and sent when it is freed, after the lock.
+ * With @replies NULL each answer is sent at once.
+ *
+ * Threads: used by one thread at a time, or under its owner's lock.
  */
 #pragma once
 
@@ -26,7 +32,8 @@ typedef struct _McpInputRequests McpInputRequests;
 McpInputRequests *mcp_input_requests_new    (void);
 /* Answers each request still waiting with an error that says @why. */
 void              mcp_input_requests_free   (McpInputRequests    *inputs,
-                                             const char          *why);
+                                             const char          *why,
+                                             GPtrArray           *replies);
 
 /* Takes @responder, a server's request for the client's input. */
 void              mcp_input_requests_add    (McpInputRequests    *inputs,
@@ -36,12 +43,17 @@ void              mcp_input_requests_add    (McpInputRequests    *inputs,
  * with @state as its requestState; NULL when none waits (those the server
  * cancelled are answered and dropped first). */
 json_t           *mcp_input_requests_result (McpInputRequests    *inputs,
-                                             const char          *state);
+                                             const char          *state,
+                                             GPtrArray           *replies);
 
 /* Answers the requests that @responses (an InputResponses object of a
  * retry, borrowed; anything else is none) names by their keys; keys it
  * does not know are ignored.  How many requests still wait. */
 guint             mcp_input_requests_answer (McpInputRequests    *inputs,
-                                             json_t              *responses);
+                                             json_t              *responses,
+                                             GPtrArray           *replies);
+
+/* Answers to servers' requests that are sent when the array is freed. */
+GPtrArray        *mcp_input_replies_new     (void);
 
 G_END_DECLS

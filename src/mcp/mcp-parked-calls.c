@@ -7,6 +7,12 @@
  * the call's end goes is `reply_id`: the call's own id until it is
  * answered with an InputRequiredResult, then NULL until a retry comes,
  * then that retry's id.
+ *
+ * Nothing that calls out of this set runs under its lock: answering a
+ * server's request may send a 2026-07-28 server's retry or fail a call,
+ * whose end comes back here on the same thread, and cancelling a call may
+ * run its handlers.  What a change under the lock leaves to do is kept in
+ * an Aftermath and done by after_unlock().
  */
 #include "config.h"
 
@@ -45,6 +51,37 @@ struct _McpParkedCalls {
   GHashTable        *states;      /* protected by lock: requestState → ParkedCall (borrowed) */
 };
 
+/* What is done once the lock is released, in this order: the servers'
+ * requests are answered, the calls are cancelled, the client is sent its
+ * message.  Each part is NULL until needed, as most calls need none. */
+typedef struct {
+  GPtrArray *replies;     /* mcp_input_replies_new() */
+  GPtrArray *cancelled;   /* of GCancellable (owned) */
+  json_t    *message;     /* for the client */
+} Aftermath;
+
+static GPtrArray *
+replies_of (Aftermath *after)
+{
+  if (after->replies == NULL)
+    after->replies = mcp_input_replies_new ();
+  return after->replies;
+}
+
+/* Releases @calls' lock, then does what @after holds. */
+static void
+after_unlock (McpParkedCalls *calls,
+              Aftermath      *after)
+{
+  g_mutex_unlock (&calls->lock);
+  g_clear_pointer (&after->replies, g_ptr_array_unref);
+  for (guint i = 0; after->cancelled != NULL && i < after->cancelled->len; i++)
+    g_cancellable_cancel (g_ptr_array_index (after->cancelled, i));
+  g_clear_pointer (&after->cancelled, g_ptr_array_unref);
+  if (after->message != NULL)
+    calls->send (g_steal_pointer (&after->message), calls->send_data);
+}
+
 static void
 destroy_source (GSource **source)
 {
@@ -54,12 +91,14 @@ destroy_source (GSource **source)
   g_clear_pointer (source, g_source_unref);
 }
 
+/* Under the lock, a call's questions are taken first (forget_locked());
+ * only the set's own end frees one that still has them. */
 static void
 parked_call_free (ParkedCall *call)
 {
   destroy_source (&call->asking);
   destroy_source (&call->expiry);
-  mcp_input_requests_free (call->inputs, _("The call ended before its client answered"));
+  mcp_input_requests_free (call->inputs, _("The call ended before its client answered"), NULL);
   g_free (call->key);
   json_decref (call->request);
   g_object_unref (call->cancellable);
@@ -119,11 +158,29 @@ mcp_parked_calls_track (McpParkedCalls *calls,
   g_mutex_unlock (&calls->lock);
 }
 
-/* Its end and its questions go; its cancellable stops the call.  Called
- * with calls->lock; the call stays in calls until it ends. */
+/* @call leaves both tables and is freed; the questions it still has are
+ * refused with @why after the lock.  Called with calls->lock. */
+static void
+forget_locked (ParkedCall *call,
+               const char *why,
+               Aftermath  *after)
+{
+  McpParkedCalls *calls = call->calls;
+
+  if (call->state != NULL)
+    g_hash_table_remove (calls->states, call->state);
+  if (call->inputs != NULL)
+    mcp_input_requests_free (g_steal_pointer (&call->inputs), why, replies_of (after));
+  g_hash_table_remove (calls->calls, call->key);
+}
+
+/* Its end and its questions go; its cancellable stops the call, after
+ * the lock.  Called with calls->lock; the call stays in calls until it
+ * ends. */
 static void
 abandon_locked (ParkedCall *call,
-                const char *why)
+                const char *why,
+                Aftermath  *after)
 {
   McpParkedCalls *calls = call->calls;
 
@@ -133,8 +190,11 @@ abandon_locked (ParkedCall *call,
   destroy_source (&call->asking);
   destroy_source (&call->expiry);
   g_clear_pointer (&call->reply, json_decref);
-  mcp_input_requests_free (g_steal_pointer (&call->inputs), why);
-  g_cancellable_cancel (call->cancellable);
+  if (call->inputs != NULL)
+    mcp_input_requests_free (g_steal_pointer (&call->inputs), why, replies_of (after));
+  if (after->cancelled == NULL)
+    after->cancelled = g_ptr_array_new_with_free_func (g_object_unref);
+  g_ptr_array_add (after->cancelled, g_object_ref (call->cancellable));
   if (call->ended)
     g_hash_table_remove (calls->calls, call->key);
 }
@@ -184,31 +244,31 @@ static gboolean
 on_expired (gpointer user_data)
 {
   CallSource *data = user_data;
+  Aftermath after = { 0 };
   ParkedCall *call;
 
   g_mutex_lock (&data->calls->lock);
   if ((call = call_of_source_locked (data, G_STRUCT_OFFSET (ParkedCall, expiry))) != NULL)
-    abandon_locked (call, _("The client did not retry the call with its input in time"));
-  g_mutex_unlock (&data->calls->lock);
+    abandon_locked (call, _("The client did not retry the call with its input in time"), &after);
+  after_unlock (data->calls, &after);
   return G_SOURCE_REMOVE;
 }
 
-/* @call's InputRequiredResult under its reply_id, which is taken; NULL if
- * no question waits any more (the server cancelled them).  Called with
- * calls->lock. */
-static json_t *
-ask_locked (ParkedCall *call)
+/* @call's InputRequiredResult under its reply_id, which is taken, for
+ * the client; none if no question waits any more (the server cancelled
+ * them).  Called with calls->lock. */
+static void
+ask_locked (ParkedCall *call,
+            Aftermath  *after)
 {
-  g_autoptr(json_t) result = mcp_input_requests_result (call->inputs, call->state);
-  json_t *message;
+  g_autoptr(json_t) result = mcp_input_requests_result (call->inputs, call->state, replies_of (after));
 
   if (result == NULL || call->reply_id == NULL)
-    return NULL;
-  message = mcp_jsonrpc_result_new (call->reply_id, g_steal_pointer (&result));
+    return;
+  after->message = mcp_jsonrpc_result_new (call->reply_id, g_steal_pointer (&result));
   g_clear_pointer (&call->reply_id, json_decref);
   destroy_source (&call->expiry);
   call->expiry = attach_source (call, g_timeout_source_new_seconds (call->calls->timeout_s), on_expired);
-  return message;
 }
 
 /* On the context, once the server's requests of this turn are in. */
@@ -216,19 +276,16 @@ static gboolean
 on_asking (gpointer user_data)
 {
   CallSource *data = user_data;
-  McpParkedCalls *calls = data->calls;
-  json_t *message = NULL;
+  Aftermath after = { 0 };
   ParkedCall *call;
 
-  g_mutex_lock (&calls->lock);
+  g_mutex_lock (&data->calls->lock);
   if ((call = call_of_source_locked (data, G_STRUCT_OFFSET (ParkedCall, asking))) != NULL)
     {
       g_clear_pointer (&call->asking, g_source_unref);
-      message = ask_locked (call);
+      ask_locked (call, &after);
     }
-  g_mutex_unlock (&calls->lock);
-  if (message != NULL)
-    calls->send (message, calls->send_data);
+  after_unlock (data->calls, &after);
   return G_SOURCE_REMOVE;
 }
 
@@ -299,7 +356,7 @@ mcp_parked_calls_end (McpParkedCalls *calls,
 {
   g_autofree char *key = NULL;
   g_autoptr(json_t) parsed = NULL;
-  json_t *message = NULL;
+  Aftermath after = { 0 };
   gboolean taken = TRUE;
   ParkedCall *call;
 
@@ -320,14 +377,13 @@ mcp_parked_calls_end (McpParkedCalls *calls,
       /* Never asked: the front answers it as usual. */
       taken = call->state != NULL;
       if (call->state != NULL && !call->abandoned)
-        abandon_locked (call, _("The call ended before its client answered"));
+        abandon_locked (call, _("The call ended before its client answered"), &after);
       g_hash_table_remove (calls->calls, key);
     }
   else if (call->reply_id != NULL)
     {
-      message = reply_as (reply, call->reply_id);
-      g_hash_table_remove (calls->states, call->state);
-      g_hash_table_remove (calls->calls, key);
+      after.message = reply_as (reply, call->reply_id);
+      forget_locked (call, _("The call ended before its client answered"), &after);
     }
   else
     {
@@ -335,9 +391,7 @@ mcp_parked_calls_end (McpParkedCalls *calls,
       call->ended = TRUE;
       call->reply = json_incref (reply);
     }
-  g_mutex_unlock (&calls->lock);
-  if (message != NULL)
-    calls->send (message, calls->send_data);
+  after_unlock (calls, &after);
   return taken;
 }
 
@@ -348,7 +402,7 @@ mcp_parked_calls_retry (McpParkedCalls *calls,
   json_t *params = json_object_get (request, "params");
   json_t *id = json_object_get (request, "id");
   const char *state = mcp_json_get_string (params, "requestState");
-  json_t *message = NULL;
+  Aftermath after = { 0 };
   ParkedCall *call;
 
   if (state == NULL || !g_str_has_prefix (state, MCP_PARKED_STATE_PREFIX))
@@ -357,30 +411,27 @@ mcp_parked_calls_retry (McpParkedCalls *calls,
   g_mutex_lock (&calls->lock);
   call = g_hash_table_lookup (calls->states, state);
   if (call == NULL || !mcp_modern_same_call (call->request, request))
-    message = mcp_jsonrpc_error_new (id, MCP_JSONRPC_INVALID_PARAMS,
+    after.message = mcp_jsonrpc_error_new (id, MCP_JSONRPC_INVALID_PARAMS,
                                      _("Invalid params: requestState names no call that waits for this client's "
                                        "input (it was answered, it timed out, or it was for another request); "
                                        "send the request again without it"), NULL);
   else if (call->reply_id != NULL)
-    message = mcp_jsonrpc_error_new (id, MCP_JSONRPC_INVALID_REQUEST,
+    after.message = mcp_jsonrpc_error_new (id, MCP_JSONRPC_INVALID_REQUEST,
                                      _("A retry with this requestState is already waiting for the answer"), NULL);
   else
     {
       call->reply_id = json_incref (id);
       destroy_source (&call->expiry);
-      mcp_input_requests_answer (call->inputs, json_object_get (params, "inputResponses"));
+      mcp_input_requests_answer (call->inputs, json_object_get (params, "inputResponses"), replies_of (&after));
       if (call->ended)
         {
-          message = reply_as (call->reply, id);
-          g_hash_table_remove (calls->states, call->state);
-          g_hash_table_remove (calls->calls, call->key);
+          after.message = reply_as (call->reply, id);
+          forget_locked (call, _("The call ended before its client answered"), &after);
         }
       else
-        message = ask_locked (call);
+        ask_locked (call, &after);
     }
-  g_mutex_unlock (&calls->lock);
-  if (message != NULL)
-    calls->send (message, calls->send_data);
+  after_unlock (calls, &after);
   return TRUE;
 }
 
@@ -388,6 +439,7 @@ void
 mcp_parked_calls_abandon_all (McpParkedCalls *calls)
 {
   g_autoptr(GPtrArray) waiting = g_ptr_array_new ();
+  Aftermath after = { 0 };
   GHashTableIter iter;
   ParkedCall *call;
 
@@ -396,6 +448,6 @@ mcp_parked_calls_abandon_all (McpParkedCalls *calls)
   while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &call))
     g_ptr_array_add (waiting, call);
   for (guint i = 0; i < waiting->len; i++)
-    abandon_locked (g_ptr_array_index (waiting, i), _("mcp-pool is shutting down"));
-  g_mutex_unlock (&calls->lock);
+    abandon_locked (g_ptr_array_index (waiting, i), _("mcp-pool is shutting down"), &after);
+  after_unlock (calls, &after);
 }

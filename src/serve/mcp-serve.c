@@ -471,17 +471,20 @@ on_input_request_line (const char *line,
   /* Only calls of a server's tool are worth a scan first; the shared
    * daemon is sent the request as it came. */
   if (serve->remote != NULL || !shows_server (serve, NULL) ||
-      g_strstr_len (line, length, "\"tools/call\"") == NULL || !mcp_raw_call_parse (line, length, &serve->raw_meta, &call))
+      g_strstr_len (line, length, "\"tools/call\"") == NULL ||
+      !mcp_raw_call_parse (line, length, &serve->raw_meta, &call))
     return FALSE;
   cancellable = register_request (serve, call.id);
-  modern = mcp_upstream_raw_call_modern (&call);
-  if (cancellable != NULL && serve->parked != NULL && modern != NULL)
-    track_modern_call (serve, modern, cancellable);
-  if (cancellable != NULL &&
-      !mcp_upstream_call_raw_warm (serve->expose, &call, modern, 0, cancellable, on_warm_reply, serve))
+  if (cancellable != NULL)
     {
-      unregister_request (serve, call.id);
-      return FALSE;
+      modern = mcp_upstream_raw_call_modern (&call);
+      if (serve->parked != NULL && modern != NULL)
+        track_modern_call (serve, modern, cancellable);
+      if (!mcp_upstream_call_raw_warm (serve->expose, &call, modern, 0, cancellable, on_warm_reply, serve))
+        {
+          unregister_request (serve, call.id);
+          return FALSE;
+        }
     }
   /* As after any other line: a client that does not read its answers
    * stops being read. */
