@@ -158,6 +158,19 @@ mcp_parked_calls_track (McpParkedCalls *calls,
   g_mutex_unlock (&calls->lock);
 }
 
+/* @call's requestState no longer finds it, and the questions it still
+ * has are refused with @why after the lock.  Called with calls->lock. */
+static void
+drop_questions_locked (ParkedCall *call,
+                       const char *why,
+                       Aftermath  *after)
+{
+  if (call->state != NULL)
+    g_hash_table_remove (call->calls->states, call->state);
+  if (call->inputs != NULL)
+    mcp_input_requests_free (g_steal_pointer (&call->inputs), why, replies_of (after));
+}
+
 /* @call leaves both tables and is freed; the questions it still has are
  * refused with @why after the lock.  Called with calls->lock. */
 static void
@@ -165,13 +178,8 @@ forget_locked (ParkedCall *call,
                const char *why,
                Aftermath  *after)
 {
-  McpParkedCalls *calls = call->calls;
-
-  if (call->state != NULL)
-    g_hash_table_remove (calls->states, call->state);
-  if (call->inputs != NULL)
-    mcp_input_requests_free (g_steal_pointer (&call->inputs), why, replies_of (after));
-  g_hash_table_remove (calls->calls, call->key);
+  drop_questions_locked (call, why, after);
+  g_hash_table_remove (call->calls->calls, call->key);
 }
 
 /* Its end and its questions go; its cancellable stops the call, after
@@ -182,21 +190,16 @@ abandon_locked (ParkedCall *call,
                 const char *why,
                 Aftermath  *after)
 {
-  McpParkedCalls *calls = call->calls;
-
-  if (call->state != NULL)
-    g_hash_table_remove (calls->states, call->state);
+  drop_questions_locked (call, why, after);
   call->abandoned = TRUE;
   destroy_source (&call->asking);
   destroy_source (&call->expiry);
   g_clear_pointer (&call->reply, json_decref);
-  if (call->inputs != NULL)
-    mcp_input_requests_free (g_steal_pointer (&call->inputs), why, replies_of (after));
   if (after->cancelled == NULL)
     after->cancelled = g_ptr_array_new_with_free_func (g_object_unref);
   g_ptr_array_add (after->cancelled, g_object_ref (call->cancellable));
   if (call->ended)
-    g_hash_table_remove (calls->calls, call->key);
+    g_hash_table_remove (call->calls->calls, call->key);
 }
 
 /* What a source of a call's knows of it: the call may end on another
