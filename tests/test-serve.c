@@ -594,6 +594,92 @@ test_stateless_input (void)
   test_assert_no_children ();
 }
 
+/* @params (taken, NULL: {}) of a 2026-07-28 client that declares the
+ * tasks extension. */
+static json_t *
+tasks_params (json_t *params)
+{
+  json_t *with = modern_params (params, "2026-07-28");
+
+  json_object_set_new (json_object_get (with, "_meta"), "io.modelcontextprotocol/clientCapabilities",
+                       json_pack ("{s:{s:{}}}", "extensions", "io.modelcontextprotocol/tasks"));
+  return with;
+}
+
+/* The tasks extension of 2026-07-28 over stdio, made of a 2025 server's
+ * tasks: its tool that needs a task is refused to a client that did not
+ * declare the extension (-32021, naming it) and is a flat task for one
+ * that did, which tasks/get shows ended with the server's result; the
+ * extension's methods are refused undeclared, for tasks not made here,
+ * and tasks/result and tasks/list are gone. */
+static void
+test_stateless_tasks (void)
+{
+  static const char * const servers[] = { "fixture", "[\"--task-tool\"]", NULL };
+  g_autofree char *config = write_config (servers);
+  g_autoptr(TestClient) client = serve_new (config, "proxy");
+  g_autoptr(json_t) discovered = test_client_result (client, "server/discover", modern_params (NULL, "2026-07-28"));
+  g_autoptr(json_t) refused = NULL;
+  g_autoptr(json_t) created = NULL;
+  g_autoptr(json_t) got = NULL;
+  g_autoptr(json_t) updated = NULL;
+  g_autoptr(json_t) cancelled = NULL;
+  json_t *data, *result;
+  const char *id;
+
+  g_assert_nonnull (json_object_get (json_object_get (json_object_get (discovered, "capabilities"), "extensions"),
+                                     "io.modelcontextprotocol/tasks"));
+  g_assert_null (json_object_get (json_object_get (discovered, "capabilities"), "tasks"));
+
+  refused = test_client_read_reply (client, test_client_request (client, "tools/call",
+                                                                 modern_params (json_pack ("{s:s, s:{s:s}}", "name",
+                                                                                           "fixture__research", "arguments",
+                                                                                           "topic", "owls"), "2026-07-28")));
+  g_assert_cmpint (json_integer_value (json_object_get (json_object_get (refused, "error"), "code")), ==, -32021);
+  data = json_object_get (json_object_get (refused, "error"), "data");
+  g_assert_nonnull (json_object_get (json_object_get (json_object_get (data, "requiredCapabilities"), "extensions"),
+                                     "io.modelcontextprotocol/tasks"));
+
+  created = test_client_result (client, "tools/call",
+                                tasks_params (json_pack ("{s:s, s:{s:s}}", "name", "fixture__research", "arguments",
+                                                         "topic", "owls")));
+  g_assert_cmpstr (mcp_json_get_string (created, "resultType"), ==, "task");
+  g_assert_null (json_object_get (created, "task"));
+  g_assert_cmpint (json_integer_value (json_object_get (created, "ttlMs")), ==, 60000);
+  id = mcp_json_get_string (created, "taskId");
+  g_assert_nonnull (id);
+
+  got = test_client_result (client, "tasks/get", tasks_params (json_pack ("{s:s}", "taskId", id)));
+  g_assert_cmpstr (mcp_json_get_string (got, "resultType"), ==, "complete");
+  g_assert_cmpstr (mcp_json_get_string (got, "taskId"), ==, id);
+  g_assert_cmpstr (mcp_json_get_string (got, "status"), ==, "completed");
+  result = json_object_get (got, "result");
+  assert_result (result, FALSE, "researched: owls", NULL);
+  g_assert_null (json_object_get (json_object_get (result, "_meta"), "io.modelcontextprotocol/related-task"));
+
+  updated = test_client_result (client, "tasks/update",
+                                tasks_params (json_pack ("{s:s, s:{s:{}}}", "taskId", id, "inputResponses", "none")));
+  g_assert_cmpstr (mcp_json_get_string (updated, "resultType"), ==, "complete");
+  g_assert_null (json_object_get (updated, "status"));
+  /* The server keeps its tasks; it cancels one that ended, this ack
+   * is the same either way. */
+  cancelled = test_client_result (client, "tasks/cancel", tasks_params (json_pack ("{s:s}", "taskId", id)));
+  g_assert_cmpstr (mcp_json_get_string (cancelled, "resultType"), ==, "complete");
+  g_assert_null (json_object_get (cancelled, "taskId"));
+
+  g_assert_cmpint (error_code_of (client, "tasks/get",
+                                  modern_params (json_pack ("{s:s}", "taskId", id), "2026-07-28")), ==, -32021);
+  g_assert_cmpint (error_code_of (client, "tasks/get", tasks_params (json_pack ("{s:s}", "taskId", "made-elsewhere"))),
+                   ==, -32602);
+  g_assert_cmpint (error_code_of (client, "tasks/update", tasks_params (json_pack ("{s:s}", "taskId", id))), ==,
+                   -32602);
+  g_assert_cmpint (error_code_of (client, "tasks/result", tasks_params (json_pack ("{s:s}", "taskId", id))), ==,
+                   -32601);
+  g_assert_cmpint (error_code_of (client, "tasks/list", tasks_params (NULL)), ==, -32601);
+  serve_finish (client);
+  test_assert_no_children ();
+}
+
 /* Gateway */
 
 static void
@@ -2483,6 +2569,7 @@ main (int argc, char **argv)
   g_test_add_func ("/serve/handshake", test_handshake);
   g_test_add_func ("/serve/stateless", test_stateless);
   g_test_add_func ("/serve/stateless-input", test_stateless_input);
+  g_test_add_func ("/serve/stateless-tasks", test_stateless_tasks);
   ADD_BOTH ("/serve/gateway/list", gateway_setup, test_gateway_list);
   ADD_BOTH ("/serve/gateway/discovery", gateway_setup, test_gateway_discovery);
   ADD_BOTH ("/serve/gateway/call", gateway_setup, test_gateway_call);

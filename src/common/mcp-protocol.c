@@ -85,6 +85,8 @@ mcp_protocol_named_field (const char *method)
 {
   static const struct { const char *method, *field; } named[] = {
     { "tools/call", "name" }, { "prompts/get", "name" }, { "resources/read", "uri" },
+    /* The tasks extension's (io.modelcontextprotocol/tasks). */
+    { "tasks/get", "taskId" }, { "tasks/update", "taskId" }, { "tasks/cancel", "taskId" },
   };
 
   for (gsize i = 0; i < G_N_ELEMENTS (named); i++)

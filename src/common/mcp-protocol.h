@@ -43,7 +43,9 @@ json_t  *mcp_protocol_passed_meta          (json_t     *meta);
 json_t  *mcp_protocol_input_retry          (json_t     *params);
 /* Streamable HTTP of 2026-07-28: the params field that a request of
  * @method carries in its Mcp-Name header ("name" for tools/call and
- * prompts/get, "uri" for resources/read), NULL for any other method. */
+ * prompts/get, "uri" for resources/read, "taskId" for the tasks
+ * extension's tasks/get, tasks/update and tasks/cancel), NULL for any
+ * other method. */
 const char *mcp_protocol_named_field       (const char *method);
 /* @value as a header value: itself when it is printable ASCII without
  * leading or trailing spaces, else in the Base64 sentinel

@@ -1363,7 +1363,29 @@ client_declaring (McpDaemon  *daemon,
   return *n_clients == 1 ? g_strdup (client) : NULL;
 }
 
-/* On the main context (the pool's): to the one client whose calls of the
+/* Whether an exposure's task took @responder, a question of its task. */
+static gboolean
+take_task_request (McpDaemon           *daemon,
+                   McpSessionResponder *responder)
+{
+  GHashTable *tables[] = { daemon->exposures, daemon->server_exposures };
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&daemon->lock);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (tables); i++)
+    {
+      GHashTableIter iter;
+      McpExpose *expose;
+
+      g_hash_table_iter_init (&iter, tables[i]);
+      while (g_hash_table_iter_next (&iter, NULL, (gpointer *) &expose))
+        if (mcp_expose_take_task_request (expose, responder))
+          return TRUE;
+    }
+  return FALSE;
+}
+
+/* On the main context (the pool's): a task's question to the task, for
+ * its client's tasks/get; else to the one client whose calls of the
  * server are in flight, or with none in flight, the one client that can
  * answer; else an error that says why. */
 static gboolean
@@ -1381,6 +1403,8 @@ on_server_request (McpPool             *pool,
   guint n_declaring = 0;
   ClientRequest *request;
 
+  if (take_task_request (daemon, responder))
+    return TRUE;
   /* An HTTP session's call, or outside any call the one HTTP session
    * that declared it. */
   if (client == NULL && n_clients == 0 && daemon->http != NULL &&

@@ -11,6 +11,7 @@
 #include "mcp/mcp-prompts.h"
 #include "mcp/mcp-proxy-names.h"
 #include "mcp/mcp-resources.h"
+#include "mcp/mcp-task-bridge.h"
 #include "mcp/mcp-tasks.h"
 
 #include <string.h>
@@ -38,6 +39,7 @@ struct _McpExpose {
   McpPrompts     *prompts;             /* immutable; NULL without the proxy */
   McpResources   *resources;           /* immutable; NULL without the proxy */
   McpTasks       *tasks;               /* immutable; NULL without the proxy */
+  McpTaskBridge  *task_bridge;         /* immutable: 2026-07-28 tasks of 2025 servers */
   McpProxyNames  *tool_names;          /* immutable; the proxied tools' (it has its lock) */
   char           *server;              /* immutable; one-server exposure: this server; else NULL */
 };
@@ -100,6 +102,7 @@ mcp_expose_new (McpPool        *pool,
   expose->flags = flags;
   expose->default_timeout_ms = default_timeout_ms;
   expose->tool_names = mcp_proxy_names_new ();
+  expose->task_bridge = mcp_task_bridge_new (pool);
   if (flags & MCP_EXPOSE_PROXY)
     {
       expose->prompts = mcp_prompts_new (pool);
@@ -142,6 +145,7 @@ mcp_expose_free (McpExpose *expose)
   mcp_prompts_free (expose->prompts);
   mcp_resources_free (expose->resources);
   mcp_tasks_free (expose->tasks);
+  mcp_task_bridge_free (expose->task_bridge);
   g_free (expose);
 }
 
@@ -616,26 +620,115 @@ mcp_expose_list_tools (McpExpose *expose)
   return tools;
 }
 
+/* The server and the tool of @name, among those listed already (no
+ * listing is made); FALSE if it is none. */
+static gboolean
+find_listed_tool (McpExpose   *expose,
+                  const char  *name,
+                  char       **server,
+                  char       **tool)
+{
+  if (expose->server != NULL)
+    {
+      *server = g_strdup (expose->server);
+      *tool = g_strdup (name);
+      return TRUE;
+    }
+  return (expose->flags & MCP_EXPOSE_PROXY) && mcp_proxy_names_find (expose->tool_names, name, server, tool);
+}
+
+/* A reference to the cached declaration of the tool @name, or NULL. */
+static json_t *
+ref_listed_tool (McpExpose  *expose,
+                 const char *name)
+{
+  g_autofree char *server = NULL;
+  g_autofree char *tool = NULL;
+
+  if (!find_listed_tool (expose, name, &server, &tool))
+    return NULL;
+  return mcp_pool_ref_cached_tool (expose->pool, server, tool);
+}
+
 json_t *
 mcp_expose_dup_input_schema (McpExpose  *expose,
                              const char *name)
 {
+  g_autoptr(json_t) tool = ref_listed_tool (expose, name);
+
+  return json_incref (json_object_get (tool, "inputSchema"));
+}
+
+McpTaskSupport
+mcp_expose_tool_task_support (McpExpose  *expose,
+                              const char *name,
+                              gboolean    may_list)
+{
   g_autofree char *server = NULL;
   g_autofree char *tool = NULL;
-  g_autoptr(json_t) tools = NULL;
+  g_autoptr(json_t) declared = NULL;
 
+  if (!may_list)
+    {
+      declared = ref_listed_tool (expose, name);
+      return mcp_task_support_of (declared);
+    }
   if (expose->server != NULL)
     {
       server = g_strdup (expose->server);
       tool = g_strdup (name);
     }
-  else if (!(expose->flags & MCP_EXPOSE_PROXY) || !mcp_proxy_names_find (expose->tool_names, name, &server, &tool))
-    return NULL;
-  tools = mcp_pool_dup_cached_tools (expose->pool, server, MCP_TOOL_DETAIL_FULL);
-  for (size_t i = 0; i < json_array_size (tools); i++)
-    if (g_strcmp0 (mcp_json_get_string (json_array_get (tools, i), "name"), tool) == 0)
-      return json_incref (json_object_get (json_array_get (tools, i), "inputSchema"));
-  return NULL;
+  /* The pool's own tools run no tasks. */
+  else if ((expose->code != NULL && g_str_equal (name, "run_python")) ||
+           ((expose->flags & MCP_EXPOSE_GATEWAY) && is_gateway_tool (name)) ||
+           !find_proxied_tool (expose, name, &server, &tool))
+    return MCP_TASK_SUPPORT_NONE;
+  declared = mcp_pool_ref_cached_tool (expose->pool, server, tool);
+  /* A server that has not started has no list yet. */
+  if (declared == NULL)
+    {
+      json_decref (mcp_pool_list_tools (expose->pool, server, MCP_TOOL_DETAIL_SUMMARY, NULL));
+      declared = mcp_pool_ref_cached_tool (expose->pool, server, tool);
+    }
+  return mcp_task_support_of (declared);
+}
+
+json_t *
+mcp_expose_call_tool_as_task (McpExpose             *expose,
+                              const char            *name,
+                              json_t                *params,
+                              const McpCallOptions  *options,
+                              GError               **error)
+{
+  McpCallOptions call_options = *options;
+  g_autofree char *server = NULL;
+  g_autofree char *tool = NULL;
+
+  if (!find_listed_tool (expose, name, &server, &tool))
+    {
+      set_unknown_tool_error (expose, name, error);
+      return NULL;
+    }
+  if (call_options.timeout_ms <= 0)
+    call_options.timeout_ms = expose->default_timeout_ms;
+  return mcp_task_bridge_call_tool (expose->task_bridge, server, tool, params, &call_options, error);
+}
+
+json_t *
+mcp_expose_bridged_task_request (McpExpose             *expose,
+                                 const char            *method,
+                                 json_t                *params,
+                                 const McpCallOptions  *options,
+                                 GError               **error)
+{
+  return mcp_task_bridge_request (expose->task_bridge, method, params, options, error);
+}
+
+gboolean
+mcp_expose_take_task_request (McpExpose           *expose,
+                              McpSessionResponder *responder)
+{
+  return mcp_task_bridge_take_request (expose->task_bridge, responder);
 }
 
 json_t *

@@ -21,6 +21,7 @@
 
 #include "sandbox/mcp-code.h"
 #include "pool/mcp-pool.h"
+#include "mcp/mcp-task-bridge.h"
 
 G_BEGIN_DECLS
 
@@ -40,6 +41,7 @@ typedef enum {
   MCP_EXPOSE_ERROR_UNKNOWN_PROMPT,  /* prompts/get of a name that is not exposed: -32602 */
   MCP_EXPOSE_ERROR_NEEDS_PROXY,     /* a request only the proxy answers, of another exposure */
   MCP_EXPOSE_ERROR_UNKNOWN_TASK,    /* tasks/get, result or cancel of an id not routed: -32602 */
+  MCP_EXPOSE_ERROR_BAD_PARAMS,      /* params of the wrong shape: -32602 */
 } McpExposeError;
 
 #define MCP_EXPOSE_CAPABILITIES_URI "mcp-pool://capabilities"
@@ -76,6 +78,12 @@ json_t    *mcp_expose_list_tools     (McpExpose             *expose);
  * that name or its server was never listed. */
 json_t    *mcp_expose_dup_input_schema (McpExpose           *expose,
                                         const char          *name);
+/* How the server of the exposed tool @name lets it run as a task.  From
+ * the cache like the above, non-blocking, unless @may_list: then it
+ * blocks to list the tools (and start the server) if need be. */
+McpTaskSupport mcp_expose_tool_task_support (McpExpose      *expose,
+                                             const char     *name,
+                                             gboolean        may_list);
 /* Blocking.  A result (isError for failures the model should see), or NULL
  * with MCP_EXPOSE_ERROR_UNKNOWN_TOOL for a name that is not exposed; of
  * one server's exposure, NULL with the server's own JSON-RPC error
@@ -124,6 +132,24 @@ json_t    *mcp_expose_task_request   (McpExpose             *expose,
                                       json_t                *params,
                                       const McpCallOptions  *options,
                                       GError               **error);
+/* Blocking: a 2026-07-28 client's tools/call of @name (@params, its
+ * arguments) made a task of the extension, mcp_task_bridge_call_tool(). */
+json_t    *mcp_expose_call_tool_as_task (McpExpose          *expose,
+                                         const char         *name,
+                                         json_t             *params,
+                                         const McpCallOptions *options,
+                                         GError            **error);
+/* Blocking: tasks/get, tasks/update or tasks/cancel of the extension,
+ * mcp_task_bridge_request(). */
+json_t    *mcp_expose_bridged_task_request (McpExpose       *expose,
+                                            const char      *method,
+                                            json_t          *params,
+                                            const McpCallOptions *options,
+                                            GError         **error);
+/* On the pool's context: takes a server's request for the client that
+ * belongs to a task of the extension (mcp_task_bridge_take_request()). */
+gboolean   mcp_expose_take_task_request (McpExpose          *expose,
+                                         McpSessionResponder *responder);
 /* Blocking: resources/subscribe or resources/unsubscribe (@method) of a
  * proxied resource; the server's result, or NULL and the error. */
 json_t    *mcp_expose_subscribe      (McpExpose             *expose,

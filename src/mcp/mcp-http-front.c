@@ -2054,6 +2054,9 @@ mcp_http_front_relay (McpHttpFront        *front,
   HttpSession *session;
   HttpRequest *stateless;
 
+  /* A task's questions wait for its client's tasks/get. */
+  if (mcp_expose_take_task_request (front->expose, responder))
+    return TRUE;
   /* A stateless client is answered, not asked. */
   g_hash_table_iter_init (&iter, front->stateless);
   while (g_hash_table_iter_next (&iter, (gpointer *) &stateless, NULL))

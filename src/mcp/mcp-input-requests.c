@@ -133,9 +133,8 @@ drop_cancelled (McpInputRequests *inputs,
 }
 
 json_t *
-mcp_input_requests_result (McpInputRequests *inputs,
-                           const char       *state,
-                           GPtrArray        *replies)
+mcp_input_requests_dup_requests (McpInputRequests *inputs,
+                                 GPtrArray        *replies)
 {
   json_t *requests;
 
@@ -151,6 +150,18 @@ mcp_input_requests_result (McpInputRequests *inputs,
                            json_pack ("{s:s, s:O}", "method", mcp_session_responder_get_method (waiting->responder),
                                       "params", mcp_session_responder_get_params (waiting->responder)));
     }
+  return requests;
+}
+
+json_t *
+mcp_input_requests_result (McpInputRequests *inputs,
+                           const char       *state,
+                           GPtrArray        *replies)
+{
+  json_t *requests = mcp_input_requests_dup_requests (inputs, replies);
+
+  if (requests == NULL)
+    return NULL;
   return json_pack ("{s:s, s:o, s:s}", "resultType", "input_required", "inputRequests", requests,
                     "requestState", state);
 }

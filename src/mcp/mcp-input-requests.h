@@ -39,6 +39,12 @@ void              mcp_input_requests_free   (McpInputRequests    *inputs,
 void              mcp_input_requests_add    (McpInputRequests    *inputs,
                                              McpSessionResponder *responder);
 
+/* The InputRequests of every request still waiting (an object, a key
+ * for each); NULL when none waits (those the server cancelled are
+ * answered and dropped first). */
+json_t           *mcp_input_requests_dup_requests (McpInputRequests *inputs,
+                                                   GPtrArray        *replies);
+
 /* The InputRequiredResult that asks for every request still waiting,
  * with @state as its requestState; NULL when none waits (those the server
  * cancelled are answered and dropped first). */

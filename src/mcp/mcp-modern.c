@@ -96,7 +96,7 @@ mcp_modern_refusal (json_t *request)
 /* The capabilities of the handshake era that this revision keeps: no
  * subscription to one resource and no list_changed (both came through
  * notifications outside any request), no logging/setLevel, and tasks
- * are an extension now. */
+ * are an extension now, which the pool makes of tasks of tool calls. */
 static json_t *
 stateless_capabilities (json_t *capabilities)
 {
@@ -114,6 +114,19 @@ stateless_capabilities (json_t *capabilities)
       json_object_del (copy, "listChanged");
       json_object_del (copy, "subscribe");
       json_object_set_new (kept, name, copy);
+    }
+  /* Tool calls that run as tasks are the tasks extension's (mcp-task-bridge.h). */
+  if (json_object_get (json_object_get (json_object_get (json_object_get (capabilities, "tasks"), "requests"),
+                                        "tools"), "call") != NULL)
+    {
+      json_t *extensions = json_object_get (kept, "extensions");
+
+      if (!json_is_object (extensions))
+        {
+          extensions = json_object ();
+          json_object_set_new (kept, "extensions", extensions);
+        }
+      json_object_set_new (extensions, MCP_TASKS_EXTENSION, json_object ());
     }
   return kept;
 }

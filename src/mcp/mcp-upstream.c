@@ -291,6 +291,65 @@ handle_discover (McpExpose *expose,
   return mcp_jsonrpc_result_new (id, mcp_modern_discover_result (initialize));
 }
 
+/* The tasks extension of the stateless @request: its tasks/get,
+ * tasks/update and tasks/cancel, and its tools/call of a tool that runs
+ * as a task (mcp-task-bridge.h); NULL for any other request. */
+static json_t *
+handle_modern_tasks (McpExpose    *expose,
+                     json_t       *request,
+                     gint64        timeout_ms,
+                     GCancellable *cancellable)
+{
+  const char *method = mcp_json_get_string (request, "method");
+  json_t *id = json_object_get (request, "id");
+  json_t *params = json_object_get (request, "params");
+  g_autoptr(json_t) passed = mcp_protocol_passed_meta (json_object_get (params, "_meta"));
+  McpCallOptions options = { .timeout_ms = timeout_ms, .cancellable = cancellable, .meta = passed };
+  g_autoptr(GError) error = NULL;
+  McpTaskSupport support;
+  json_t *result;
+
+  if (g_str_equal (method, "tasks/get") || g_str_equal (method, "tasks/update") ||
+      g_str_equal (method, "tasks/cancel"))
+    {
+      if (!mcp_task_bridge_declared (request))
+        return mcp_task_bridge_undeclared (id, method);
+      result = mcp_expose_bridged_task_request (expose, method, params, &options, &error);
+    }
+  else if (g_str_equal (method, "tools/call") && mcp_json_get_string (params, "name") != NULL &&
+           (support = mcp_expose_tool_task_support (expose, mcp_json_get_string (params, "name"), TRUE)) !=
+             MCP_TASK_SUPPORT_NONE)
+    {
+      if (!mcp_task_bridge_declared (request))
+        return support == MCP_TASK_SUPPORT_REQUIRED ? mcp_task_bridge_undeclared (id, "This tool") : NULL;
+      result = mcp_expose_call_tool_as_task (expose, mcp_json_get_string (params, "name"), params, &options,
+                                             &error);
+    }
+  else
+    return NULL;
+  if (result == NULL)
+    return mcp_upstream_failure_reply (id, MCP_JSONRPC_INVALID_PARAMS, error);
+  return mcp_jsonrpc_result_new (id, result);
+}
+
+/* @request, or a copy without the handshake era's `task` of a tools/call:
+ * a 2026-07-28 client's tools run as tasks when their servers say so
+ * (handle_modern_tasks()), and one that still sends it is not asking
+ * for anything. */
+static json_t *
+without_task_param (json_t *request)
+{
+  json_t *params = json_object_get (request, "params");
+  json_t *copy;
+
+  if (json_object_get (params, "task") == NULL)
+    return json_incref (request);
+  copy = json_copy (request);
+  json_object_set_new (copy, "params", json_copy (params));
+  json_object_del (json_object_get (copy, "params"), "task");
+  return copy;
+}
+
 json_t *
 mcp_upstream_handle_request (McpExpose       *expose,
                              json_t          *request,
@@ -315,7 +374,13 @@ mcp_upstream_handle_request (McpExpose       *expose,
     return reply;
   if (g_str_equal (mcp_json_get_string (request, "method"), "server/discover"))
     return handle_discover (expose, json_object_get (request, "id"));
-  reply = dispatch_request (expose, request, client, timeout_ms, cancellable, progress, progress_data);
+  reply = handle_modern_tasks (expose, request, timeout_ms, cancellable);
+  if (reply == NULL)
+    {
+      g_autoptr(json_t) served = without_task_param (request);
+
+      reply = dispatch_request (expose, served, client, timeout_ms, cancellable, progress, progress_data);
+    }
   mcp_modern_finish_reply (request, reply);
   return reply;
 }
@@ -423,12 +488,13 @@ mcp_upstream_handle_request_warm (McpExpose       *expose,
       !json_is_object (params) || name == NULL || (arguments != NULL && !json_is_object (arguments)) ||
       json_object_get (params, "task") != NULL)
     return FALSE;
-  /* A modern request that is refused is refused on a worker. */
+  /* A modern request that is refused is refused on a worker, as is a
+   * call that may be a task. */
   if (mcp_modern_version_of (request) != NULL)
     {
       g_autoptr(json_t) refusal = mcp_modern_refusal (request);
 
-      if (refusal != NULL)
+      if (refusal != NULL || mcp_expose_tool_task_support (expose, name, FALSE) != MCP_TASK_SUPPORT_NONE)
         return FALSE;
     }
 
@@ -476,13 +542,14 @@ mcp_upstream_call_raw_warm (McpExpose            *expose,
   };
   WarmRequest *warm;
 
-  /* A stateless client's call: refused on a worker, if it is; else its
-   * result is finished as it is spliced. */
+  /* A stateless client's call: refused on a worker, if it is, or made
+   * there if it may be a task; else its result is finished as it is
+   * spliced. */
   if (modern != NULL)
     {
       g_autoptr(json_t) refusal = mcp_modern_refusal (modern);
 
-      if (refusal != NULL)
+      if (refusal != NULL || mcp_expose_tool_task_support (expose, call->name, FALSE) != MCP_TASK_SUPPORT_NONE)
         return FALSE;
     }
   warm = warm_request_new (call->id, callback, user_data);

@@ -69,6 +69,21 @@ mcp_pool_dup_cached_tools (McpPool       *pool,
 }
 
 json_t *
+mcp_pool_ref_cached_tool (McpPool    *pool,
+                          const char *server,
+                          const char *tool)
+{
+  g_autoptr(PoolEntry) entry = mcp_pool_lookup_entry (pool, server, NULL);
+  g_autoptr(GMutexLocker) locker = NULL;
+
+  if (entry == NULL)
+    return NULL;
+  locker = g_mutex_locker_new (&entry->lock);
+  /* A cached list is replaced, never changed, so its tools can be shared. */
+  return entry->tools != NULL ? json_incref (mcp_pool_find_tool (entry->tools, tool)) : NULL;
+}
+
+json_t *
 mcp_pool_search_tools (McpPool       *pool,
                        const char    *query,
                        guint          limit,

@@ -150,6 +150,12 @@ void        mcp_pool_evict          (McpPool                 *pool,
 json_t     *mcp_pool_dup_cached_tools (McpPool               *pool,
                                        const char            *server,
                                        McpToolDetail          detail);
+/* The cached declaration of @server's @tool, as the server gave it,
+ * without a copy: a reference to an object that must not be changed.
+ * NULL if the tool is not in the cache. */
+json_t     *mcp_pool_ref_cached_tool (McpPool                *pool,
+                                      const char             *server,
+                                      const char             *tool);
 /* Ranks the cached tools of every server against @query (0: no limit). */
 json_t     *mcp_pool_search_tools   (McpPool                 *pool,
                                      const char              *query,

@@ -772,6 +772,8 @@ on_server_request (McpPool             *pool,
 
   if (serve->http != NULL)
     return mcp_http_front_relay (serve->http, server, method, params, responder);
+  if (mcp_expose_take_task_request (serve->expose, responder))
+    return TRUE;
   if (serve->parked != NULL && mcp_parked_calls_ask (serve->parked, responder))
     return TRUE;
   return mcp_client_requests_relay (serve->client_requests, server, method, params, responder);

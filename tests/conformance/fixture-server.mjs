@@ -11,6 +11,12 @@
 //                                             http://127.0.0.1:PORT/mcp, said
 //                                             on stderr (port 0: any free one)
 //
+// The task tools (greet, slow_compute, failing_job, protocol_error_job,
+// confirm_delete, multi_input, test_tool_with_task) are those the 2026-07-28
+// suite's tasks scenarios call, made as a 2025-11-25 server makes tasks
+// (the SDK's task store and message queue): the pool turns them into the
+// io.modelcontextprotocol/tasks extension's.
+//
 // Over HTTP the sessions are stateful with an event store, so that
 // test_reconnection can close its call's stream and the client resumes it
 // with Last-Event-ID (SEP-1699); over stdio there is no stream to close and
@@ -23,6 +29,7 @@ const { StdioServerTransport } = await import ('@modelcontextprotocol/sdk/server
 const { StreamableHTTPServerTransport } = await import ('@modelcontextprotocol/sdk/server/streamableHttp.js');
 const { InMemoryEventStore } = await import ('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js');
 const types = await import ('@modelcontextprotocol/sdk/types.js');
+const { InMemoryTaskStore, InMemoryTaskMessageQueue } = await import ('@modelcontextprotocol/sdk/experimental/tasks/index.js');
 
 /* A 1×1 red PNG and a 44-byte silent WAV header with two samples. */
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
@@ -89,6 +96,44 @@ const TOOLS = [
       additionalProperties: false,
     },
   },
+  {
+    /* First by name (mcp-pool sorts a 2026-07-28 client's list), for the
+     * suite's checks that call the first tool with no arguments: the
+     * task tools after it need the tasks extension. */
+    name: 'add_numbers', description: 'Adds a and b (0 when left out).',
+    inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } },
+  },
+  /* Tasks (2025-11-25, execution.taskSupport). */
+  {
+    name: 'greet', description: 'Says hello to a name, at once.',
+    inputSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+  },
+  {
+    name: 'slow_compute', description: 'Sleeps some seconds, then says so; a task when asked for one.',
+    inputSchema: { type: 'object', properties: { seconds: { type: 'number' }, label: { type: 'string' } } },
+    execution: { taskSupport: 'optional' },
+  },
+  {
+    name: 'failing_job', description: 'A task whose tool fails (isError) after a second.',
+    inputSchema: NO_ARGUMENTS, execution: { taskSupport: 'required' },
+  },
+  {
+    name: 'protocol_error_job', description: 'A task that fails with a JSON-RPC error.',
+    inputSchema: NO_ARGUMENTS, execution: { taskSupport: 'required' },
+  },
+  {
+    name: 'confirm_delete', description: 'A task that asks the user to confirm a deletion.',
+    inputSchema: { type: 'object', properties: { filename: { type: 'string' } } },
+    execution: { taskSupport: 'required' },
+  },
+  {
+    name: 'multi_input', description: 'A task that asks the user two questions at once.',
+    inputSchema: NO_ARGUMENTS, execution: { taskSupport: 'required' },
+  },
+  {
+    name: 'test_tool_with_task', description: "Asks the user's name during the call, then makes a task that greets it.",
+    inputSchema: NO_ARGUMENTS, execution: { taskSupport: 'required' },
+  },
 ];
 
 const ELICIT_DEFAULTS = {
@@ -141,6 +186,141 @@ function elicitationReply (result) {
   return { content: [text (`Elicitation completed: action=${result.action}, content=${JSON.stringify (result.content ?? {})}`)] };
 }
 
+/* Tasks, as a 2025-11-25 server makes them: the SDK's in-memory store,
+ * whose tasks/result gives a failed task's JSON-RPC error when the job
+ * threw one (the SDK's store keeps only results). */
+const TASK_TTL_MS = 60000;
+const TASK_POLL_MS = 100;
+const PROTOCOL_ERROR = Symbol ('protocol error');
+
+class FixtureTaskStore extends InMemoryTaskStore {
+  async getTaskResult (taskId, sessionId) {
+    const result = await super.getTaskResult (taskId, sessionId);
+
+    const error = result[PROTOCOL_ERROR];
+
+    /* A plain Error with a code: the SDK answers its message as it is. */
+    if (error !== undefined)
+      throw Object.assign (new Error (error.message), { code: error.code });
+    return result;
+  }
+}
+
+const isTerminal = (status) => ['completed', 'failed', 'cancelled'].includes (status);
+
+/* Sleeps @ms, or less if the task is cancelled meanwhile; TRUE if it was. */
+async function sleepUnlessCancelled (store, taskId, ms) {
+  for (const end = Date.now () + ms; Date.now () < end; await sleep (Math.min (TASK_POLL_MS, end - Date.now ())))
+    if ((await store.getTask (taskId))?.status === 'cancelled')
+      return true;
+  return (await store.getTask (taskId))?.status === 'cancelled';
+}
+
+/* Asks the client through the task (delivered by tasks/result). */
+async function elicitForTask (extra, taskId, message, properties) {
+  const result = await extra.sendRequest ({
+    method: 'elicitation/create',
+    params: { message, requestedSchema: { type: 'object', properties } },
+  }, types.ElicitResultSchema, { relatedTask: { taskId } });
+  const task = await extra.taskStore.getTask (taskId);
+
+  if (task !== null && !isTerminal (task.status))
+    await extra.taskStore.updateTaskStatus (taskId, 'working');
+  return result;
+}
+
+/* Makes a task of @work (taskId → the tool's result): a tool error is a
+ * failed task with that result, a thrown McpError one with that error. */
+async function startTask (extra, work) {
+  const store = extra.taskStore;
+  const task = await store.createTask ({ ttl: extra.taskRequestedTtl ?? TASK_TTL_MS, pollInterval: TASK_POLL_MS });
+
+  (async () => {
+    let status, result;
+
+    try {
+      result = await work (task.taskId);
+      status = result.isError ? 'failed' : 'completed';
+    } catch (error) {
+      status = 'failed';
+      result = { [PROTOCOL_ERROR]: { code: error.code ?? types.ErrorCode.InternalError, message: error.message ?? String (error) } };
+    }
+    /* A cancelled task keeps its status. */
+    if (!isTerminal ((await store.getTask (task.taskId))?.status))
+      await store.storeTaskResult (task.taskId, status, result);
+  }) ().catch ((error) => console.error (`fixture-server: task ${task.taskId}: ${error.stack ?? error}`));
+  return { task };
+}
+
+async function compute (store, taskId, args) {
+  const seconds = Number (args.seconds ?? 0);
+
+  if (taskId !== undefined && await sleepUnlessCancelled (store, taskId, seconds * 1000))
+    return { content: [text ('cancelled')] };
+  if (taskId === undefined)
+    await sleep (seconds * 1000);
+  return { content: [text (`Computed ${args.label ?? 'it'} in ${seconds} s`)] };
+}
+
+/* The tools with execution.taskSupport; undefined for the others. */
+async function callTaskTool (request, extra) {
+  const name = request.params.name;
+  const args = request.params.arguments ?? {};
+  const asked = request.params.task !== undefined;
+  const tool = TOOLS.find ((candidate) => candidate.name === name);
+  const support = tool?.execution?.taskSupport;
+
+  if (name === 'add_numbers')
+    return { content: [text (String (Number (args.a ?? 0) + Number (args.b ?? 0)))] };
+  if (name === 'greet')
+    return { content: [text (`Hello, ${args.name}!`)] };
+  if (support === undefined)
+    return undefined;
+  if (!asked && support === 'required')
+    throw new types.McpError (types.ErrorCode.MethodNotFound, `${name} runs only as a task: call it with "task"`);
+  switch (name) {
+  case 'slow_compute':
+    return asked ? startTask (extra, (taskId) => compute (extra.taskStore, taskId, args)) : compute (null, undefined, args);
+  case 'failing_job':
+    return startTask (extra, async () => {
+      await sleep (1000);
+      return { isError: true, content: [text ('The job failed, as it always does')] };
+    });
+  case 'protocol_error_job':
+    return startTask (extra, async () => {
+      await sleep (200);
+      throw Object.assign (new Error ('The job broke down before it could answer'), { code: types.ErrorCode.InternalError });
+    });
+  case 'confirm_delete':
+    return startTask (extra, async (taskId) => {
+      const filename = args.filename ?? 'unknown.txt';
+      const answer = await elicitForTask (extra, taskId, `Delete ${filename}?`, { confirm: { type: 'boolean' } });
+
+      return { content: [text (answer.action === 'accept' && answer.content?.confirm ? `Deleted ${filename}` : 'Kept it')] };
+    });
+  case 'multi_input':
+    return startTask (extra, async (taskId) => {
+      const answers = await Promise.all ([
+        elicitForTask (extra, taskId, 'Your name?', { name: { type: 'string' } }),
+        elicitForTask (extra, taskId, 'Go ahead?', { confirm: { type: 'boolean' } }),
+      ]);
+
+      return { content: [text (`Answers: ${JSON.stringify (answers.map ((answer) => answer.content ?? {}))}`)] };
+    });
+  case 'test_tool_with_task': {
+    /* Asked during the call itself, before the task is made. */
+    const answer = await extra.sendRequest ({
+      method: 'elicitation/create',
+      params: { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } } },
+    }, types.ElicitResultSchema);
+    const who = answer.content?.name ?? 'nobody';
+
+    return startTask (extra, async () => ({ content: [text (`Hello, ${who}, from a task`)] }));
+  }
+  }
+  return undefined;
+}
+
 async function callTool (server, request, extra) {
   const name = request.params.name;
   const args = request.params.arguments ?? {};
@@ -148,6 +328,10 @@ async function callTool (server, request, extra) {
    * session's GET stream may not be open yet. */
   const related = { relatedRequestId: extra.requestId };
   const log = (data) => extra.sendNotification ({ method: 'notifications/message', params: { level: 'info', data } });
+  const tasked = await callTaskTool (request, extra);
+
+  if (tasked !== undefined)
+    return tasked;
 
   switch (name) {
   case 'test_simple_text':
@@ -291,7 +475,10 @@ function newServer () {
   const server = new Server ({ name: 'mcp-pool-conformance-fixture', version: '1.0.0' }, {
     capabilities: {
       tools: {}, prompts: {}, resources: { subscribe: true }, completions: {}, logging: {},
+      tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
     },
+    taskStore: new FixtureTaskStore (),
+    taskMessageQueue: new InMemoryTaskMessageQueue (),
   });
   const subscribed = new Set ();
 
