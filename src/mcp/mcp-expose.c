@@ -714,6 +714,15 @@ mcp_expose_call_tool_as_task (McpExpose             *expose,
   return mcp_task_bridge_call_tool (expose->task_bridge, server, tool, params, &call_options, error);
 }
 
+gboolean
+mcp_expose_bridges_task (McpExpose *expose,
+                         json_t    *params)
+{
+  /* One server's exposure passes the others to its server, which may
+   * speak the extension itself; the proxy knows no others. */
+  return expose->server == NULL || mcp_task_bridge_knows (expose->task_bridge, params);
+}
+
 json_t *
 mcp_expose_bridged_task_request (McpExpose             *expose,
                                  const char            *method,

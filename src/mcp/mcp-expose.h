@@ -139,6 +139,11 @@ json_t    *mcp_expose_call_tool_as_task (McpExpose          *expose,
                                          json_t             *params,
                                          const McpCallOptions *options,
                                          GError            **error);
+/* Whether the extension's tasks/get, tasks/update or tasks/cancel with
+ * @params is answered by mcp_expose_bridged_task_request(); else it is
+ * passed on to the exposure's one server. */
+gboolean   mcp_expose_bridges_task   (McpExpose             *expose,
+                                      json_t                *params);
 /* Blocking: tasks/get, tasks/update or tasks/cancel of the extension,
  * mcp_task_bridge_request(). */
 json_t    *mcp_expose_bridged_task_request (McpExpose       *expose,

@@ -520,6 +520,16 @@ mcp_task_bridge_request (McpTaskBridge        *bridge,
 }
 
 gboolean
+mcp_task_bridge_knows (McpTaskBridge *bridge,
+                       json_t        *params)
+{
+  const char *id = mcp_json_get_string (params, "taskId");
+  g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&bridge->lock);
+
+  return id != NULL && g_hash_table_contains (bridge->tasks, id);
+}
+
+gboolean
 mcp_task_bridge_take_request (McpTaskBridge       *bridge,
                               McpSessionResponder *responder)
 {

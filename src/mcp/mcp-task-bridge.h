@@ -83,6 +83,9 @@ json_t         *mcp_task_bridge_request      (McpTaskBridge        *bridge,
                                               json_t               *params,
                                               const McpCallOptions *options,
                                               GError              **error);
+/* Whether the task that @params (of tasks/get, …) name was made here. */
+gboolean        mcp_task_bridge_knows        (McpTaskBridge        *bridge,
+                                              json_t               *params);
 /* Takes @responder, a server's request for the client, when it names a
  * task of this bridge (`_meta` related-task); FALSE, untouched, if not. */
 gboolean        mcp_task_bridge_take_request (McpTaskBridge        *bridge,

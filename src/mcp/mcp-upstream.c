@@ -314,6 +314,8 @@ handle_modern_tasks (McpExpose    *expose,
     {
       if (!mcp_task_bridge_declared (request))
         return mcp_task_bridge_undeclared (id, method);
+      if (!mcp_expose_bridges_task (expose, params))
+        return NULL;
       result = mcp_expose_bridged_task_request (expose, method, params, &options, &error);
     }
   else if (g_str_equal (method, "tools/call") && mcp_json_get_string (params, "name") != NULL &&
