@@ -661,18 +661,12 @@ mcp_expose_dup_input_schema (McpExpose  *expose,
 
 McpTaskSupport
 mcp_expose_tool_task_support (McpExpose  *expose,
-                              const char *name,
-                              gboolean    may_list)
+                              const char *name)
 {
   g_autofree char *server = NULL;
   g_autofree char *tool = NULL;
   g_autoptr(json_t) declared = NULL;
 
-  if (!may_list)
-    {
-      declared = ref_listed_tool (expose, name);
-      return mcp_task_support_of (declared);
-    }
   if (expose->server != NULL)
     {
       server = g_strdup (expose->server);

@@ -78,12 +78,10 @@ json_t    *mcp_expose_list_tools     (McpExpose             *expose);
  * that name or its server was never listed. */
 json_t    *mcp_expose_dup_input_schema (McpExpose           *expose,
                                         const char          *name);
-/* How the server of the exposed tool @name lets it run as a task.  From
- * the cache like the above, non-blocking, unless @may_list: then it
- * blocks to list the tools (and start the server) if need be. */
+/* Blocking: how the server of the exposed tool @name lets it run as a
+ * task, from the cache, listed first (the server started) if need be. */
 McpTaskSupport mcp_expose_tool_task_support (McpExpose      *expose,
-                                             const char     *name,
-                                             gboolean        may_list);
+                                             const char     *name);
 /* Blocking.  A result (isError for failures the model should see), or NULL
  * with MCP_EXPOSE_ERROR_UNKNOWN_TOOL for a name that is not exposed; of
  * one server's exposure, NULL with the server's own JSON-RPC error

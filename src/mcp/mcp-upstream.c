@@ -319,7 +319,7 @@ handle_modern_tasks (McpExpose    *expose,
       result = mcp_expose_bridged_task_request (expose, method, params, &options, &error);
     }
   else if (g_str_equal (method, "tools/call") && mcp_json_get_string (params, "name") != NULL &&
-           (support = mcp_expose_tool_task_support (expose, mcp_json_get_string (params, "name"), TRUE)) !=
+           (support = mcp_expose_tool_task_support (expose, mcp_json_get_string (params, "name"))) !=
              MCP_TASK_SUPPORT_NONE)
     {
       if (!mcp_task_bridge_declared (request))
@@ -491,13 +491,14 @@ mcp_upstream_handle_request_warm (McpExpose       *expose,
       json_object_get (params, "task") != NULL)
     return FALSE;
   /* A modern request that is refused is refused on a worker, as is a
-   * call that may be a task. */
+   * call that may be a task (the pool declines it). */
   if (mcp_modern_version_of (request) != NULL)
     {
       g_autoptr(json_t) refusal = mcp_modern_refusal (request);
 
-      if (refusal != NULL || mcp_expose_tool_task_support (expose, name, FALSE) != MCP_TASK_SUPPORT_NONE)
+      if (refusal != NULL)
         return FALSE;
+      options.decline_tasks = TRUE;
     }
 
   warm = warm_request_new (json_object_get (request, "id"), callback, user_data);
@@ -545,14 +546,15 @@ mcp_upstream_call_raw_warm (McpExpose            *expose,
   WarmRequest *warm;
 
   /* A stateless client's call: refused on a worker, if it is, or made
-   * there if it may be a task; else its result is finished as it is
-   * spliced. */
+   * there if it may be a task (the pool declines it); else its result is
+   * finished as it is spliced. */
   if (modern != NULL)
     {
       g_autoptr(json_t) refusal = mcp_modern_refusal (modern);
 
-      if (refusal != NULL || mcp_expose_tool_task_support (expose, call->name, FALSE) != MCP_TASK_SUPPORT_NONE)
+      if (refusal != NULL)
         return FALSE;
+      options.decline_tasks = TRUE;
     }
   warm = warm_request_new (call->id, callback, user_data);
   warm->modern = modern != NULL ? json_incref (modern) : NULL;

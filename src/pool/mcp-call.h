@@ -74,6 +74,11 @@ typedef struct {
    * object passed on to that server with the params; borrowed, NULL: a
    * first call.  A 2025 server cannot take one: the call fails. */
   json_t          *retry;
+  /* mcp_pool_call_tool_warm(): declines a tool that may run as a task
+   * (its cached declaration has execution.taskSupport, or no fresh list
+   * says), for a 2026-07-28 client's call, which the tasks extension
+   * makes on a worker. */
+  gboolean         decline_tasks;
 } McpCallOptions;
 
 /* TRUE for failures after which a session cannot be trusted (a timeout,

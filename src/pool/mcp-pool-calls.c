@@ -349,6 +349,15 @@ on_warm_raw_reply (McpRawResponse *response,
   warm_call_free (call);
 }
 
+/* Whether the server of @tool's declaration never runs it as a task. */
+static gboolean
+never_a_task (json_t *tool)
+{
+  const char *support = mcp_json_get_string (json_object_get (tool, "execution"), "taskSupport");
+
+  return support == NULL || g_str_equal (support, "forbidden");
+}
+
 gboolean
 mcp_pool_call_tool_warm (McpPool               *pool,
                          const char            *server,
@@ -363,6 +372,8 @@ mcp_pool_call_tool_warm (McpPool               *pool,
   McpCallOptions call_options = { 0 };
   McpSession *session = NULL;
   WarmCall *call;
+  gboolean fresh;
+  json_t *declared;
   guint limit;
 
   if (entry == NULL)
@@ -372,11 +383,13 @@ mcp_pool_call_tool_warm (McpPool               *pool,
 
   g_mutex_lock (&entry->lock);
   limit = entry->config->max_concurrency;
+  fresh = entry->tools != NULL && !entry->tools_stale;
+  declared = fresh ? mcp_pool_find_tool (entry->tools, tool) : NULL;
   /* A tool a fresh list does not have gets its error from the blocking
    * call, which names the real ones. */
   if (!entry->removed && entry->state == MCP_SERVER_READY && mcp_session_is_alive (entry->session) &&
-      (limit == 0 || entry->active < limit) &&
-      (entry->tools == NULL || entry->tools_stale || mcp_pool_find_tool (entry->tools, tool) != NULL) &&
+      (limit == 0 || entry->active < limit) && (!fresh || declared != NULL) &&
+      (!call_options.decline_tasks || (fresh && never_a_task (declared))) &&
       /* A retry that a 2025 server cannot take gets its error from the
        * blocking call. */
       (call_options.retry == NULL ||
