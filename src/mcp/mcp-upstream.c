@@ -516,32 +516,75 @@ mcp_upstream_handle_request_warm (McpExpose       *expose,
   return FALSE;
 }
 
-json_t *
-mcp_upstream_raw_call_modern (const McpRawCall *call)
+void
+mcp_raw_meta_facts_clear (McpRawMetaFacts *facts)
 {
-  g_autoptr(json_t) request = NULL;
+  g_clear_pointer (&facts->meta, json_decref);
+  g_clear_pointer (&facts->passed, json_decref);
+  facts->modern = facts->refused = FALSE;
+}
 
-  if (call->meta == NULL || json_object_get (call->meta, MCP_META_PROTOCOL_VERSION) == NULL)
+/* @facts of @meta, worked out again if they were of another. */
+static void
+update_facts (McpRawMetaFacts *facts,
+              json_t          *meta)
+{
+  const char *version = mcp_json_get_string (meta, MCP_META_PROTOCOL_VERSION);
+  g_autoptr(json_t) request = NULL;
+  g_autoptr(json_t) refusal = NULL;
+
+  if (facts->meta == meta)
+    return;
+  mcp_raw_meta_facts_clear (facts);
+  facts->meta = json_incref (meta);
+  facts->modern = version != NULL && !mcp_protocol_version_is_known (version);
+  if (!facts->modern)
+    return;
+  facts->passed = mcp_protocol_passed_meta (meta);
+  /* A tools/call is refused for what its _meta says, or not at all. */
+  request = json_pack ("{s:s, s:{s:O}}", "method", "tools/call", "params", "_meta", meta);
+  refusal = mcp_modern_refusal (request);
+  facts->refused = refusal != NULL;
+}
+
+json_t *
+mcp_upstream_raw_call_modern (const McpRawCall *call,
+                              McpRawMetaFacts  *facts)
+{
+  json_t *params;
+  json_t *request;
+
+  if (call->meta == NULL)
     return NULL;
-  request = json_pack ("{s:s, s:O, s:s, s:{s:s, s:O}}", "jsonrpc", "2.0", "id", call->id, "method",
-                       "tools/call", "params", "name", call->name, "_meta", call->meta);
-  return mcp_modern_version_of (request) != NULL ? g_steal_pointer (&request) : NULL;
+  update_facts (facts, call->meta);
+  if (!facts->modern)
+    return NULL;
+  params = json_object ();
+  json_object_set_new_nocheck (params, "name", json_string (call->name));
+  json_object_set_nocheck (params, "_meta", call->meta);
+  request = json_object ();
+  json_object_set_new_nocheck (request, "jsonrpc", json_string_nocheck ("2.0"));
+  json_object_set_nocheck (request, "id", call->id);
+  json_object_set_new_nocheck (request, "method", json_string_nocheck ("tools/call"));
+  json_object_set_new_nocheck (request, "params", params);
+  return request;
 }
 
 gboolean
 mcp_upstream_call_raw_warm (McpExpose            *expose,
                             const McpRawCall     *call,
                             json_t               *modern,
+                            McpRawMetaFacts      *facts,
                             gint64                timeout_ms,
                             GCancellable         *cancellable,
                             McpUpstreamReplyFunc  callback,
                             gpointer              user_data)
 {
-  g_autoptr(json_t) trace = mcp_protocol_passed_meta (call->meta);
+  g_autoptr(json_t) trace = NULL;
   McpCallOptions options = {
     .timeout_ms = timeout_ms, .cancellable = cancellable, .raw_reply = on_warm_raw_result,
     .arguments_text = call->arguments != NULL ? call->arguments : "{}",
-    .arguments_length = call->arguments != NULL ? call->arguments_length : 2, .meta = trace,
+    .arguments_length = call->arguments != NULL ? call->arguments_length : 2,
   };
   WarmRequest *warm;
 
@@ -550,12 +593,13 @@ mcp_upstream_call_raw_warm (McpExpose            *expose,
    * finished as it is spliced. */
   if (modern != NULL)
     {
-      g_autoptr(json_t) refusal = mcp_modern_refusal (modern);
-
-      if (refusal != NULL)
+      if (facts->refused)
         return FALSE;
       options.decline_tasks = TRUE;
     }
+  /* The same _meta, the same members passed on. */
+  update_facts (facts, call->meta);
+  options.meta = facts->modern ? facts->passed : (trace = mcp_protocol_passed_meta (call->meta));
   warm = warm_request_new (call->id, callback, user_data);
   warm->modern = modern != NULL ? json_incref (modern) : NULL;
   if (mcp_expose_call_tool_warm (expose, call->name, NULL, &options, on_warm_result, warm))

@@ -79,19 +79,34 @@ json_t  *mcp_upstream_handle_server_request (McpExpose    *expose,
                                              gint64        timeout_ms,
                                              GCancellable *cancellable);
 
+/* What the calls read raw with one _meta share, worked out once while
+ * the reader's McpRawMetaCache hands out the same object: a client's
+ * calls repeat their _meta.  One per reader, used by one thread at a
+ * time; zeroed to start, cleared with mcp_raw_meta_facts_clear(). */
+typedef struct {
+  json_t   *meta;     /* the _meta these are of (a reference), or NULL */
+  gboolean  modern;   /* it names a revision of the stateless era */
+  gboolean  refused;  /* a tools/call with it is refused (mcp_modern_refusal()) */
+  json_t   *passed;   /* what of it goes on to the server (mcp_protocol_passed_meta()) */
+} McpRawMetaFacts;
+
+void     mcp_raw_meta_facts_clear     (McpRawMetaFacts  *facts);
+
 /* A tools/call read raw as the request of the stateless revision it is
  * (without its arguments), or NULL for a call of the handshake revisions:
- * the caller parses its _meta once, for mcp_upstream_call_raw_warm() and
- * for what else it does with such a call. */
-json_t  *mcp_upstream_raw_call_modern (const McpRawCall *call);
+ * the caller makes it once, for mcp_upstream_call_raw_warm() and for
+ * what else it does with such a call. */
+json_t  *mcp_upstream_raw_call_modern (const McpRawCall *call,
+                                       McpRawMetaFacts  *facts);
 
 /* mcp_upstream_handle_request_warm() of a tools/call read raw
  * (mcp-raw-call.h), whose arguments go to the server unparsed; @modern is
- * mcp_upstream_raw_call_modern() of it.  FALSE: parse the line and go the
- * usual way. */
+ * mcp_upstream_raw_call_modern() of it, with the same @facts.  FALSE:
+ * parse the line and go the usual way. */
 gboolean mcp_upstream_call_raw_warm (McpExpose            *expose,
                                      const McpRawCall     *call,
                                      json_t               *modern,
+                                     McpRawMetaFacts      *facts,
                                      gint64                timeout_ms,
                                      GCancellable         *cancellable,
                                      McpUpstreamReplyFunc  callback,

@@ -74,6 +74,7 @@ struct _McpServe {
   json_t           *stateless_declared; /* protected by lock: what the client's 2026-07-28 requests
                                          * said it can answer */
   McpRawMetaCache   raw_meta;        /* main context only: the _meta of the last call read raw */
+  McpRawMetaFacts   raw_facts;       /* main context only: what calls with that _meta share */
   gboolean          ending;          /* protected by lock */
   gboolean          ended;           /* protected by lock; the pool is shut down */
 };
@@ -477,10 +478,11 @@ on_input_request_line (const char *line,
   cancellable = register_request (serve, call.id);
   if (cancellable != NULL)
     {
-      modern = mcp_upstream_raw_call_modern (&call);
+      modern = mcp_upstream_raw_call_modern (&call, &serve->raw_facts);
       if (serve->parked != NULL && modern != NULL)
         track_modern_call (serve, modern, cancellable);
-      if (!mcp_upstream_call_raw_warm (serve->expose, &call, modern, 0, cancellable, on_warm_reply, serve))
+      if (!mcp_upstream_call_raw_warm (serve->expose, &call, modern, &serve->raw_facts, 0, cancellable,
+                                       on_warm_reply, serve))
         {
           unregister_request (serve, call.id);
           return FALSE;
@@ -1023,6 +1025,7 @@ mcp_serve_free (McpServe *serve)
   g_clear_pointer (&serve->parked, mcp_parked_calls_free);
   json_decref (serve->stateless_declared);
   mcp_raw_meta_cache_clear (&serve->raw_meta);
+  mcp_raw_meta_facts_clear (&serve->raw_facts);
   mcp_remote_free (serve->remote);
   g_free (serve->shared_expose);
   /* After the pool: answers no server can get any more are dropped. */
