@@ -61,7 +61,8 @@ front_start (Front              *front,
   g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDIN_PIPE);
   g_autofree char *config = g_build_filename (front->folder, "servers.json", NULL);
   g_autofree char *state = g_build_filename (front->folder, "state", NULL);
-  g_autofree char *contents = g_strdup_printf ("{\"mcpServers\": {\"fx\": {\"command\": \"%s\"}}}",
+  g_autofree char *contents = g_strdup_printf ("{\"mcpServers\": {\"fx\": {\"command\": \"%s\", "
+                                               "\"args\": [\"--resources\", \"fx\"]}}}",
                                                test_fixture_path ());
   g_autoptr(GStrvBuilder) argv = g_strv_builder_new ();
   g_auto(GStrv) args = NULL;
@@ -1067,18 +1068,60 @@ next_event (GInputStream *stream,
   return message;
 }
 
-/* subscriptions/listen: acknowledged first with what the pool agrees to,
- * then a server's list change, tagged with the subscription. */
+/* A stateless tools/call of fx__notify that sends resources/updated of
+ * @uri. */
+static void
+post_resource_updated (Front      *front,
+                       const char *uri)
+{
+  g_autofree char *body =
+    g_strdup_printf ("{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": \"tools/call\", \"params\": {\"name\": "
+                     "\"fx__notify\", \"arguments\": {\"method\": \"notifications/resources/updated\", "
+                     "\"params\": {\"uri\": \"%s\"}}, " MODERN_META "}}", uri);
+  g_auto(Answer) sent = { 0 };
+
+  post_modern (front, body, "2026-07-28", "tools/call", "fx__notify", &sent);
+  g_assert_cmpuint (sent.status, ==, SOUP_STATUS_OK);
+}
+
+/* Whether the fixture was asked to subscribe to @uri. */
+static gboolean
+fixture_subscribed (Front      *front,
+                    const char *uri)
+{
+  static const char stats[] =
+    "{\"jsonrpc\": \"2.0\", \"id\": 4, \"method\": \"tools/call\", \"params\": {\"name\": \"fx__stats\", "
+    "\"arguments\": {}, " MODERN_META "}}";
+  g_auto(Answer) answer = { 0 };
+  json_t *subscribed;
+
+  post_modern (front, stats, "2026-07-28", "tools/call", "fx__stats", &answer);
+  subscribed = json_object_get (json_object_get (json_object_get (answer.body, "result"), "structuredContent"),
+                                "subscribed");
+  for (size_t i = 0; i < json_array_size (subscribed); i++)
+    if (g_strcmp0 (json_string_value (json_array_get (subscribed, i)), uri) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* subscriptions/listen: acknowledged first with what the pool agrees to
+ * (the resources named once each, strings only), then a server's list
+ * change, tagged with the subscription, and the updates of the resource
+ * it follows, which the pool subscribed to at its server, and not of
+ * another. */
 static void
 test_listen (Front         *front,
              gconstpointer  data)
 {
   static const char body[] =
     "{\"jsonrpc\": \"2.0\", \"id\": \"sub\", \"method\": \"subscriptions/listen\", \"params\": {" MODERN_META ", "
-    "\"notifications\": {\"toolsListChanged\": true, \"resourceSubscriptions\": [\"fx://a\"]}}}";
+    "\"notifications\": {\"toolsListChanged\": true, \"resourceSubscriptions\": [\"fx://own\", 7, \"fx://own\"]}}}";
   static const char notify[] =
     "{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"tools/call\", \"params\": {\"name\": "
     "\"fx__notify_list_changed\", \"arguments\": {}, " MODERN_META "}}";
+  g_autoptr(json_t) updated = NULL;
+  json_t *followed;
+  gint64 until;
   g_autoptr(SoupMessage) message = soup_message_new ("POST", request_url (front));
   SoupMessageHeaders *headers = soup_message_get_request_headers (message);
   g_autoptr(GBytes) sent = g_bytes_new_static (body, strlen (body));
@@ -1104,13 +1147,28 @@ test_listen (Front         *front,
   g_assert_cmpstr (mcp_json_get_string (json_object_get (params, "_meta"), "io.modelcontextprotocol/subscriptionId"),
                    ==, "sub");
   g_assert_true (json_is_true (json_object_get (json_object_get (params, "notifications"), "toolsListChanged")));
-  g_assert_null (json_object_get (json_object_get (params, "notifications"), "resourceSubscriptions"));
+  followed = json_object_get (json_object_get (params, "notifications"), "resourceSubscriptions");
+  g_assert_cmpuint (json_array_size (followed), ==, 1);
+  g_assert_cmpstr (json_string_value (json_array_get (followed, 0)), ==, "fx://own");
 
   post_modern (front, notify, "2026-07-28", "tools/call", "fx__notify_list_changed", &notified);
   g_assert_cmpuint (notified.status, ==, SOUP_STATUS_OK);
   changed = next_event (stream, text);
   g_assert_cmpstr (mcp_json_get_string (changed, "method"), ==, "notifications/tools/list_changed");
   g_assert_cmpstr (mcp_json_get_string (json_object_get (json_object_get (changed, "params"), "_meta"),
+                                        "io.modelcontextprotocol/subscriptionId"), ==, "sub");
+
+  until = g_get_monotonic_time () + test_timeout_ms (10 * 1000) * G_TIME_SPAN_MILLISECOND;
+  while (!fixture_subscribed (front, "fx://own") && g_get_monotonic_time () < until)
+    g_usleep (G_USEC_PER_SEC / 50);
+  g_assert_true (fixture_subscribed (front, "fx://own"));
+  /* In order: the other resource's update, had it come, came first. */
+  post_resource_updated (front, "shared://same");
+  post_resource_updated (front, "fx://own");
+  updated = next_event (stream, text);
+  g_assert_cmpstr (mcp_json_get_string (updated, "method"), ==, "notifications/resources/updated");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (updated, "params"), "uri"), ==, "fx://own");
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (json_object_get (updated, "params"), "_meta"),
                                         "io.modelcontextprotocol/subscriptionId"), ==, "sub");
   g_input_stream_close (stream, NULL, NULL);
 }

@@ -966,7 +966,7 @@ mcp_expose_subscribe (McpExpose            *expose,
                       const McpCallOptions *options,
                       GError              **error)
 {
-  if (expose->resources == NULL)
+  if (expose->server == NULL && expose->resources == NULL)
     {
       g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_NEEDS_PROXY,
                    _("The servers' resources come through the proxy (--expose proxy)"));
@@ -977,6 +977,12 @@ mcp_expose_subscribe (McpExpose            *expose,
       g_set_error (error, MCP_EXPOSE_ERROR, MCP_EXPOSE_ERROR_UNKNOWN_RESOURCE,
                    _("%s needs the resource's “uri”, a string"), method);
       return NULL;
+    }
+  if (expose->server != NULL)
+    {
+      g_autoptr(json_t) params = json_pack ("{s:s}", "uri", uri);
+
+      return mcp_pool_request (expose->pool, expose->server, method, params, options, error);
     }
   return mcp_resources_subscribe (expose->resources, method, uri, options, error);
 }

@@ -154,7 +154,8 @@ json_t    *mcp_expose_bridged_task_request (McpExpose       *expose,
 gboolean   mcp_expose_take_task_request (McpExpose          *expose,
                                          McpSessionResponder *responder);
 /* Blocking: resources/subscribe or resources/unsubscribe (@method) of a
- * proxied resource; the server's result, or NULL and the error. */
+ * proxied resource, or of one server's; the server's result, or NULL and
+ * the error. */
 json_t    *mcp_expose_subscribe      (McpExpose             *expose,
                                       const char            *method,
                                       const char            *uri,

@@ -29,6 +29,7 @@
 #include "common/mcp-protocol.h"
 #include "mcp/mcp-upstream.h"
 #include "mcp/mcp-client-requests.h"
+#include "mcp/mcp-followed-resources.h"
 #include "mcp/mcp-http-modern.h"
 #include "mcp/mcp-input-requests.h"
 #include "mcp/mcp-parked-calls.h"
@@ -144,6 +145,8 @@ struct _McpHttpFront {
   gint                 stateless_log_level; /* context: the lowest rank a stateless request's
                                        * logLevel asked the servers for, -1 until one asks */
   GPtrArray           *listeners;     /* context: the open subscriptions/listen (HttpRequest references) */
+  McpFollowedResources *followed;     /* context: what the listeners' resourceSubscriptions subscribed;
+                                       * NULL once the front is freed */
   GSource             *idle_check;    /* context */
   gboolean             closed;        /* context */
   GThreadPool         *workers;
@@ -730,6 +733,7 @@ answer (HttpRequest *request,
 
 static void attach_message (HttpRequest *request, SoupServerMessage *message);
 static void detach_message (HttpRequest *request);
+static void stop_listening (HttpRequest *listener);
 
 /* Context: the stateless @request asks its client no more: the server's
  * requests that wait are answered with the error @why, and it is no
@@ -1057,7 +1061,7 @@ on_answer_gone (gpointer data)
   if (!request->streamed || request->session_id == NULL)
     g_cancellable_cancel (request->cancellable);
   if (request->listen != NULL)
-    g_ptr_array_remove (request->front->listeners, request);
+    stop_listening (request);
   if (request->state != NULL && request->expiry == NULL && !request->answered)
     request->expiry = request_source (request, request->front->options.input_timeout_s, on_retry_expired);
   http_request_unref (request);
@@ -1245,18 +1249,46 @@ static const char * const listen_kinds[][2] = {
 };
 
 /* The filter mcp-pool agrees to of the one @asked for: the list changes,
- * which the pool passes on from every server as they come.  A resource's
- * updates are not offered: the pool would have to subscribe to them at
- * the server for a client that holds no session. */
+ * which the pool passes on from every server as they come, and the
+ * updates of the resources named, which it subscribes to at their
+ * servers while a stream follows them (mcp-followed-resources.h). */
 static json_t *
 agreed_filter (json_t *asked)
 {
   json_t *agreed = json_object ();
+  json_t *uris = mcp_followed_resources_agree (json_object_get (asked, "resourceSubscriptions"));
 
   for (gsize i = 0; i < G_N_ELEMENTS (listen_kinds); i++)
     if (json_is_true (json_object_get (asked, listen_kinds[i][0])))
       json_object_set_new (agreed, listen_kinds[i][0], json_true ());
+  if (uris != NULL)
+    json_object_set_new (agreed, "resourceSubscriptions", uris);
   return agreed;
+}
+
+/* Context: whether @listener follows the resource @params name. */
+static gboolean
+follows_resource (HttpRequest *listener,
+                  json_t      *params)
+{
+  json_t *uris = json_object_get (listener->listen, "resourceSubscriptions");
+  json_t *uri = json_object_get (params, "uri");
+
+  for (size_t i = 0; json_is_string (uri) && i < json_array_size (uris); i++)
+    if (json_equal (json_array_get (uris, i), uri))
+      return TRUE;
+  return FALSE;
+}
+
+/* Context: @listener's stream is over. */
+static void
+stop_listening (HttpRequest *listener)
+{
+  McpHttpFront *front = listener->front;
+
+  if (front->followed != NULL)
+    mcp_followed_resources_remove (front->followed, json_object_get (listener->listen, "resourceSubscriptions"));
+  g_ptr_array_remove (front->listeners, listener);
 }
 
 /* @params (may be NULL) with the subscription's id in its `_meta`. */
@@ -1303,6 +1335,7 @@ start_listen (McpHttpFront      *front,
   request->streamed = TRUE;
   request->listen = agreed_filter (asked);
   g_ptr_array_add (front->listeners, request);
+  mcp_followed_resources_add (front->followed, json_object_get (request->listen, "resourceSubscriptions"));
   start_event_stream (message);
   soup_server_message_pause (message);
   acknowledged = mcp_jsonrpc_notification_new ("notifications/subscriptions/acknowledged", NULL);
@@ -1318,18 +1351,19 @@ notify_listeners (McpHttpFront *front,
                   const char   *method,
                   json_t       *params)
 {
+  gboolean updated = g_str_equal (method, "notifications/resources/updated");
   const char *kind = NULL;
 
   for (gsize i = 0; i < G_N_ELEMENTS (listen_kinds); i++)
     if (g_str_equal (method, listen_kinds[i][1]))
       kind = listen_kinds[i][0];
-  for (guint i = 0; kind != NULL && i < front->listeners->len; i++)
+  for (guint i = 0; (kind != NULL || updated) && i < front->listeners->len; i++)
     {
       HttpRequest *listener = front->listeners->pdata[i];
       json_t *id = json_object_get (listener->request, "id");
       g_autoptr(json_t) notification = NULL;
 
-      if (!json_is_true (json_object_get (listener->listen, kind)))
+      if (updated ? !follows_resource (listener, params) : !json_is_true (json_object_get (listener->listen, kind)))
         continue;
       notification = mcp_jsonrpc_notification_new (method, NULL);
       json_object_set_new (notification, "params", tag_subscription (params, id));
@@ -2113,6 +2147,7 @@ mcp_http_front_new (McpExpose                 *expose,
     front->options.input_timeout_s = MCP_HTTP_FRONT_INPUT_TIMEOUT_S;
   front->sessions = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) session_free);
   front->listeners = g_ptr_array_new_with_free_func ((GDestroyNotify) http_request_unref);
+  front->followed = mcp_followed_resources_new (expose);
   front->stateless = g_hash_table_new (NULL, NULL);
   front->parked = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) http_request_unref);
   front->stateless_declared = json_object ();
@@ -2197,6 +2232,8 @@ mcp_http_front_free (McpHttpFront *front)
   /* Its messages go with it, and let go of their requests; what the
    * workers posted last finds no message and goes with its request. */
   g_clear_object (&front->server);
+  /* Before the exposure goes: the subscriptions under way use it. */
+  g_clear_pointer (&front->followed, mcp_followed_resources_free);
   front_unref (front);
 }
 
