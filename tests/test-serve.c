@@ -441,8 +441,8 @@ error_code_of (TestClient *client,
 
 /* A client of 2026-07-28 over stdio sends no initialize: every request
  * names its revision; what the revision removed is not found, and a
- * server's log messages, which it did not ask for per request, never
- * reach it. */
+ * server's log messages reach it only while a request that asked for
+ * them (_meta logLevel) is in flight. */
 static void
 test_stateless (void)
 {
@@ -454,6 +454,7 @@ test_stateless (void)
   g_autoptr(json_t) logged = NULL;
   g_autoptr(json_t) echoed = NULL;
   g_autoptr(json_t) bare = json_object ();
+  json_t *asked;
   json_t *tools = json_object_get (listed, "tools");
 
   g_assert_cmpstr (json_string_value (json_array_get (json_object_get (discovered, "supportedVersions"), 0)), ==,
@@ -478,6 +479,16 @@ test_stateless (void)
                                modern_params (json_pack ("{s:s, s:{s:s}}", "name", "talker__log", "arguments",
                                                          "text", "unasked"), "2026-07-28"));
   assert_result (logged, FALSE, "logged", NULL);
+  /* Asked for: the message comes while the call is in flight, before
+   * its reply; the next call, which does not ask, gets none. */
+  asked = modern_params (json_pack ("{s:s, s:{s:s}}", "name", "talker__log", "arguments", "text", "asked"),
+                         "2026-07-28");
+  json_object_set_new (json_object_get (asked, "_meta"), "io.modelcontextprotocol/logLevel", json_string ("debug"));
+  json_decref (test_client_result (client, "tools/call", asked));
+  g_assert_cmpuint (test_client_count_notifications (client, "notifications/message"), ==, 1);
+  json_decref (test_client_result (client, "tools/call",
+                                   modern_params (json_pack ("{s:s, s:{s:s}}", "name", "talker__log", "arguments",
+                                                             "text", "unasked again"), "2026-07-28")));
 
   g_assert_cmpint (error_code_of (client, "ping", modern_params (NULL, "2026-07-28")), ==, -32601);
   g_assert_cmpint (error_code_of (client, "initialize", modern_params (NULL, "2026-07-28")), ==, -32601);
@@ -489,8 +500,8 @@ test_stateless (void)
   /* Without _meta, discovery is refused: it is the new revision's. */
   g_assert_cmpint (error_code_of (client, "server/discover", NULL), ==, -32602);
 
-  /* The log message went out before the call's reply, if at all. */
-  g_assert_cmpuint (test_client_count_notifications (client, "notifications/message"), ==, 0);
+  /* A log message goes out before the reply of the call it came in. */
+  g_assert_cmpuint (test_client_count_notifications (client, "notifications/message"), ==, 1);
   serve_finish (client);
   test_assert_no_children ();
 }

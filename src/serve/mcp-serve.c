@@ -67,6 +67,13 @@ struct _McpServe {
   gboolean          initialized;     /* protected by lock */
   gint              log_level;       /* protected by lock: the rank the client asked for
                                       * (mcp_log_level_rank()), -1 until it asks */
+  /* Protected by lock: the 2026-07-28 requests in flight that asked for
+   * log messages (_meta logLevel), by id key → 1 + the rank, and how many
+   * asked for each rank; the lowest rank the servers were asked for, -1
+   * until one asks. */
+  GHashTable       *log_asking;
+  guint             log_asking_by_rank[8];
+  gint              stateless_log_level;
   McpClientRequests *client_requests; /* immutable: the servers' requests, relayed to the client */
   /* Immutable; NULL with http or in shared mode: the client's 2026-07-28
    * calls, whose servers' requests it answers by retrying them. */
@@ -171,6 +178,7 @@ handle_request (McpServe *serve,
 }
 
 static gboolean on_ended (gpointer user_data);
+static void     forget_log_level_locked (McpServe *serve, const char *key);
 
 /* Any thread: the end of a request, answered with @reply (taken) or the
  * encoded @line (borrowed).  A request the client cancelled gets no
@@ -188,6 +196,7 @@ finish_request (McpServe *serve,
   g_mutex_lock (&serve->lock);
   cancelled = g_hash_table_remove (serve->cancelled_by_client, key);
   g_hash_table_remove (serve->in_flight, key);
+  forget_log_level_locked (serve, key);
   last = serve->ended && g_hash_table_size (serve->in_flight) == 0;
   g_mutex_unlock (&serve->lock);
 
@@ -361,7 +370,74 @@ unregister_request (McpServe *serve,
 
   g_mutex_lock (&serve->lock);
   g_hash_table_remove (serve->in_flight, key);
+  forget_log_level_locked (serve, key);
   g_mutex_unlock (&serve->lock);
+}
+
+/* Called with serve->lock: the request of @key (a 2026-07-28 one, with
+ * @meta) asks for log messages while it is in flight, if its _meta says
+ * so; TRUE if the servers must now be asked for a lower level. */
+static gboolean
+note_log_level_locked (McpServe   *serve,
+                       const char *key,
+                       json_t     *meta)
+{
+  gint rank = mcp_log_level_rank (mcp_json_get_string (meta, MCP_META_LOG_LEVEL));
+
+  if (rank < 0 || rank >= (gint) G_N_ELEMENTS (serve->log_asking_by_rank))
+    return FALSE;
+  g_hash_table_insert (serve->log_asking, g_strdup (key), GINT_TO_POINTER (rank + 1));
+  serve->log_asking_by_rank[rank]++;
+  if (serve->stateless_log_level >= 0 && rank >= serve->stateless_log_level)
+    return FALSE;
+  serve->stateless_log_level = rank;
+  return TRUE;
+}
+
+/* Called with serve->lock: the request of @key is over. */
+static void
+forget_log_level_locked (McpServe   *serve,
+                         const char *key)
+{
+  gint rank = GPOINTER_TO_INT (g_hash_table_lookup (serve->log_asking, key)) - 1;
+
+  if (rank < 0)
+    return;
+  serve->log_asking_by_rank[rank]--;
+  g_hash_table_remove (serve->log_asking, key);
+}
+
+/* Called with serve->lock: whether a 2026-07-28 request in flight asked
+ * for log messages of @rank. */
+static gboolean
+log_asked_locked (McpServe *serve,
+                  gint      rank)
+{
+  for (gint i = 0; i <= rank && i < (gint) G_N_ELEMENTS (serve->log_asking_by_rank); i++)
+    if (serve->log_asking_by_rank[i] > 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* A 2026-07-28 request of @id, registered: it asks for the log messages
+ * its _meta names while it is in flight (the servers are asked for the
+ * lowest level any such request named). */
+static void
+note_request_log_level (McpServe *serve,
+                        json_t   *id,
+                        json_t   *meta)
+{
+  g_autofree char *key = NULL;
+  gboolean lower;
+
+  if (json_object_get (meta, MCP_META_LOG_LEVEL) == NULL || serve->remote != NULL)
+    return;
+  key = mcp_jsonrpc_id_key (id);
+  g_mutex_lock (&serve->lock);
+  lower = note_log_level_locked (serve, key, meta);
+  g_mutex_unlock (&serve->lock);
+  if (lower)
+    mcp_expose_set_log_level (serve->expose, mcp_json_get_string (meta, MCP_META_LOG_LEVEL), NULL);
 }
 
 /* What a 2026-07-28 client can answer is in each of its requests: the
@@ -423,6 +499,8 @@ start_request (McpServe *serve,
 
   if (cancellable == NULL)
     return;
+  if (mcp_modern_version_of (request) != NULL)
+    note_request_log_level (serve, id, json_object_get (json_object_get (request, "params"), "_meta"));
   if (serve->parked != NULL && mcp_modern_version_of (request) != NULL)
     track_modern_call (serve, request, cancellable);
   /* The shared daemon, and a call of a warm server, are answered from
@@ -479,6 +557,8 @@ on_input_request_line (const char *line,
   if (cancellable != NULL)
     {
       modern = mcp_upstream_raw_call_modern (&call, &serve->raw_facts);
+      if (modern != NULL)
+        note_request_log_level (serve, call.id, call.meta);
       if (serve->parked != NULL && modern != NULL)
         track_modern_call (serve, modern, cancellable);
       if (!mcp_upstream_call_raw_warm (serve->expose, &call, modern, &serve->raw_facts, 0, cancellable,
@@ -791,8 +871,8 @@ pass_notification_on (McpServe   *serve,
                       const char *method,
                       json_t     *forwarded)
 {
-  gboolean initialized;
-  gint log_level;
+  gboolean initialized, is_log, asked;
+  gint log_level, rank;
 
   if (serve->http != NULL)
     {
@@ -802,14 +882,22 @@ pass_notification_on (McpServe   *serve,
   g_mutex_lock (&serve->lock);
   initialized = serve->initialized;
   log_level = serve->log_level;
+  is_log = g_str_equal (method, "notifications/message");
+  rank = is_log ? mcp_log_level_rank (mcp_json_get_string (forwarded, "level")) : -1;
+  asked = is_log && log_asked_locked (serve, rank);
   g_mutex_unlock (&serve->lock);
+  /* A 2026-07-28 request that asked for log messages gets them while it
+   * is in flight: stdio has no stream of its own for it. */
+  if (asked)
+    {
+      queue_message (serve, mcp_jsonrpc_notification_new (method, forwarded), TRUE);
+      return;
+    }
   if (!initialized)
     return;
   /* The pool may ask the servers for more than this client did (another
    * client of the shared daemon asked for it). */
-  if (g_str_equal (method, "notifications/message") &&
-      (log_level >= 0 ? mcp_log_level_rank (mcp_json_get_string (forwarded, "level")) < log_level
-                      : serve->options.server == NULL))
+  if (is_log && (log_level >= 0 ? rank < log_level : serve->options.server == NULL))
     return;
   queue_message (serve, mcp_jsonrpc_notification_new (method, forwarded), TRUE);
 }
@@ -932,6 +1020,8 @@ mcp_serve_new (const McpDiscoveryOptions *discovery_options,
                                        &output_funcs, serve);
   g_mutex_init (&serve->lock);
   serve->in_flight = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+  serve->log_asking = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  serve->stateless_log_level = -1;
   serve->cancelled_by_client = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   serve->log_level = -1;
   serve->client_requests = mcp_client_requests_new (send_to_client, serve);
@@ -1033,6 +1123,7 @@ mcp_serve_free (McpServe *serve)
   /* Last: what the pool or the daemon's proxy said while going was queued. */
   mcp_output_queue_free (serve->output);
   g_hash_table_unref (serve->in_flight);
+  g_hash_table_unref (serve->log_asking);
   g_hash_table_unref (serve->cancelled_by_client);
   g_mutex_clear (&serve->lock);
   g_main_loop_unref (serve->loop);
