@@ -73,6 +73,7 @@ typedef struct {
   const char *daemon_args;      /* appended to Exec= */
   const char *server_args;      /* the fixture server's, as JSON array items */
   gboolean    listen;           /* and --listen unix:DIR/http.sock */
+  gboolean    two_servers;      /* and "fix2", the same server */
 } Setup;
 
 static const Setup plain = { "--idle-timeout=600", "" };
@@ -81,6 +82,7 @@ static const Setup with_grandchild = { "--idle-timeout=600", "\"--grandchild\"" 
 static const Setup with_prompts = { "--idle-timeout=600", "\"--prompts\", \"--resources\", \"fix\"" };
 static const Setup with_logging = { "--idle-timeout=600", "\"--logging\", \"--resources\", \"fix\"" };
 static const Setup listening = { "--idle-timeout=600 --server fix", "", TRUE };
+static const Setup two_servers = { "--idle-timeout=600", "", FALSE, TRUE };
 
 static const char *
 poold_path (void)
@@ -398,8 +400,10 @@ fixture_set_up (Fixture       *fixture,
   write_service_file (services, setup);
 
   config = g_build_filename (fixture->dir, "servers.json", NULL);
-  config_text = g_strdup_printf ("{\"mcpServers\": {\"fix\": {\"command\": \"%s\", \"args\": [%s]}}}",
-                                 test_fixture_path (), setup->server_args);
+  config_text = g_strdup_printf ("{\"mcpServers\": {\"fix\": {\"command\": \"%s\", \"args\": [%s]}%s%s%s}}",
+                                 test_fixture_path (), setup->server_args,
+                                 setup->two_servers ? ", \"fix2\": {\"command\": \"" : "",
+                                 setup->two_servers ? test_fixture_path () : "", setup->two_servers ? "\"}" : "");
   g_file_set_contents (config, config_text, -1, &error);
   g_assert_no_error (error);
 
@@ -1583,6 +1587,130 @@ test_shared_client_requests (Fixture       *fixture,
   end_client (other);
 }
 
+/* A `serve --shared` whose client speaks 2026-07-28 (it never sends
+ * initialize). */
+static TestClient *
+launch_stateless (Fixture *fixture)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_NONE);
+  const char *argv[] = { test_mcp_pool_path (), "serve", "--expose", "proxy", "--shared", NULL };
+  g_auto(GStrv) wrapped = test_wrap_argv (argv);
+
+  g_subprocess_launcher_set_environ (launcher, fixture->envp);
+  return test_client_new (launcher, (const char * const *) wrapped);
+}
+
+/* The tools/call params of a 2026-07-28 client that answers elicitation:
+ * @tool's call with @arguments (taken), and @retry's members (taken, NULL:
+ * none), its requestState and inputResponses. */
+static json_t *
+stateless_call (const char *tool,
+                json_t     *arguments,
+                json_t     *retry)
+{
+  json_t *params = json_pack ("{s:s, s:o, s:{s:s, s:{s:{}}, s:{s:s, s:s}}}", "name", tool, "arguments", arguments,
+                              "_meta", "io.modelcontextprotocol/protocolVersion", "2026-07-28",
+                              "io.modelcontextprotocol/clientCapabilities", "elicitation",
+                              "io.modelcontextprotocol/clientInfo", "name", "test-daemon", "version", "1");
+
+  if (retry != NULL)
+    json_object_update (params, retry);
+  json_decref (retry);
+  return params;
+}
+
+/* @client's call of @tool, which asks its client @message: the
+ * InputRequiredResult, with its one question's key in @key. */
+static json_t *
+ask_stateless (TestClient  *client,
+               const char  *tool,
+               const char  *message,
+               const char **key)
+{
+  json_t *asked = test_client_result (client, "tools/call",
+                                      stateless_call (tool, json_pack ("{s:s, s:{s:s}}", "method",
+                                                                       "elicitation/create", "params",
+                                                                       "message", message), NULL));
+  json_t *requests = json_object_get (asked, "inputRequests");
+  json_t *question = NULL;
+
+  g_assert_cmpstr (mcp_json_get_string (asked, "resultType"), ==, "input_required");
+  g_assert_true (g_str_has_prefix (mcp_json_get_string (asked, "requestState"), "mcp-pool-input-"));
+  g_assert_cmpuint (json_object_size (requests), ==, 1);
+  json_object_foreach (requests, *key, question)
+    break;
+  g_assert_cmpstr (mcp_json_get_string (json_object_get (question, "params"), "message"), ==, message);
+  return asked;
+}
+
+/* @client's retry of @tool's call with @state, answering @key with @name. */
+static json_t *
+answer_stateless (TestClient *client,
+                  const char *tool,
+                  const char *state,
+                  const char *key,
+                  const char *name)
+{
+  json_t *params = stateless_call (tool, json_pack ("{s:s}", "method", "elicitation/create"),
+                                   json_pack ("{s:s, s:{s:{s:s, s:{s:s}}}}", "requestState", state,
+                                              "inputResponses", key, "action", "accept", "content", "name", name));
+
+  return test_client_read_reply (client, test_client_request (client, "tools/call", params));
+}
+
+/* The fixture's count of calls in flight, as @client sees it. */
+static json_int_t
+calls_in_flight (TestClient *client)
+{
+  g_autoptr(json_t) stats = test_client_result (client, "tools/call",
+                                                stateless_call ("fix__stats", json_object (), NULL));
+
+  return json_integer_value (json_object_get (json_object_get (stats, "structuredContent"), "inflight"));
+}
+
+static gboolean
+only_stats_in_flight (gpointer client)
+{
+  return calls_in_flight (client) == 1;
+}
+
+/* Clients of `serve --shared` that speak 2026-07-28 are never asked over
+ * the bus: a 2025 server's question during one's call is its own
+ * InputRequiredResult, from the daemon, and its retry answers that
+ * server's request, with two such calls waiting at once.  A requestState
+ * is its client's alone; a client that leaves while its call waits has
+ * the server answered and the call ended. */
+static void
+test_shared_stateless_input (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  TestClient *first = launch_stateless (fixture);
+  TestClient *second = launch_stateless (fixture);
+  TestClient *leaving = launch_stateless (fixture);
+  const char *first_key = NULL, *second_key = NULL, *leaving_key = NULL;
+  g_autoptr(json_t) first_asked = ask_stateless (first, "fix__ask_client", "Your name?", &first_key);
+  g_autoptr(json_t) second_asked = ask_stateless (second, "fix2__ask_client", "Your quest?", &second_key);
+  const char *first_state = mcp_json_get_string (first_asked, "requestState");
+  const char *second_state = mcp_json_get_string (second_asked, "requestState");
+  g_autoptr(json_t) stolen = answer_stateless (second, "fix__ask_client", first_state, first_key, "Eve");
+  g_autoptr(json_t) second_answered = answer_stateless (second, "fix2__ask_client", second_state, second_key, "Bob");
+  g_autoptr(json_t) first_answered = answer_stateless (first, "fix__ask_client", first_state, first_key, "Ada");
+  g_autoptr(json_t) leaving_asked = NULL;
+
+  g_assert_cmpstr (first_state, !=, second_state);
+  g_assert_cmpint (json_integer_value (json_object_get (json_object_get (stolen, "error"), "code")), ==, -32602);
+  g_assert_nonnull (strstr (test_result_text (json_object_get (second_answered, "result")), "Bob"));
+  g_assert_nonnull (strstr (test_result_text (json_object_get (first_answered, "result")), "Ada"));
+  /* Nothing came to the clients but their replies. */
+  g_assert_cmpuint (first->requests->len + second->requests->len, ==, 0);
+
+  leaving_asked = ask_stateless (leaving, "fix__ask_client", "Still there?", &leaving_key);
+  end_client (leaving);
+  g_assert_true (test_wait_for (only_stats_in_flight, first, WAIT_MS));
+  end_client (first);
+  end_client (second);
+}
+
 /* A server that stops waiting for its request to a shared client (here
  * it dies) has that client told, through the daemon and its serve:
  * notifications/cancelled for the id serve gave the request. */
@@ -2153,6 +2281,8 @@ main (int    argc,
               test_shared_notifications, fixture_tear_down);
   g_test_add ("/daemon/shared-client-requests", Fixture, &plain, fixture_set_up,
               test_shared_client_requests, fixture_tear_down);
+  g_test_add ("/daemon/shared-stateless-input", Fixture, &two_servers, fixture_set_up,
+              test_shared_stateless_input, fixture_tear_down);
   g_test_add ("/daemon/shared-client-request-cancelled", Fixture, &plain, fixture_set_up,
               test_shared_client_request_cancelled, fixture_tear_down);
   g_test_add ("/daemon/sdk-client", Fixture, &plain, fixture_set_up, test_sdk_client_shared, fixture_tear_down);

@@ -26,10 +26,13 @@
 #include <glib/gi18n-lib.h>
 
 #include "daemon/mcp-accept-channel.h"
+#include "daemon/mcp-daemon-inputs.h"
 #include "sandbox/mcp-code.h"
 #include "pool/mcp-config-watcher.h"
 #include "daemon/mcp-dbus-generated.h"
 #include "mcp/mcp-expose.h"
+#include "mcp/mcp-modern.h"
+#include "common/mcp-protocol.h"
 #include "common/mcp-jsonrpc.h"
 #include "pool/mcp-pool.h"
 #include "daemon/mcp-dbus-contract.h"
@@ -41,6 +44,9 @@
 /* Calls beyond this many in flight are refused: a client that sends faster
  * than servers answer must not grow the daemon without bound. */
 #define CALLS_MAX         4096
+/* Of one client's 2026-07-28 calls, at most this many wait for its
+ * input at once (mcp-daemon-inputs.h). */
+#define INPUTS_PER_CLIENT_MAX 1024
 /* Servers get SIGTERM at once when the daemon is told to stop, SIGKILL
  * this much later. */
 #define TERM_GRACE_US     (G_USEC_PER_SEC / 2)
@@ -85,6 +91,7 @@ struct _McpDaemon {
   /* main context: unique name → 1 + the fd of its accept channel (see
    * mcp-accept-channel.h), closed when it is removed */
   GHashTable                *accept_channels;
+  McpDaemonInputs           *inputs;      /* main context */
   guint32                    server_requests_sent; /* main context: numbers Client1.ServerRequest */
 
   GMutex                     lock;
@@ -121,6 +128,7 @@ struct _DaemonCall {
   gboolean               accepted;      /* Accepted is on the bus */
   ProgressRoute          route;         /* warm calls */
   json_t                *args;          /* the method's arguments, as JSON */
+  gboolean               tracked;       /* HandleRequest only: in daemon->inputs */
   McpExpose             *expose;        /* HandleRequest only */
   gint64                 timeout_ms;    /* HandleRequest only: the client's default */
   GVariant              *reply;         /* set by the worker */
@@ -187,6 +195,39 @@ note_client_capabilities (McpDaemon  *daemon,
   declare_client_capabilities (daemon);
 }
 
+/* Main context: what a 2026-07-28 @request's _meta says its client
+ * answers, added to what @sender declared before. */
+static void
+note_stateless_capabilities (McpDaemon  *daemon,
+                             const char *sender,
+                             json_t     *request)
+{
+  json_t *meta = json_object_get (json_object_get (request, "params"), "_meta");
+  g_autoptr(json_t) answering = mcp_client_capabilities_answering (json_object_get (meta,
+                                                                                    MCP_META_CLIENT_CAPABILITIES));
+  json_t *known = sender != NULL ? g_hash_table_lookup (daemon->client_capabilities, sender) : NULL;
+  const char *capability;
+  json_t *value;
+  gboolean grew = FALSE;
+
+  if (sender == NULL || json_object_size (answering) == 0)
+    return;
+  if (known == NULL)
+    {
+      g_hash_table_insert (daemon->client_capabilities, g_strdup (sender), g_steal_pointer (&answering));
+      grew = TRUE;
+    }
+  else
+    json_object_foreach (answering, capability, value)
+      if (json_object_get (known, capability) == NULL)
+        {
+          json_object_set (known, capability, value);
+          grew = TRUE;
+        }
+  if (grew)
+    declare_client_capabilities (daemon);
+}
+
 /* Main context: the lowest log level of the connected clients, or -1. */
 static gint
 lowest_log_level (McpDaemon *daemon)
@@ -242,6 +283,7 @@ forget_client (McpDaemon  *daemon,
 
   if (daemon->code != NULL)
     mcp_code_end_session (daemon->code, name);
+  mcp_daemon_inputs_forget (daemon->inputs, name);
   if (g_hash_table_remove (daemon->client_capabilities, name))
     declare_client_capabilities (daemon);
   if (g_hash_table_remove (daemon->log_levels, name) && lowest_log_level (daemon) >= 0)
@@ -364,7 +406,10 @@ finish_call (gpointer data)
   g_hash_table_remove (daemon->in_flight, call->key);
   if (call->discovery != NULL)
     apply_discovery (daemon, g_steal_pointer (&call->discovery));
-  if (call->reply != NULL)
+  /* A call that asked its client was answered by daemon->inputs. */
+  if (call->tracked && mcp_daemon_inputs_end (daemon->inputs, call->invocation, call->args, call->reply))
+    g_debug ("Call %s ended after its client's input", call->key);
+  else if (call->reply != NULL)
     g_dbus_method_invocation_return_value (call->invocation, g_steal_pointer (&call->reply));
   else
     g_dbus_method_invocation_return_gerror (call->invocation, call->error);
@@ -1122,6 +1167,14 @@ handle_handle_request (McpDBusPool1          *skeleton,
       return TRUE;
     }
 
+  /* A 2026-07-28 client's answers to its servers' questions. */
+  if (mcp_daemon_inputs_retry (daemon->inputs, invocation, request))
+    {
+      remember_client (daemon, g_dbus_method_invocation_get_sender (invocation));
+      json_decref (request);
+      return TRUE;
+    }
+
   call = register_call (daemon, invocation, work_handle_request, request);
   if (call != NULL)
     {
@@ -1131,6 +1184,11 @@ handle_handle_request (McpDBusPool1          *skeleton,
         note_client_capabilities (daemon, g_dbus_method_invocation_get_sender (invocation), request);
       else if (g_strcmp0 (mcp_json_get_string (request, "method"), "logging/setLevel") == 0)
         note_log_level (daemon, g_dbus_method_invocation_get_sender (invocation), request);
+      else if (mcp_modern_version_of (request) != NULL)
+        {
+          note_stateless_capabilities (daemon, g_dbus_method_invocation_get_sender (invocation), request);
+          call->tracked = mcp_daemon_inputs_track (daemon->inputs, invocation, request, call->cancellable);
+        }
       call->expose = server_expose != NULL ? server_expose : lookup_exposure (daemon, flags);
       call->timeout_ms = (gint64) MIN (timeout_ms, MCP_CALL_TIMEOUT_MAX_MS);
     }
@@ -1405,6 +1463,9 @@ on_server_request (McpPool             *pool,
 
   if (take_task_request (daemon, responder))
     return TRUE;
+  /* A 2026-07-28 client's call: asked by an InputRequiredResult. */
+  if (client != NULL && mcp_daemon_inputs_ask (daemon->inputs, client, responder))
+    return TRUE;
   /* An HTTP session's call, or outside any call the one HTTP session
    * that declared it. */
   if (client == NULL && n_clients == 0 && daemon->http != NULL &&
@@ -1559,6 +1620,7 @@ begin_ending (McpDaemon *daemon,
     }
   g_clear_pointer (&daemon->watcher, mcp_config_watcher_free);
   g_hash_table_foreach (daemon->in_flight, cancel_call, NULL);
+  mcp_daemon_inputs_abandon_all (daemon->inputs);
   /* Its streams end, its sessions go and their calls are cancelled. */
   if (daemon->http != NULL)
     mcp_http_front_close (daemon->http);
@@ -1627,6 +1689,7 @@ mcp_daemon_new (const McpDiscoveryOptions *discovery,
                                                        (GDestroyNotify) json_decref);
   daemon->log_levels = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   daemon->accept_channels = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, close_accept_channel);
+  daemon->inputs = mcp_daemon_inputs_new (daemon->context, INPUTS_PER_CLIENT_MAX);
   daemon->exposures = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) mcp_expose_free);
   daemon->server_exposures = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                     (GDestroyNotify) mcp_expose_free);
@@ -1780,6 +1843,8 @@ mcp_daemon_free (McpDaemon *daemon)
   g_clear_pointer (&daemon->http, mcp_http_front_free);
   g_hash_table_unref (daemon->exposures);
   g_hash_table_unref (daemon->server_exposures);
+  /* Before the pool: what still waits answers its servers' requests. */
+  g_clear_pointer (&daemon->inputs, mcp_daemon_inputs_free);
   g_clear_pointer (&daemon->pool, mcp_pool_free);
   g_clear_pointer (&daemon->discovered, mcp_discovery_free);
   g_clear_object (&daemon->skeleton);
