@@ -1746,6 +1746,24 @@ test_sdk_client_shared (Fixture       *fixture,
   test_sdk_client_run (config, TRUE, (const char * const *) fixture->envp);
 }
 
+/* The SDK v2 client's checks over stdio hold through the daemon too, a
+ * 2025 server's question included, which the daemon turns into the
+ * client's InputRequiredResult. */
+static void
+test_sdk2_client_shared (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  g_autofree char *config = g_build_filename (fixture->dir, "servers.json", NULL);
+
+  if (test_under_valgrind ())
+    {
+      g_test_skip ("The SDK client's bounds do not fit a daemon under valgrind");
+      return;
+    }
+  /* Read when the first serve activates the daemon. */
+  test_sdk2_client_run (config, TRUE, (const char * const *) fixture->envp);
+}
+
 /* A call that the daemon had started when it died is not sent again: it
  * fails, saying so, and no daemon is activated for it. */
 static void
@@ -2286,6 +2304,7 @@ main (int    argc,
   g_test_add ("/daemon/shared-client-request-cancelled", Fixture, &plain, fixture_set_up,
               test_shared_client_request_cancelled, fixture_tear_down);
   g_test_add ("/daemon/sdk-client", Fixture, &plain, fixture_set_up, test_sdk_client_shared, fixture_tear_down);
+  g_test_add ("/daemon/sdk2-client", Fixture, &plain, fixture_set_up, test_sdk2_client_shared, fixture_tear_down);
   g_test_add ("/daemon/signals", Fixture, &plain, fixture_set_up, test_signals, fixture_tear_down);
   g_test_add ("/daemon/warm-no-worker", Fixture, &plain, fixture_set_up, test_warm_no_worker,
               fixture_tear_down);

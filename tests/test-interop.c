@@ -496,7 +496,7 @@ test_sdk_client (void)
 static void
 test_sdk2_client (void)
 {
-  test_sdk2_client_run ();
+  test_sdk2_client_run (NULL, FALSE, NULL);
   test_assert_no_children ();
 }
 

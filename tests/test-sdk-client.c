@@ -148,11 +148,14 @@ test_sdk_http_client_run (void)
 
 
 void
-test_sdk2_client_run (void)
+test_sdk2_client_run (const char         *config_path,
+                      gboolean            shared,
+                      const char * const *envp)
 {
   g_autofree char *client = test_interop_file ("@modelcontextprotocol/client/package.json");
   g_autofree char *server = client != NULL ? test_interop_file ("@modelcontextprotocol/server/package.json") : NULL;
   g_autofree char *scratch = NULL;
+  g_autofree char *own_config = NULL;
   g_autoptr(GSubprocessLauncher) launcher = NULL;
   g_autoptr(GError) error = NULL;
 
@@ -160,9 +163,15 @@ test_sdk2_client_run (void)
     return;
   scratch = g_dir_make_tmp ("mcp-pool-sdk2-client-XXXXXX", &error);
   g_assert_no_error (error);
+  if (config_path == NULL)
+    config_path = own_config = g_build_filename (scratch, "servers.json", NULL);
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  if (envp != NULL)
+    g_subprocess_launcher_set_environ (launcher, (char **) envp);
+  if (shared)
+    g_subprocess_launcher_setenv (launcher, "MCP_POOL_SDK_SHARED", "1", TRUE);
   g_subprocess_launcher_set_cwd (launcher, scratch);
   finish_script ("sdk2-client.mjs", launcher, scratch, (const char * const[]) {
     "node", g_test_get_filename (G_TEST_DIST, "interop", "sdk2-client.mjs", NULL), test_mcp_pool_path (),
-    test_fixture_path (), scratch, NULL });
+    test_fixture_path (), scratch, config_path, NULL });
 }

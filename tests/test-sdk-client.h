@@ -24,7 +24,11 @@ void test_sdk_client_run (const char         *config_path,
 void test_sdk_http_client_run (void);
 /* tests/interop/sdk2-client.mjs the same way: the SDK v2 client, of MCP
  * 2026-07-28, over stdio and HTTP, with the fixture server and the SDK v2
- * server (sdk2-server.mjs) behind. */
-void test_sdk2_client_run (void);
+ * server (sdk2-server.mjs) behind, their config written to @config_path
+ * (NULL: a scratch folder's); @shared and @envp as above, and then over
+ * stdio only. */
+void test_sdk2_client_run (const char         *config_path,
+                           gboolean            shared,
+                           const char * const *envp);
 
 G_END_DECLS

@@ -8,8 +8,12 @@
 // (multi round-trip requests, answered by the SDK's own handler and
 // retry), and passes the second's InputRequiredResults and their retries
 // through.
+// With MCP_POOL_SDK_SHARED=1 every `serve` runs with --shared, on the bus
+// of $DBUS_SESSION_BUS_ADDRESS, whose mcp-poold (activated by the first
+// one) reads CONFIG: the same checks over stdio through the daemon, and
+// none over HTTP.
 //
-// Usage: node sdk2-client.mjs MCP_POOL FIXTURE SCRATCH
+// Usage: node sdk2-client.mjs MCP_POOL FIXTURE SCRATCH [CONFIG]
 //
 // Prints one "ok - " line per check; exits 0 only if every check passed.
 import assert from 'node:assert/strict';
@@ -30,14 +34,19 @@ const URL_MS = 20_000 * SLOWDOWN;
 /* Processes must be gone this long after their client closed. */
 const GONE_MS = 10_000 * SLOWDOWN;
 
-if (process.argv.length !== 5) {
-  console.error ('usage: node sdk2-client.mjs MCP_POOL FIXTURE SCRATCH');
+if (process.argv.length !== 5 && process.argv.length !== 6) {
+  console.error ('usage: node sdk2-client.mjs MCP_POOL FIXTURE SCRATCH [CONFIG]');
   process.exit (2);
 }
 const [mcpPool, fixture, scratch] = process.argv.slice (2);
-const config = join (scratch, 'servers.json');
-const environment = { ...process.env, HOME: scratch, XDG_CONFIG_HOME: join (scratch, 'config'),
-                      DBUS_SESSION_BUS_ADDRESS: `unix:path=${join (scratch, 'no-bus')}` };
+const config = process.argv[5] ?? join (scratch, 'servers.json');
+const SHARED = process.env.MCP_POOL_SDK_SHARED === '1';
+const environment = { ...process.env, HOME: scratch, XDG_CONFIG_HOME: join (scratch, 'config') };
+if (!SHARED)
+  environment.DBUS_SESSION_BUS_ADDRESS = `unix:path=${join (scratch, 'no-bus')}`;
+const MODE = SHARED ? 'stdio --shared' : 'stdio';
+/* `serve` with @expose, of its own or of the shared daemon. */
+const serveArgs = (expose) => ['serve', ...(SHARED ? ['--shared'] : ['--config', config]), '--expose', expose];
 let serveLog = '';
 
 const modern = { command: process.execPath, args: [join (dirname (fileURLToPath (import.meta.url)), 'sdk2-server.mjs')] };
@@ -73,10 +82,10 @@ async function exercise (client) {
   assert.match (text (ran), /Echo: from code/);
 }
 
-await check ('stdio: the SDK v2 client finds the stateless revision by probing', async () => {
+await check (`${MODE}: the SDK v2 client finds the stateless revision by probing`, async () => {
   const client = newClient ('auto');
   const transport = new StdioClientTransport ({
-    command: mcpPool, args: ['serve', '--config', config, '--expose', EXPOSE], env: environment, stderr: 'ignore',
+    command: mcpPool, args: serveArgs (EXPOSE), env: environment, stderr: 'ignore',
   });
 
   await client.connect (transport);
@@ -102,14 +111,34 @@ async function askName (client) {
   assert.deepEqual (asked, ['What is your name?']);
 }
 
-await check ('stdio: a 2026-07-28 server\'s input request and its retry pass through the pool', async () => {
+/* A 2025 server's elicitation/create during a call, which the pool
+ * turns into an InputRequiredResult for the SDK to answer and retry. */
+async function askAsOldServer (client) {
+  const asked = [];
+
+  client.setRequestHandler ('elicitation/create', async (request) => {
+    asked.push (request.params.message);
+    return { action: 'accept', content: { name: 'Ada' } };
+  });
+  const result = await client.callTool ({
+    name: 'fx__ask_client',
+    arguments: { method: 'elicitation/create',
+                 params: { message: 'Your name?', requestedSchema: { type: 'object', properties: {} } } },
+  });
+
+  assert.deepEqual (asked, ['Your name?']);
+  assert.equal (result.structuredContent?.response?.result?.content?.name, 'Ada');
+}
+
+await check (`${MODE}: input requests of a 2026-07-28 server and of a 2025 one, answered and retried`, async () => {
   const client = newClient ('auto', { elicitation: {} });
 
   await client.connect (new StdioClientTransport ({
-    command: mcpPool, args: ['serve', '--config', config, '--expose', 'proxy'], env: environment, stderr: 'ignore',
+    command: mcpPool, args: serveArgs ('proxy'), env: environment, stderr: 'ignore',
   }));
   try {
     await askName (client);
+    await askAsOldServer (client);
   } finally {
     await client.close ();
   }
@@ -136,51 +165,46 @@ function startListening () {
   });
 }
 
-const { serve, url } = await startListening ();
-try {
-  await check ('HTTP: the SDK v2 client pinned to 2026-07-28, without a session', async () => {
-    const client = newClient ({ pin: '2026-07-28' });
-    const transport = new StreamableHTTPClientTransport (url);
+/* The same clients over Streamable HTTP, through `serve --listen`. */
+async function checkHttp () {
+  const { serve, url } = await startListening ();
 
-    await client.connect (transport);
-    try {
-      assert.equal (client.getNegotiatedProtocolVersion (), '2026-07-28');
-      assert.equal (transport.sessionId, undefined, 'no Mcp-Session-Id');
-      assert.equal (client.getServerVersion ()?.name, 'mcp-pool');
-      await exercise (client);
-    } finally {
-      await client.close ();
-    }
-  });
+  try {
+    await check ('HTTP: the SDK v2 client pinned to 2026-07-28, without a session', async () => {
+      const client = newClient ({ pin: '2026-07-28' });
+      const transport = new StreamableHTTPClientTransport (url);
 
-  await check ('HTTP: a 2025 server\'s elicitation answered by the SDK\'s handler and retry', async () => {
-    const client = newClient ({ pin: '2026-07-28' }, { elicitation: {} });
-    const asked = [];
-
-    client.setRequestHandler ('elicitation/create', async (request) => {
-      asked.push (request.params.message);
-      return { action: 'accept', content: { name: 'Ada' } };
+      await client.connect (transport);
+      try {
+        assert.equal (client.getNegotiatedProtocolVersion (), '2026-07-28');
+        assert.equal (transport.sessionId, undefined, 'no Mcp-Session-Id');
+        assert.equal (client.getServerVersion ()?.name, 'mcp-pool');
+        await exercise (client);
+      } finally {
+        await client.close ();
+      }
     });
-    await client.connect (new StreamableHTTPClientTransport (url));
-    try {
-      const result = await client.callTool ({
-        name: 'fx__ask_client',
-        arguments: { method: 'elicitation/create',
-                     params: { message: 'Your name?', requestedSchema: { type: 'object', properties: {} } } },
-      });
 
-      assert.deepEqual (asked, ['Your name?']);
-      assert.equal (result.structuredContent?.response?.result?.content?.name, 'Ada');
-    } finally {
-      await client.close ();
-    }
-  });
-} finally {
-  const exited = new Promise ((resolve) => serve.once ('exit', resolve));
+    await check ('HTTP: a 2025 server\'s elicitation answered by the SDK\'s handler and retry', async () => {
+      const client = newClient ({ pin: '2026-07-28' }, { elicitation: {} });
 
-  serve.kill ('SIGTERM');
-  await exited;
+      await client.connect (new StreamableHTTPClientTransport (url));
+      try {
+        await askAsOldServer (client);
+      } finally {
+        await client.close ();
+      }
+    });
+  } finally {
+    const exited = new Promise ((resolve) => serve.once ('exit', resolve));
+
+    serve.kill ('SIGTERM');
+    await exited;
+  }
 }
+
+if (!SHARED)
+  await checkHttp ();
 await check ('nothing is left running', async () => {
   const left = await waitGone (descendantsOf (process.pid), GONE_MS);
 
