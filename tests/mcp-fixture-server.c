@@ -50,6 +50,9 @@
  *                              per page) and the template TAG://item/{id};
  *                              reading a URI of those answers "TAG says URI";
  *                              resources/subscribe adds to stats' "subscribed"
+ *                              and resources/unsubscribe takes it out again;
+ *                              stats' "subscription_changes" has each as
+ *                              "+URI" or "-URI", in order
  *   --help                     show usage and exit
  *
  * Tools:
@@ -148,6 +151,7 @@ static struct
   json_t *client_capabilities;
   char *log_level;
   json_t *subscribed;
+  json_t *subscription_changes;
 } counters;
 
 static pid_t grandchild_pid;
@@ -670,7 +674,7 @@ tool_stats (Call *call)
   json_t *snapshot;
 
   pthread_mutex_lock (&stats_lock);
-  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I, s:I, s:o?, s:s?, s:I, s:o?}",
+  snapshot = json_pack ("{s:I, s:I, s:I, s:I, s:I, s:b, s:o?, s:I, s:I, s:I, s:o?, s:s?, s:I, s:o?, s:o?}",
                         "pid", (json_int_t) getpid (),
                         "calls", (json_int_t) counters.calls,
                         "lists", (json_int_t) counters.lists,
@@ -686,7 +690,8 @@ tool_stats (Call *call)
                         json_deep_copy (counters.client_capabilities),
                         "log_level", counters.log_level,
                         "roots_changed", (json_int_t) counters.roots_changed,
-                        "subscribed", json_deep_copy (counters.subscribed));
+                        "subscribed", json_deep_copy (counters.subscribed),
+                        "subscription_changes", json_deep_copy (counters.subscription_changes));
   pthread_mutex_unlock (&stats_lock);
   call_reply (call, json_text_result (snapshot, snapshot));
 }
@@ -1074,12 +1079,28 @@ handle_resources (json_t *id, const char *method, json_t *params)
   else if (strcmp (method, "resources/list") == 0)
     send_result (id, json_pack ("{s:[{s:s, s:s, s:{s:s}}]}", "resources", "uri", "shared://same",
                                 "name", "same", "annotations", "audience", "user"));
-  else if (strcmp (method, "resources/subscribe") == 0 && has_resource (uri))
+  else if ((strcmp (method, "resources/subscribe") == 0 || strcmp (method, "resources/unsubscribe") == 0) &&
+           has_resource (uri))
     {
+      bool subscribe = strcmp (method, "resources/subscribe") == 0;
+      char change[600];
+
       pthread_mutex_lock (&stats_lock);
       if (counters.subscribed == NULL)
-        counters.subscribed = json_array ();
-      json_array_append_new (counters.subscribed, json_string (uri));
+        {
+          counters.subscribed = json_array ();
+          counters.subscription_changes = json_array ();
+        }
+      for (size_t i = 0; !subscribe && i < json_array_size (counters.subscribed); i++)
+        if (strcmp (json_string_value (json_array_get (counters.subscribed, i)), uri) == 0)
+          {
+            json_array_remove (counters.subscribed, i);
+            break;
+          }
+      if (subscribe)
+        json_array_append_new (counters.subscribed, json_string (uri));
+      snprintf (change, sizeof change, "%c%.500s", subscribe ? '+' : '-', uri);
+      json_array_append_new (counters.subscription_changes, json_string (change));
       pthread_mutex_unlock (&stats_lock);
       send_result (id, json_object ());
     }
@@ -1415,7 +1436,8 @@ handle_message (json_t *msg)
   else if (opts.resources != NULL && (strcmp (name, "resources/list") == 0 ||
                                       strcmp (name, "resources/templates/list") == 0 ||
                                       strcmp (name, "resources/read") == 0 ||
-                                      strcmp (name, "resources/subscribe") == 0))
+                                      strcmp (name, "resources/subscribe") == 0 ||
+                                      strcmp (name, "resources/unsubscribe") == 0))
     handle_resources (id, name, params);
   else
     send_error (id, METHOD_NOT_FOUND, "method not found: %s", name);

@@ -1084,24 +1084,80 @@ post_resource_updated (Front      *front,
   g_assert_cmpuint (sent.status, ==, SOUP_STATUS_OK);
 }
 
-/* Whether the fixture was asked to subscribe to @uri. */
-static gboolean
-fixture_subscribed (Front      *front,
-                    const char *uri)
+/* The fixture's stats member @name. */
+static json_t *
+fixture_stat (Front      *front,
+              const char *name)
 {
   static const char stats[] =
     "{\"jsonrpc\": \"2.0\", \"id\": 4, \"method\": \"tools/call\", \"params\": {\"name\": \"fx__stats\", "
     "\"arguments\": {}, " MODERN_META "}}";
   g_auto(Answer) answer = { 0 };
-  json_t *subscribed;
 
   post_modern (front, stats, "2026-07-28", "tools/call", "fx__stats", &answer);
-  subscribed = json_object_get (json_object_get (json_object_get (answer.body, "result"), "structuredContent"),
-                                "subscribed");
+  return json_incref (json_object_get (json_object_get (json_object_get (answer.body, "result"),
+                                                        "structuredContent"), name));
+}
+
+/* Whether the fixture was asked to subscribe to @uri. */
+static gboolean
+fixture_subscribed (Front      *front,
+                    const char *uri)
+{
+  g_autoptr(json_t) subscribed = fixture_stat (front, "subscribed");
+
   for (size_t i = 0; i < json_array_size (subscribed); i++)
     if (g_strcmp0 (json_string_value (json_array_get (subscribed, i)), uri) == 0)
       return TRUE;
   return FALSE;
+}
+
+/* The fixture's subscribes and unsubscribes, "+URI" and "-URI" in order,
+ * joined by spaces. */
+static char *
+subscription_changes (Front *front)
+{
+  g_autoptr(json_t) changes = fixture_stat (front, "subscription_changes");
+  g_autoptr(GString) joined = g_string_new (NULL);
+
+  for (size_t i = 0; i < json_array_size (changes); i++)
+    g_string_append_printf (joined, "%s%s", i > 0 ? " " : "", json_string_value (json_array_get (changes, i)));
+  return g_string_free (g_steal_pointer (&joined), FALSE);
+}
+
+typedef struct {
+  Front      *front;
+  const char *expected;
+} ChangesWait;
+
+static gboolean
+changes_are (gpointer data)
+{
+  ChangesWait *wait = data;
+  g_autofree char *changes = subscription_changes (wait->front);
+
+  return g_str_equal (changes, wait->expected);
+}
+
+/* A subscriptions/listen stream of @body, its status checked. */
+static GInputStream *
+start_listen (Front      *front,
+              const char *body)
+{
+  g_autoptr(SoupMessage) message = soup_message_new ("POST", request_url (front));
+  SoupMessageHeaders *headers = soup_message_get_request_headers (message);
+  g_autoptr(GBytes) sent = g_bytes_new_static (body, strlen (body));
+  g_autoptr(GError) error = NULL;
+  GInputStream *stream;
+
+  soup_message_headers_replace (headers, "Accept", "application/json, text/event-stream");
+  soup_message_headers_replace (headers, "MCP-Protocol-Version", "2026-07-28");
+  soup_message_headers_replace (headers, "Mcp-Method", "subscriptions/listen");
+  soup_message_set_request_body_from_bytes (message, "application/json", sent);
+  stream = soup_session_send (front->http, message, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (soup_message_get_status (message), ==, SOUP_STATUS_OK);
+  return stream;
 }
 
 /* subscriptions/listen: acknowledged first with what the pool agrees to
@@ -1122,24 +1178,12 @@ test_listen (Front         *front,
   g_autoptr(json_t) updated = NULL;
   json_t *followed;
   gint64 until;
-  g_autoptr(SoupMessage) message = soup_message_new ("POST", request_url (front));
-  SoupMessageHeaders *headers = soup_message_get_request_headers (message);
-  g_autoptr(GBytes) sent = g_bytes_new_static (body, strlen (body));
-  g_autoptr(GInputStream) stream = NULL;
+  g_autoptr(GInputStream) stream = start_listen (front, body);
   g_autoptr(GString) text = g_string_new (NULL);
-  g_autoptr(GError) error = NULL;
   g_autoptr(json_t) acknowledged = NULL;
   g_autoptr(json_t) changed = NULL;
   g_auto(Answer) notified = { 0 };
   json_t *params;
-
-  soup_message_headers_replace (headers, "Accept", "application/json, text/event-stream");
-  soup_message_headers_replace (headers, "MCP-Protocol-Version", "2026-07-28");
-  soup_message_headers_replace (headers, "Mcp-Method", "subscriptions/listen");
-  soup_message_set_request_body_from_bytes (message, "application/json", sent);
-  stream = soup_session_send (front->http, message, NULL, &error);
-  g_assert_no_error (error);
-  g_assert_cmpuint (soup_message_get_status (message), ==, SOUP_STATUS_OK);
 
   acknowledged = next_event (stream, text);
   g_assert_cmpstr (mcp_json_get_string (acknowledged, "method"), ==, "notifications/subscriptions/acknowledged");
@@ -1179,6 +1223,68 @@ test_listen (Front         *front,
   g_assert_cmpstr (mcp_json_get_string (json_object_get (json_object_get (updated, "params"), "_meta"),
                                         "io.modelcontextprotocol/subscriptionId"), ==, "sub");
   g_input_stream_close (stream, NULL, NULL);
+}
+
+/* A 2025 session's resources/subscribe or unsubscribe (@method) of
+ * fx://own, which must succeed. */
+static void
+session_subscription (Front      *front,
+                      const char *session,
+                      const char *method)
+{
+  g_autofree char *body = g_strdup_printf ("{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"%s\", \"params\": "
+                                           "{\"uri\": \"fx://own\"}}", method);
+  g_auto(Answer) answer = { 0 };
+
+  post (front, session, body, &answer);
+  g_assert_cmpuint (answer.status, ==, SOUP_STATUS_OK);
+  g_assert_true (json_is_object (json_object_get (answer.body, "result")));
+}
+
+/* A server's subscription is every client's: a listen stream and two 2025
+ * sessions that follow one resource have the server subscribe once, and
+ * unsubscribe once, when the last of them lets go, whichever way (an
+ * unsubscribe, the stream's end, the session's end).  A server that
+ * restarts meanwhile is subscribed again to what is held. */
+static void
+test_shared_subscriptions (Front         *front,
+                           gconstpointer  data)
+{
+  static const char listen[] =
+    "{\"jsonrpc\": \"2.0\", \"id\": \"sub\", \"method\": \"subscriptions/listen\", \"params\": {" MODERN_META ", "
+    "\"notifications\": {\"resourceSubscriptions\": [\"fx://own\"]}}}";
+  static const char crash[] =
+    "{\"jsonrpc\": \"2.0\", \"id\": 6, \"method\": \"tools/call\", \"params\": {\"name\": \"fx__crash\", "
+    "\"arguments\": {}, " MODERN_META "}}";
+  g_autoptr(GInputStream) stream = start_listen (front, listen);
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(json_t) acknowledged = next_event (stream, text);
+  g_autofree char *first = open_session (front);
+  g_autofree char *second = open_session (front);
+  g_autofree char *changes = NULL;
+  ChangesWait subscribed = { front, "+fx://own" };
+  ChangesWait released = { front, "+fx://own -fx://own" };
+  g_auto(Answer) crashed = { 0 };
+  g_auto(Answer) ended = { 0 };
+
+  g_assert_cmpstr (mcp_json_get_string (acknowledged, "method"), ==, "notifications/subscriptions/acknowledged");
+  /* The stream's subscription is made on a thread of its own. */
+  g_assert_true (test_wait_for (changes_are, &subscribed, ANSWER_TIMEOUT_MS));
+  session_subscription (front, first, "resources/subscribe");
+  session_subscription (front, second, "resources/subscribe");
+  changes = subscription_changes (front);
+  g_assert_cmpstr (changes, ==, "+fx://own");
+
+  post_modern (front, crash, "2026-07-28", "tools/call", "fx__crash", &crashed);
+  g_assert_cmpuint (crashed.status, ==, SOUP_STATUS_OK);
+  /* The next call starts the server again, which is subscribed anew. */
+  g_assert_true (test_wait_for (changes_are, &subscribed, ANSWER_TIMEOUT_MS));
+
+  session_subscription (front, first, "resources/unsubscribe");
+  g_input_stream_close (stream, NULL, NULL);
+  send_http (front, "DELETE", second, NULL, NULL, &ended);
+  g_assert_cmpuint (ended.status, ==, SOUP_STATUS_OK);
+  g_assert_true (test_wait_for (changes_are, &released, ANSWER_TIMEOUT_MS));
 }
 
 #define ELICITING_META \
@@ -1337,6 +1443,7 @@ main (int argc, char **argv)
   ADD ("/http-front/resume", NULL, test_resume);
   ADD ("/http-front/stateless", NULL, test_stateless);
   ADD ("/http-front/listen", NULL, test_listen);
+  ADD ("/http-front/shared-subscriptions", NULL, test_shared_subscriptions);
   ADD ("/http-front/stateless-log-level", NULL, test_stateless_log_level);
   ADD ("/http-front/input-required", NULL, test_input_required);
   ADD ("/http-front/input-abandoned", "own", test_input_abandoned);

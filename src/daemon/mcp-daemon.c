@@ -284,6 +284,7 @@ forget_client (McpDaemon  *daemon,
   if (daemon->code != NULL)
     mcp_code_end_session (daemon->code, name);
   mcp_daemon_inputs_forget (daemon->inputs, name);
+  mcp_pool_forget_subscriber (daemon->pool, name);
   if (g_hash_table_remove (daemon->client_capabilities, name))
     declare_client_capabilities (daemon);
   if (g_hash_table_remove (daemon->log_levels, name) && lowest_log_level (daemon) >= 0)

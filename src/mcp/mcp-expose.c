@@ -979,11 +979,7 @@ mcp_expose_subscribe (McpExpose            *expose,
       return NULL;
     }
   if (expose->server != NULL)
-    {
-      g_autoptr(json_t) params = json_pack ("{s:s}", "uri", uri);
-
-      return mcp_pool_request (expose->pool, expose->server, method, params, options, error);
-    }
+    return mcp_pool_subscribe (expose->pool, expose->server, method, uri, options, error);
   return mcp_resources_subscribe (expose->resources, method, uri, options, error);
 }
 

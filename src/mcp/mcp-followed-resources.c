@@ -26,7 +26,8 @@ make_change (gpointer data,
 {
   Change *change = data;
   McpFollowedResources *followed = user_data;
-  McpCallOptions options = { 0 };
+  /* The streams hold their subscriptions as one client of the pool's. */
+  McpCallOptions options = { .client = MCP_FOLLOWED_CLIENT };
   g_autoptr(GError) error = NULL;
   g_autoptr(json_t) result = mcp_expose_subscribe (followed->expose, change->method, change->uri, &options,
                                                    &error);

@@ -25,6 +25,9 @@ G_BEGIN_DECLS
 /* The most URIs one stream may follow; the rest are left out of what the
  * listen acknowledges. */
 #define MCP_FOLLOWED_PER_STREAM_MAX 64
+/* Whose the streams' subscriptions are among the pool's clients
+ * (mcp_pool_subscribe()). */
+#define MCP_FOLLOWED_CLIENT         "subscriptions/listen"
 
 typedef struct _McpFollowedResources McpFollowedResources;
 

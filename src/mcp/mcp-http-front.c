@@ -11,10 +11,12 @@
 
 #include "mcp/mcp-http-front.h"
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -196,6 +198,7 @@ typedef struct {
   MessageWatch        answer;       /* context: where the answer goes (message NULL: nowhere now) */
   gboolean            cancelled;    /* context: by the client, so no reply is sent */
   json_t             *listen;       /* immutable: a subscriptions/listen's agreed filter, else NULL */
+  GSource            *hangup;       /* context: a listen stream's watch on its connection, or NULL */
   /* A request of the stateless revision whose server asks the client for
    * input (multi round-trip requests), all on the context: */
   McpInputRequests   *inputs;       /* the server's requests not answered yet, or NULL */
@@ -241,6 +244,7 @@ http_request_unref (HttpRequest *request)
   g_free (request->key);
   json_decref (request->request);
   json_decref (request->listen);
+  g_clear_pointer (&request->hangup, g_source_unref);
   g_free (request->state);
   json_decref (request->retry_id);
   json_decref (request->early_reply);
@@ -485,6 +489,7 @@ end_session (McpHttpFront *front,
 {
   if (front->code != NULL)
     mcp_code_end_session (front->code, id);
+  mcp_pool_forget_subscriber (mcp_expose_get_pool (front->expose), id);
   g_hash_table_remove (front->sessions, id);
   sessions_changed (front);
 }
@@ -1286,6 +1291,8 @@ stop_listening (HttpRequest *listener)
 {
   McpHttpFront *front = listener->front;
 
+  if (listener->hangup != NULL)
+    g_source_destroy (listener->hangup);
   if (front->followed != NULL)
     mcp_followed_resources_remove (front->followed, json_object_get (listener->listen, "resourceSubscriptions"));
   g_ptr_array_remove (front->listeners, listener);
@@ -1303,6 +1310,51 @@ tag_subscription (json_t *params,
     json_object_set_new (tagged, "_meta", meta = json_object ());
   json_object_set (meta, "io.modelcontextprotocol/subscriptionId", id);
   return tagged;
+}
+
+/* Where an accepted connection's GSocket is kept: on the remote address
+ * that libsoup gives its messages (see on_connections()). */
+#define CONNECTION_SOCKET "mcp-pool-connection-socket"
+
+/* Context: the connection of @listener's stream is readable or broken.
+ * libsoup notices a client that closed it only when it next writes, and a
+ * stream may stay silent for hours; a closed stream is the listen's end. */
+static gboolean
+on_listener_hangup (GSocket      *socket,
+                    GIOCondition  condition,
+                    gpointer      data)
+{
+  HttpRequest *listener = data;
+  char byte;
+  gssize n = 0;
+
+  if (!(condition & (G_IO_HUP | G_IO_ERR)))
+    n = recv (g_socket_get_fd (socket), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    return G_SOURCE_CONTINUE;
+  /* Bytes of a next request on this connection: the client is there. */
+  if (n > 0)
+    return G_SOURCE_REMOVE;
+  /* As if libsoup had seen it: the answer's watch and its reference go. */
+  message_watch_end_stream (&listener->answer);
+  on_answer_gone (listener);
+  return G_SOURCE_REMOVE;
+}
+
+/* Context: @listener's connection is watched for its client's hangup. */
+static void
+watch_hangup (HttpRequest       *listener,
+              SoupServerMessage *message)
+{
+  GSocketAddress *remote = soup_server_message_get_remote_address (message);
+  GSocket *socket = remote != NULL ? g_object_get_data (G_OBJECT (remote), CONNECTION_SOCKET) : NULL;
+
+  if (socket == NULL)
+    return;
+  listener->hangup = g_socket_create_source (socket, G_IO_IN | G_IO_HUP | G_IO_ERR, NULL);
+  g_source_set_callback (listener->hangup, (GSourceFunc) (void (*) (void)) on_listener_hangup,
+                         http_request_ref (listener), (GDestroyNotify) http_request_unref);
+  g_source_attach (listener->hangup, listener->front->context);
 }
 
 /* Context: @message becomes the stream of the change notifications that
@@ -1338,6 +1390,7 @@ start_listen (McpHttpFront      *front,
   mcp_followed_resources_add (front->followed, json_object_get (request->listen, "resourceSubscriptions"));
   start_event_stream (message);
   soup_server_message_pause (message);
+  watch_hangup (request, message);
   acknowledged = mcp_jsonrpc_notification_new ("notifications/subscriptions/acknowledged", NULL);
   json_object_set_new (acknowledged, "params", tag_subscription (NULL, id));
   json_object_set (json_object_get (acknowledged, "params"), "notifications", request->listen);
@@ -1693,12 +1746,7 @@ handle_headers (SoupServer        *server,
 {
   McpHttpFront *front = user_data;
   SoupMessageHeaders *headers = soup_server_message_get_request_headers (message);
-  GSocket *socket = soup_server_message_get_socket (message);
 
-  /* An answer goes out in more than one write (headers, events): without
-   * this, each later write would wait for the client's delayed ACK. */
-  if (socket != NULL && g_socket_get_family (socket) != G_SOCKET_FAMILY_UNIX)
-    g_socket_set_option (socket, IPPROTO_TCP, TCP_NODELAY, 1, NULL);
   /* One request per connection, said to the client: libsoup keeps a
    * connection alive only for the listeners it made itself, and its own
    * listener leaks (see on_connections(); before 3.3 it also kept every
@@ -1794,7 +1842,17 @@ on_connections (GSocket      *listening,
       g_autoptr(GSocketAddress) local = g_socket_get_local_address (socket, NULL);
       g_autoptr(GSocketAddress) remote = g_socket_get_remote_address (socket, NULL);
 
-      g_object_unref (socket);
+      /* An answer goes out in more than one write (headers, events):
+       * without this, each later write would wait for the client's
+       * delayed ACK. */
+      if (g_socket_get_family (socket) != G_SOCKET_FAMILY_UNIX)
+        g_socket_set_option (socket, IPPROTO_TCP, TCP_NODELAY, 1, NULL);
+      /* A message of this connection has this very address from libsoup,
+       * but not the socket, which a listen stream watches. */
+      if (remote != NULL)
+        g_object_set_data_full (G_OBJECT (remote), CONNECTION_SOCKET, socket, g_object_unref);
+      else
+        g_object_unref (socket);
       soup_server_accept_iostream (front->server, G_IO_STREAM (connection), local, remote, NULL);
     }
   return G_SOURCE_CONTINUE;

@@ -364,10 +364,8 @@ mcp_resources_subscribe (McpResources         *resources,
 {
   g_autofree char *server = NULL;
   g_autofree char *own = NULL;
-  g_autoptr(json_t) params = NULL;
 
   if (!mcp_resources_route (resources, uri, options, &server, &own, error))
     return NULL;
-  params = json_pack ("{s:s}", "uri", own);
-  return mcp_pool_request (resources->pool, server, method, params, options, error);
+  return mcp_pool_subscribe (resources->pool, server, method, own, options, error);
 }

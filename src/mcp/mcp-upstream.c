@@ -203,11 +203,15 @@ dispatch_request (McpExpose       *expose,
    * InputRequiredResult, and so be retried. */
   McpCallOptions retried = { .timeout_ms = timeout_ms, .cancellable = cancellable, .meta = passed, .retry = retry };
   g_autoptr(GError) error = NULL;
+  gboolean subscription = g_str_equal (method, "resources/subscribe") ||
+                          g_str_equal (method, "resources/unsubscribe");
 
   if (params != NULL && !json_is_object (params))
     return mcp_upstream_error_reply (id, MCP_JSONRPC_INVALID_PARAMS,
                                      _("“params” of %s must be an object"), method);
-  if (mcp_expose_get_server (expose) != NULL &&
+  /* One server's requests go to it as they are, but for its
+   * subscriptions, which its other clients share. */
+  if (mcp_expose_get_server (expose) != NULL && !subscription &&
       (!g_str_equal (method, "tools/call") || json_object_get (params, "task") != NULL))
     return mcp_upstream_handle_server_request (expose, request, timeout_ms, cancellable);
 
@@ -223,9 +227,11 @@ dispatch_request (McpExpose       *expose,
     return mcp_jsonrpc_result_new (id, json_pack ("{s:o}", "prompts", mcp_expose_list_prompts (expose, &options)));
   if (g_str_equal (method, "prompts/get"))
     return handle_prompts_get (expose, id, params, &retried);
-  if (g_str_equal (method, "resources/subscribe") || g_str_equal (method, "resources/unsubscribe"))
+  if (subscription)
     {
-      json_t *subscribed = mcp_expose_subscribe (expose, method, mcp_json_get_string (params, "uri"), &options,
+      /* Held by this client among the pool's (mcp_pool_subscribe()). */
+      McpCallOptions holder = { .timeout_ms = timeout_ms, .cancellable = cancellable, .client = client };
+      json_t *subscribed = mcp_expose_subscribe (expose, method, mcp_json_get_string (params, "uri"), &holder,
                                                  &error);
 
       if (subscribed == NULL)

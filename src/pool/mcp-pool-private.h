@@ -70,17 +70,24 @@ struct _McpPool {
   GMutex            client_lock;     /* a leaf: nothing is locked under it */
   json_t           *client_capabilities; /* protected by client_lock; for new sessions */
   GCancellable     *starts_cancellable; /* immutable; cancelled by shutdown */
+  GMutex            subscriptions_lock; /* a leaf: nothing is locked under it */
+  GCond             subscriptions_cond; /* a subscription's request to its server ended */
+  /* protected by subscriptions_lock: "SERVER\nURI" → what holds it
+   * (mcp-pool-subscriptions.c) */
+  GHashTable       *subscriptions;
 };
 
 typedef enum {
   JOB_RETIRE,
   JOB_RELIST,
+  JOB_UNSUBSCRIBE,
 } JobKind;
 
 typedef struct _BackgroundJob {
   JobKind     kind;
   PoolEntry  *entry;     /* JOB_RELIST */
   McpSession *session;
+  char       *client;    /* JOB_UNSUBSCRIBE */
 } BackgroundJob;
 
 /* Logging: mcp-pool-logging.c.  entry->lock held: asks a ready server
@@ -88,6 +95,16 @@ typedef struct _BackgroundJob {
  * block; the session's and transport's locks are taken under the entry's,
  * as mcp_pool_call_tool_warm() takes the session's. */
 void        mcp_pool_send_log_level_locked (PoolEntry      *entry);
+
+/* Subscriptions: mcp-pool-subscriptions.c. */
+void        mcp_pool_subscriptions_init    (McpPool        *pool);
+void        mcp_pool_subscriptions_clear   (McpPool        *pool);
+/* Blocking, on a background thread: what only @client held ends. */
+void        mcp_pool_run_unsubscribe       (McpPool        *pool,
+                                            const char     *client);
+/* entry->lock held, the entry just READY: its new session is sent the
+ * subscriptions that clients hold, without waiting. */
+void        mcp_pool_resubscribe_locked    (PoolEntry      *entry);
 
 /* Entries: mcp-pool.c.  Any thread unless marked. */
 PoolEntry  *mcp_pool_entry_ref             (PoolEntry      *entry);
@@ -144,6 +161,9 @@ void        mcp_pool_on_session_closed     (McpSession     *session,
 void        mcp_pool_retire_session        (McpPool        *pool,
                                             McpSession     *session);
 void        mcp_pool_update_reaper         (McpPool        *pool);
+/* FALSE, and not pushed, once the pool is shut down. */
+gboolean    mcp_pool_push_background_job   (McpPool        *pool,
+                                            BackgroundJob  *job);
 void        mcp_pool_run_background_job    (gpointer        data,
                                             gpointer        user_data);
 void        mcp_pool_background_job_free   (BackgroundJob  *job);

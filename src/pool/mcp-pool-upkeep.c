@@ -17,10 +17,9 @@
 /* A server's log lines shown per second; see log_server_message(). */
 #define SERVER_LOG_MAX_PER_SECOND 20
 
-/* FALSE once the pool is shut down. */
-static gboolean
-push_background_job (McpPool       *pool,
-                     BackgroundJob *job)
+gboolean
+mcp_pool_push_background_job (McpPool       *pool,
+                              BackgroundJob *job)
 {
   g_autoptr(GMutexLocker) locker = g_mutex_locker_new (&pool->lock);
 
@@ -43,7 +42,7 @@ on_relist_due (gpointer user_data)
   g_mutex_unlock (&entry->lock);
   job->kind = JOB_RELIST;
   job->entry = mcp_pool_entry_ref (entry);
-  if (!push_background_job (entry->pool, job))
+  if (!mcp_pool_push_background_job (entry->pool, job))
     mcp_pool_background_job_free (job);
   return G_SOURCE_REMOVE;
 }
@@ -264,6 +263,7 @@ mcp_pool_background_job_free (BackgroundJob *job)
 {
   g_clear_pointer (&job->session, mcp_session_unref);
   g_clear_pointer (&job->entry, mcp_pool_entry_unref);
+  g_free (job->client);
   g_free (job);
 }
 
@@ -275,6 +275,8 @@ mcp_pool_run_background_job (gpointer data,
 
   if (job->kind == JOB_RETIRE)
     run_retire (user_data, job->session);
+  else if (job->kind == JOB_UNSUBSCRIBE)
+    mcp_pool_run_unsubscribe (user_data, job->client);
   else
     run_relist (job->entry);
   mcp_pool_background_job_free (job);

@@ -278,6 +278,7 @@ start_locked (PoolEntry  *entry,
       entry->backoff_ms = 0;
       set_state_locked (entry, MCP_SERVER_READY);
       mcp_pool_send_log_level_locked (entry);
+      mcp_pool_resubscribe_locked (entry);
       return;
     }
 
@@ -810,6 +811,7 @@ mcp_pool_new (GMainContext            *context,
   pool->background = g_thread_pool_new (mcp_pool_run_background_job, pool, -1, FALSE, NULL);
   pool->starts_cancellable = g_cancellable_new ();
   pool->log_level = -1;
+  mcp_pool_subscriptions_init (pool);
   return pool;
 }
 
@@ -926,6 +928,7 @@ mcp_pool_unref (McpPool *pool)
 {
   if (!g_atomic_ref_count_dec (&pool->ref_count))
     return;
+  mcp_pool_subscriptions_clear (pool);
   g_hash_table_unref (pool->entries);
   g_ptr_array_unref (pool->retiring);
   g_object_unref (pool->starts_cancellable);

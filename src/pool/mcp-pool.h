@@ -190,6 +190,23 @@ json_t     *mcp_pool_request        (McpPool                 *pool,
                                      json_t                  *params,
                                      const McpCallOptions    *options,
                                      GError                 **error);
+/* Blocking, any thread: @options->client (a front's name for one of its
+ * clients; NULL: "") subscribes to @uri of @server, or no longer, as
+ * @method says ("resources/subscribe" or "resources/unsubscribe").  The
+ * clients share the server's one subscription: the server is asked when
+ * the first client subscribes and when the last one unsubscribes or is
+ * forgotten, and again when it restarts; the others get an empty result
+ * at once.  The result, or NULL and the error, as mcp_pool_request(). */
+json_t     *mcp_pool_subscribe      (McpPool                 *pool,
+                                     const char              *server,
+                                     const char              *method,
+                                     const char              *uri,
+                                     const McpCallOptions    *options,
+                                     GError                 **error);
+/* Any thread, without blocking: @client is gone; the subscriptions that
+ * only it held end, in the background. */
+void        mcp_pool_forget_subscriber (McpPool              *pool,
+                                        const char           *client);
 /* Any thread, non-blocking: the level of log messages (notifications/
  * message) every server that offers logging is asked for, now and when it
  * starts; FALSE with an error naming the levels if @level is none of
