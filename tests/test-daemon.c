@@ -1711,6 +1711,46 @@ test_shared_stateless_input (Fixture       *fixture,
   end_client (second);
 }
 
+typedef struct {
+  Fixture    *fixture;
+  const char *expected;
+} ChangesWait;
+
+/* Whether the fixture's subscribes and unsubscribes ("+URI", "-URI", in
+ * order) are those expected, joined by spaces. */
+static gboolean
+subscription_changes_are (gpointer data)
+{
+  ChangesWait *wait = data;
+  g_autoptr(json_t) stats = call_tool (wait->fixture, "stats", "{}");
+  json_t *changes = json_object_get (json_object_get (stats, "structuredContent"), "subscription_changes");
+  g_autoptr(GString) joined = g_string_new (NULL);
+
+  for (size_t i = 0; i < json_array_size (changes); i++)
+    g_string_append_printf (joined, "%s%s", i > 0 ? " " : "", json_string_value (json_array_get (changes, i)));
+  return g_str_equal (joined->str, wait->expected);
+}
+
+/* Two clients of the daemon that subscribe to one resource share the
+ * server's subscription: it is made once, and ended once the last of them
+ * has left. */
+static void
+test_shared_subscriptions (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  TestClient *first = start_client (fixture, TRUE, "proxy");
+  TestClient *second = start_client (fixture, TRUE, "proxy");
+  g_autoptr(json_t) one = test_client_result (first, "resources/subscribe", json_pack ("{s:s}", "uri", "fix://own"));
+  g_autoptr(json_t) two = test_client_result (second, "resources/subscribe", json_pack ("{s:s}", "uri", "fix://own"));
+  ChangesWait subscribed = { fixture, "+fix://own" };
+  ChangesWait released = { fixture, "+fix://own -fix://own" };
+
+  g_assert_true (subscription_changes_are (&subscribed));
+  end_client (first);
+  end_client (second);
+  g_assert_true (test_wait_for (subscription_changes_are, &released, WAIT_MS));
+}
+
 /* A server that stops waiting for its request to a shared client (here
  * it dies) has that client told, through the daemon and its serve:
  * notifications/cancelled for the id serve gave the request. */
@@ -2301,6 +2341,8 @@ main (int    argc,
               test_shared_client_requests, fixture_tear_down);
   g_test_add ("/daemon/shared-stateless-input", Fixture, &two_servers, fixture_set_up,
               test_shared_stateless_input, fixture_tear_down);
+  g_test_add ("/daemon/shared-subscriptions", Fixture, &with_prompts, fixture_set_up, test_shared_subscriptions,
+              fixture_tear_down);
   g_test_add ("/daemon/shared-client-request-cancelled", Fixture, &plain, fixture_set_up,
               test_shared_client_request_cancelled, fixture_tear_down);
   g_test_add ("/daemon/sdk-client", Fixture, &plain, fixture_set_up, test_sdk_client_shared, fixture_tear_down);
