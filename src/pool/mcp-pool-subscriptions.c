@@ -132,7 +132,11 @@ mcp_pool_subscribe (McpPool              *pool,
   Subscription *subscription = settled_subscription_locked (pool, key, server, uri);
   json_t *result = NULL;
 
-  if (subscribe && !subscription->held)
+  if (subscribe && !subscription->held && g_hash_table_size (pool->subscriptions) > MCP_POOL_SUBSCRIPTIONS_MAX)
+    g_set_error (error, MCP_POOL_ERROR, MCP_POOL_ERROR_TOO_MANY_SUBSCRIPTIONS,
+                 _("mcp-pool holds subscriptions to %u resources for its clients, as many as it allows; "
+                   "unsubscribe from some first"), MCP_POOL_SUBSCRIPTIONS_MAX);
+  else if (subscribe && !subscription->held)
     {
       if ((result = ask_server_locked (pool, subscription, method, options, error)) != NULL)
         subscription->held = TRUE;

@@ -42,6 +42,7 @@ typedef enum {
   MCP_POOL_ERROR_REMOVED,       /* the server left the config meanwhile */
   MCP_POOL_ERROR_SHUT_DOWN,
   MCP_POOL_ERROR_BAD_LOG_LEVEL,
+  MCP_POOL_ERROR_TOO_MANY_SUBSCRIPTIONS,
 } McpPoolError;
 
 typedef enum {
@@ -196,7 +197,10 @@ json_t     *mcp_pool_request        (McpPool                 *pool,
  * clients share the server's one subscription: the server is asked when
  * the first client subscribes and when the last one unsubscribes or is
  * forgotten, and again when it restarts; the others get an empty result
- * at once.  The result, or NULL and the error, as mcp_pool_request(). */
+ * at once.  The result, or NULL and the error, as mcp_pool_request();
+ * MCP_POOL_ERROR_TOO_MANY_SUBSCRIPTIONS past MCP_POOL_SUBSCRIPTIONS_MAX
+ * URIs held. */
+#define MCP_POOL_SUBSCRIPTIONS_MAX 4096
 json_t     *mcp_pool_subscribe      (McpPool                 *pool,
                                      const char              *server,
                                      const char              *method,
