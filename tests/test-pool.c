@@ -516,6 +516,38 @@ test_idle_reap (Fixture *fixture, gconstpointer data)
   g_assert_cmpuint (info->starts, ==, 2);
 }
 
+/* A server that a client is subscribed to is not reaped when idle; once
+ * the last subscription is let go, it is.  The subscribed one was last
+ * used before the other, which is reaped twice meanwhile: the reaper's
+ * passes in between would have taken it. */
+static void
+test_idle_subscribed (Fixture *fixture, gconstpointer data)
+{
+  McpServerConfig *held = test_fixture_config ("held", "--resources", "held", NULL);
+  McpServerConfig *sleepy = test_fixture_config ("sleepy", NULL);
+  McpCallOptions options = { .client = "test" };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_t) subscribed = NULL;
+  g_autoptr(json_t) released = NULL;
+  g_autoptr(McpServerInfo) info = NULL;
+
+  held->idle_timeout_ms = sleepy->idle_timeout_ms = 200;
+  configure (fixture, held, sleepy, NULL);
+  subscribed = mcp_pool_subscribe (fixture->pool, "held", "resources/subscribe", "held://own", &options, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (stat_of (fixture, "sleepy", "pid"), >, 0);
+
+  wait_for_state (fixture, "sleepy", MCP_SERVER_IDLE);
+  g_assert_cmpint (stat_of (fixture, "sleepy", "pid"), >, 0);
+  wait_for_state (fixture, "sleepy", MCP_SERVER_IDLE);
+  info = server_info (fixture, "held");
+  g_assert_cmpint (info->state, ==, MCP_SERVER_READY);
+
+  released = mcp_pool_subscribe (fixture->pool, "held", "resources/unsubscribe", "held://own", &options, &error);
+  g_assert_no_error (error);
+  wait_for_state (fixture, "held", MCP_SERVER_IDLE);
+}
+
 /* A client that can answer more (here roots) comes while a server
  * starts: that start is not installed, and the caller's call runs on a
  * session that declares the roots. */
@@ -981,6 +1013,7 @@ main (int argc, char **argv)
   ADD ("/pool/unknown", test_unknown);
   ADD ("/pool/backoff", test_backoff);
   ADD ("/pool/idle-reap", test_idle_reap);
+  ADD ("/pool/idle-subscribed", test_idle_subscribed);
   ADD ("/pool/capabilities-grow-during-start", test_capabilities_grow_during_start);
   ADD ("/pool/list-changed", test_list_changed);
   ADD ("/pool/list-changed-flood", test_list_changed_flood);

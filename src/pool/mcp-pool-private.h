@@ -105,6 +105,8 @@ void        mcp_pool_run_unsubscribe       (McpPool        *pool,
 /* entry->lock held, the entry just READY: its new session is sent the
  * subscriptions that clients hold, without waiting. */
 void        mcp_pool_resubscribe_locked    (PoolEntry      *entry);
+/* entry->lock held: whether clients hold a subscription of the server's. */
+gboolean    mcp_pool_is_subscribed_locked  (PoolEntry      *entry);
 
 /* Entries: mcp-pool.c.  Any thread unless marked. */
 PoolEntry  *mcp_pool_entry_ref             (PoolEntry      *entry);

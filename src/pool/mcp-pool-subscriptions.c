@@ -7,7 +7,7 @@
  * server is asked resources/subscribe when the first one comes and
  * resources/unsubscribe when the last one goes (it unsubscribes, or its
  * front forgets it), and a new session of the server is subscribed again
- * to what is held.  One (server, URI) has one request to its server under
+ * to what is held.  A server with a subscription held is never idle.  One (server, URI) has one request to its server under
  * way at a time: a change that finds one waits for its end, on
  * subscriptions_cond, without holding anything across the request.
  */
@@ -214,6 +214,22 @@ mcp_pool_forget_subscriber (McpPool    *pool,
   job->client = g_strdup (client);
   if (!mcp_pool_push_background_job (pool, job))
     mcp_pool_background_job_free (job);
+}
+
+gboolean
+mcp_pool_is_subscribed_locked (PoolEntry *entry)
+{
+  McpPool *pool = entry->pool;
+  gboolean subscribed = FALSE;
+  GHashTableIter iter;
+  Subscription *subscription;
+
+  g_mutex_lock (&pool->subscriptions_lock);
+  g_hash_table_iter_init (&iter, pool->subscriptions);
+  while (!subscribed && g_hash_table_iter_next (&iter, NULL, (gpointer *) &subscription))
+    subscribed = subscription->held && g_str_equal (subscription->server, entry->name);
+  g_mutex_unlock (&pool->subscriptions_lock);
+  return subscribed;
 }
 
 static void

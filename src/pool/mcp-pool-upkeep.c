@@ -294,9 +294,11 @@ reap_if_idle (PoolEntry *entry,
 
   g_mutex_lock (&entry->lock);
   limit = entry->config->idle_timeout_ms;
+  /* A server that clients are subscribed to is not idle: its updates
+   * are what they wait for. */
   if (entry->state == MCP_SERVER_READY && limit > 0 && entry->active == 0 &&
       mcp_session_get_in_flight (entry->session) == 0 &&
-      now - entry->last_used >= limit * G_TIME_SPAN_MILLISECOND)
+      now - entry->last_used >= limit * G_TIME_SPAN_MILLISECOND && !mcp_pool_is_subscribed_locked (entry))
     idle = mcp_pool_detach_session_locked (entry, NULL);   /* the tool cache stays */
   g_mutex_unlock (&entry->lock);
 
