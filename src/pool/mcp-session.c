@@ -129,7 +129,14 @@ mcp_session_dup_passed_meta (McpSession *session,
 {
   json_t *rest;
 
-  if (meta == NULL || session->modern_meta != NULL || json_object_get (meta, MCP_META_CLIENT_CAPABILITIES) == NULL)
+  /* All of it, in the session's envelope. */
+  if (session->modern_meta != NULL)
+    {
+      rest = meta != NULL ? json_copy (meta) : json_object ();
+      json_object_update_missing (rest, session->modern_meta);
+      return rest;
+    }
+  if (meta == NULL || json_object_get (meta, MCP_META_CLIENT_CAPABILITIES) == NULL)
     return json_incref (meta);
   if (json_object_size (meta) == 1)
     return NULL;
@@ -594,10 +601,9 @@ request_message (McpSession            *session,
   if (passed != NULL)
     json_object_update_missing (meta, passed);
   /* A 2026-07-28 server learns who asks, and in which revision, from
-   * each request: the session's envelope, but for the capabilities of a
-   * 2026-07-28 client, whose InputRequiredResults go back to it. */
-  if (session->modern_meta != NULL)
-    json_object_update_missing (meta, session->modern_meta);
+   * each request: the session's envelope (in @passed), but for the
+   * capabilities of a 2026-07-28 client, whose InputRequiredResults go
+   * back to it. */
   json_object_set_new (copy, "_meta", meta);
   return mcp_jsonrpc_request_new (id, method, copy);
 }
@@ -731,8 +737,9 @@ mcp_session_call_raw_async (McpSession            *session,
   g_autoptr(GBytes) line = NULL;
   json_int_t id;
 
-  /* The envelope goes into the params, which are parsed for it. */
-  if (session->modern_meta != NULL)
+  /* A retry's members go into the params, and the rounds of a 2026-07-28
+   * server's questions retry them: both need them parsed. */
+  if ((options != NULL && options->retry != NULL) || mcp_input_round_needed (session, method, options))
     {
       g_autoptr(json_t) parsed = json_loadb (params, params_length, 0, NULL);
 

@@ -89,7 +89,9 @@ void        mcp_session_call_async     (McpSession      *session,
                                         gpointer         user_data);
 /* Any thread: mcp_session_call_async() with @params (@params_length
  * bytes) as JSON text, an object, sent as it is: the caller vouches that
- * it is valid JSON.  No progress is asked for: @options->progress is
+ * it is valid JSON, and that its _meta is what
+ * mcp_session_dup_passed_meta() gives (which holds a 2026-07-28
+ * session's envelope).  No progress is asked for: @options->progress is
  * never called. */
 void        mcp_session_call_raw_async (McpSession      *session,
                                         const char      *method,
@@ -123,9 +125,10 @@ json_t     *mcp_session_list_tools     (McpSession      *session,
 /* Any thread, non-blocking. */
 GPid        mcp_session_get_pid              (McpSession *session);
 /* What of a caller's @meta (McpCallOptions' meta) goes to the server:
- * all of it to a 2026-07-28 server; to a 2025 one, which learned the
- * client's capabilities from initialize, the rest.  A new reference, or
- * NULL when nothing goes. */
+ * all of it to a 2026-07-28 server, with the session's envelope where
+ * @meta does not say otherwise (who asks, in which revision, what it
+ * answers); to a 2025 one, which learned the client's capabilities from
+ * initialize, the rest.  A new reference, or NULL when nothing goes. */
 json_t     *mcp_session_dup_passed_meta      (McpSession *session,
                                               json_t     *meta);
 const char *mcp_session_get_protocol_version (McpSession *session);
