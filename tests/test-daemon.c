@@ -1765,12 +1765,10 @@ test_shared_client_request_cancelled (Fixture       *fixture,
   end_client (asking);
 }
 
-/* Every check of the official SDK client holds through the daemon too:
- * each serve of sdk-client.mjs runs with --shared, and the daemon has the
- * three real servers. */
+/* Runs one of test-sdk-client.h's scripts with every serve --shared. */
 static void
-test_sdk_client_shared (Fixture       *fixture,
-                        gconstpointer  data)
+run_sdk_script_shared (Fixture *fixture,
+                       void   (*run) (const char *config_path, gboolean shared, const char * const *envp))
 {
   g_autofree char *config = g_build_filename (fixture->dir, "servers.json", NULL);
 
@@ -1783,7 +1781,17 @@ test_sdk_client_shared (Fixture       *fixture,
       return;
     }
   /* Read when the first serve activates the daemon. */
-  test_sdk_client_run (config, TRUE, (const char * const *) fixture->envp);
+  run (config, TRUE, (const char * const *) fixture->envp);
+}
+
+/* Every check of the official SDK client holds through the daemon too:
+ * each serve of sdk-client.mjs runs with --shared, and the daemon has the
+ * three real servers. */
+static void
+test_sdk_client_shared (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  run_sdk_script_shared (fixture, test_sdk_client_run);
 }
 
 /* The SDK v2 client's checks over stdio hold through the daemon too, a
@@ -1793,15 +1801,7 @@ static void
 test_sdk2_client_shared (Fixture       *fixture,
                          gconstpointer  data)
 {
-  g_autofree char *config = g_build_filename (fixture->dir, "servers.json", NULL);
-
-  if (test_under_valgrind ())
-    {
-      g_test_skip ("The SDK client's bounds do not fit a daemon under valgrind");
-      return;
-    }
-  /* Read when the first serve activates the daemon. */
-  test_sdk2_client_run (config, TRUE, (const char * const *) fixture->envp);
+  run_sdk_script_shared (fixture, test_sdk2_client_run);
 }
 
 /* A call that the daemon had started when it died is not sent again: it

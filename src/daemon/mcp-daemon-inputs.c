@@ -18,7 +18,6 @@
 #include "mcp/mcp-parked-calls.h"
 
 typedef struct {
-  McpDaemonInputs *inputs;
   char            *client;   /* immutable */
   McpParkedCalls  *parked;   /* immutable */
   /* id key → GDBusMethodInvocation (a reference, used by its answer) */
@@ -108,7 +107,6 @@ set_of (McpDaemonInputs       *inputs,
   if (set != NULL || !create)
     return set;
   set = g_new0 (ClientSet, 1);
-  set->inputs = inputs;
   set->client = g_strdup (client);
   set->parked = mcp_parked_calls_new (inputs->context, inputs->max, 0, send_to_client, set);
   set->owed = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);

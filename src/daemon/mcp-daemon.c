@@ -202,30 +202,23 @@ note_stateless_capabilities (McpDaemon  *daemon,
                              const char *sender,
                              json_t     *request)
 {
-  json_t *meta = json_object_get (json_object_get (request, "params"), "_meta");
-  g_autoptr(json_t) answering = mcp_client_capabilities_answering (json_object_get (meta,
-                                                                                    MCP_META_CLIENT_CAPABILITIES));
+  json_t *capabilities = json_object_get (json_object_get (json_object_get (request, "params"), "_meta"),
+                                          MCP_META_CLIENT_CAPABILITIES);
   json_t *known = sender != NULL ? g_hash_table_lookup (daemon->client_capabilities, sender) : NULL;
-  const char *capability;
-  json_t *value;
-  gboolean grew = FALSE;
+  g_autoptr(json_t) first = NULL;
 
-  if (sender == NULL || json_object_size (answering) == 0)
+  if (sender == NULL)
     return;
   if (known == NULL)
     {
-      g_hash_table_insert (daemon->client_capabilities, g_strdup (sender), g_steal_pointer (&answering));
-      grew = TRUE;
+      first = json_object ();
+      if (!mcp_client_capabilities_add (first, capabilities))
+        return;
+      g_hash_table_insert (daemon->client_capabilities, g_strdup (sender), g_steal_pointer (&first));
     }
-  else
-    json_object_foreach (answering, capability, value)
-      if (json_object_get (known, capability) == NULL)
-        {
-          json_object_set (known, capability, value);
-          grew = TRUE;
-        }
-  if (grew)
-    declare_client_capabilities (daemon);
+  else if (!mcp_client_capabilities_add (known, capabilities))
+    return;
+  declare_client_capabilities (daemon);
 }
 
 /* Main context: the lowest log level of the connected clients, or -1. */

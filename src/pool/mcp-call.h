@@ -125,5 +125,9 @@ const char   *mcp_client_capability_of            (const char *method);
 /* A new object holding copies of the members of a client's
  * @capabilities that let it answer servers' requests (those above). */
 json_t       *mcp_client_capabilities_answering   (json_t     *capabilities);
+/* Adds to @declared copies of those members of @capabilities that it
+ * lacks; TRUE if it grew.  Nothing is copied when it has them all. */
+gboolean      mcp_client_capabilities_add         (json_t     *declared,
+                                                   json_t     *capabilities);
 
 G_END_DECLS

@@ -979,6 +979,26 @@ mcp_client_capabilities_answering (json_t *capabilities)
   return answering;
 }
 
+gboolean
+mcp_client_capabilities_add (json_t *declared,
+                             json_t *capabilities)
+{
+  gboolean grew = FALSE;
+
+  for (gsize i = 0; i < G_N_ELEMENTS (client_methods); i++)
+    {
+      const char *name = client_methods[i].capability;
+      json_t *capability = json_object_get (capabilities, name);
+
+      if (json_is_object (capability) && json_object_get (declared, name) == NULL)
+        {
+          json_object_set_new (declared, name, json_deep_copy (capability));
+          grew = TRUE;
+        }
+    }
+  return grew;
+}
+
 void
 mcp_session_responder_refuse (McpSessionResponder *responder)
 {

@@ -448,29 +448,11 @@ note_stateless_capabilities (McpServe *serve,
                              json_t   *request)
 {
   json_t *meta = json_object_get (json_object_get (request, "params"), "_meta");
-  json_t *capabilities = json_object_get (meta, MCP_META_CLIENT_CAPABILITIES);
-  g_autoptr(json_t) answering = NULL;
   g_autoptr(json_t) declared = NULL;
-  gboolean grew = FALSE, known = TRUE;
-  const char *capability;
-  json_t *value;
 
-  /* Most requests declare what earlier ones did: nothing to copy. */
+  /* Most requests declare what earlier ones did: nothing is copied. */
   g_mutex_lock (&serve->lock);
-  json_object_foreach (capabilities, capability, value)
-    known = known && json_object_get (serve->stateless_declared, capability) != NULL;
-  g_mutex_unlock (&serve->lock);
-  if (known)
-    return;
-  answering = mcp_client_capabilities_answering (capabilities);
-  g_mutex_lock (&serve->lock);
-  json_object_foreach (answering, capability, value)
-    if (json_object_get (serve->stateless_declared, capability) == NULL)
-      {
-        json_object_set (serve->stateless_declared, capability, value);
-        grew = TRUE;
-      }
-  if (grew)
+  if (mcp_client_capabilities_add (serve->stateless_declared, json_object_get (meta, MCP_META_CLIENT_CAPABILITIES)))
     {
       declared = mcp_client_requests_dup_declared (serve->client_requests);
       json_object_update_missing (declared, serve->stateless_declared);
