@@ -66,6 +66,10 @@ struct _McpPool {
   gboolean          shut_down;       /* protected by lock */
   GSource          *reap_source;     /* protected by lock */
   gint              starting;        /* atomic; starts under way (retired_cond under lock) */
+  gint              detached;        /* atomic; sessions taken from their entry and not yet
+                                      * retired (retired_cond under lock): incremented
+                                      * under the entry's lock, so that a shutdown that
+                                      * has been through every entry waits for them */
   gint              log_level;       /* atomic; index in mcp_pool_log_levels, -1: none set */
   GMutex            client_lock;     /* a leaf: nothing is locked under it */
   json_t           *client_capabilities; /* protected by client_lock; for new sessions */
@@ -118,7 +122,8 @@ GPtrArray  *mcp_pool_snapshot_entries      (McpPool        *pool);
 void        mcp_pool_emit_event            (PoolEntry      *entry,
                                             McpServerState  state,
                                             gboolean        tools_changed);
-/* Called with entry->lock held. */
+/* Called with entry->lock held; the session returned must go to
+ * mcp_pool_retire_session() once the lock is released. */
 McpSession *mcp_pool_detach_session_locked (PoolEntry      *entry,
                                             McpSession     *only_if);
 void        mcp_pool_detach_and_retire     (PoolEntry      *entry,
@@ -160,6 +165,9 @@ gboolean    mcp_pool_on_session_request    (McpSession          *session,
 void        mcp_pool_on_session_closed     (McpSession     *session,
                                             const GError   *reason,
                                             gpointer        user_data);
+/* Any thread, no lock held: ends a session that
+ * mcp_pool_detach_session_locked() (or a start) counted in pool->detached,
+ * in the background, or at once after shutdown. */
 void        mcp_pool_retire_session        (McpPool        *pool,
                                             McpSession     *session);
 void        mcp_pool_update_reaper         (McpPool        *pool);

@@ -200,12 +200,18 @@ mcp_pool_retire_session (McpPool    *pool,
     }
   g_mutex_unlock (&pool->lock);
 
-  /* After shutdown nothing may outlive it: end the session right here. */
+  /* After shutdown nothing may outlive it: end the session right here,
+   * while the shutdown waits for it. */
   if (job != NULL)
     {
       mcp_session_shutdown (session, 0, MCP_SESSION_TERM_GRACE / 4);
       mcp_pool_background_job_free (job);
     }
+
+  g_mutex_lock (&pool->lock);
+  g_atomic_int_add (&pool->detached, -1);
+  g_cond_broadcast (&pool->retired_cond);
+  g_mutex_unlock (&pool->lock);
 }
 
 static void

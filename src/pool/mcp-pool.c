@@ -173,6 +173,7 @@ mcp_pool_detach_session_locked (PoolEntry  *entry,
     return NULL;
   entry->session = NULL;
   set_state_locked (entry, MCP_SERVER_IDLE);
+  g_atomic_int_inc (&entry->pool->detached);
   return session;
 }
 
@@ -200,66 +201,31 @@ next_backoff_ms (McpPool   *pool,
   return MIN (entry->backoff_ms * 2, pool->options.backoff_max_ms);
 }
 
-/* Runs the start with no lock held and installs the result unless the
- * config changed meanwhile.  Called and returns with entry->lock held. */
-static void
-start_locked (PoolEntry  *entry,
-              GError    **error)
+/* Installs the session a start gave, or records the start's failure.
+ * Called with entry->lock held.  FALSE if the failure was recorded; TRUE
+ * otherwise, with *@stale set to the session if it was not installed
+ * (the config changed or the server was removed while it started),
+ * counted in pool->detached, for the caller to retire. */
+static gboolean
+install_locked (PoolEntry    *entry,
+                guint64       generation,
+                McpSession   *session,
+                const GError *start_error,
+                McpSession  **stale)
 {
   McpPool *pool = entry->pool;
-  g_autoptr(McpServerConfig) config = mcp_server_config_ref (entry->config);
-  guint64 generation = entry->generation;
-  g_autoptr(json_t) client_capabilities = NULL;
-  McpSessionCallbacks callbacks = {
-    mcp_pool_on_session_notification, mcp_pool_on_session_closed, mcp_pool_entry_ref (entry), (GDestroyNotify) mcp_pool_entry_unref,
-    mcp_pool_on_session_request, NULL,
-  };
-  g_autoptr(GError) local_error = NULL;
-  McpSession *session;
 
-  g_mutex_lock (&pool->client_lock);
-  callbacks.client_capabilities = client_capabilities = json_incref (pool->client_capabilities);
-  g_mutex_unlock (&pool->client_lock);
-
-  callbacks.skip_probe = entry->skip_probe;
-  set_state_locked (entry, MCP_SERVER_STARTING);
-  entry->start_capabilities = json_incref (client_capabilities);
-  /* Counted before the entry lock goes, so that a shutdown that has marked
-   * every entry removed always waits for this start. */
-  g_atomic_int_inc (&pool->starting);
-  g_mutex_unlock (&entry->lock);
-
-  session = mcp_session_start (config, pool->context, &callbacks,
-                               pool->starts_cancellable, &local_error);
-
-  g_mutex_lock (&pool->lock);
-  if (session != NULL && pool->shut_down)
-    {
-      /* Finished just as the pool went down. */
-      g_mutex_unlock (&pool->lock);
-      mcp_session_shutdown (session, 0, MCP_SESSION_TERM_GRACE / 4);
-      g_clear_pointer (&session, mcp_session_unref);
-      g_mutex_lock (&pool->lock);
-    }
-  g_atomic_int_add (&pool->starting, -1);
-  g_cond_broadcast (&pool->retired_cond);
-  g_mutex_unlock (&pool->lock);
-
-  g_mutex_lock (&entry->lock);
+  *stale = NULL;
   g_clear_pointer (&entry->start_capabilities, json_decref);
 
-  /* The config changed or the server was removed while it started: this
-   * session belongs to an old generation and must not be installed. */
+  /* A start of an old generation: its caller looks again. */
   if (entry->generation != generation || entry->removed)
     {
       set_state_locked (entry, MCP_SERVER_IDLE);
       if (session != NULL)
-        {
-          g_mutex_unlock (&entry->lock);
-          mcp_pool_retire_session (pool, session);
-          g_mutex_lock (&entry->lock);
-        }
-      return;
+        g_atomic_int_inc (&pool->detached);
+      *stale = session;
+      return TRUE;
     }
 
   entry->starts++;
@@ -279,16 +245,70 @@ start_locked (PoolEntry  *entry,
       set_state_locked (entry, MCP_SERVER_READY);
       mcp_pool_send_log_level_locked (entry);
       mcp_pool_resubscribe_locked (entry);
-      return;
+      return TRUE;
     }
 
   entry->errors++;
   g_free (entry->last_error);
-  entry->last_error = g_strdup (local_error->message);
+  entry->last_error = g_strdup (start_error->message);
   entry->backoff_ms = next_backoff_ms (pool, entry);
   entry->backoff_until = g_get_monotonic_time () + entry->backoff_ms * G_TIME_SPAN_MILLISECOND;
   set_state_locked (entry, MCP_SERVER_BACKOFF);
-  g_propagate_error (error, g_steal_pointer (&local_error));
+  return FALSE;
+}
+
+/* Runs the start with no lock held and installs the result unless the
+ * config changed meanwhile.  Called and returns with entry->lock held, but
+ * releases it on the way: the caller looks at the state afresh.  FALSE,
+ * with @error set, if the start failed and the entry is in backoff. */
+static gboolean
+start_locked (PoolEntry  *entry,
+              GError    **error)
+{
+  McpPool *pool = entry->pool;
+  g_autoptr(McpServerConfig) config = mcp_server_config_ref (entry->config);
+  guint64 generation = entry->generation;
+  g_autoptr(json_t) client_capabilities = NULL;
+  McpSessionCallbacks callbacks = {
+    mcp_pool_on_session_notification, mcp_pool_on_session_closed, mcp_pool_entry_ref (entry), (GDestroyNotify) mcp_pool_entry_unref,
+    mcp_pool_on_session_request, NULL,
+  };
+  g_autoptr(GError) local_error = NULL;
+  McpSession *session;
+  McpSession *stale;
+  gboolean looks_again;
+
+  g_mutex_lock (&pool->client_lock);
+  callbacks.client_capabilities = client_capabilities = json_incref (pool->client_capabilities);
+  g_mutex_unlock (&pool->client_lock);
+
+  callbacks.skip_probe = entry->skip_probe;
+  set_state_locked (entry, MCP_SERVER_STARTING);
+  entry->start_capabilities = json_incref (client_capabilities);
+  /* Counted before the entry lock goes, so that a shutdown that has marked
+   * every entry removed always waits for this start, and for the
+   * retirement of its session if that comes too late to be installed. */
+  g_atomic_int_inc (&pool->starting);
+  g_mutex_unlock (&entry->lock);
+
+  session = mcp_session_start (config, pool->context, &callbacks,
+                               pool->starts_cancellable, &local_error);
+
+  g_mutex_lock (&entry->lock);
+  looks_again = install_locked (entry, generation, session, local_error, &stale);
+  g_mutex_unlock (&entry->lock);
+  if (stale != NULL)
+    mcp_pool_retire_session (pool, stale);
+
+  g_mutex_lock (&pool->lock);
+  g_atomic_int_add (&pool->starting, -1);
+  g_cond_broadcast (&pool->retired_cond);
+  g_mutex_unlock (&pool->lock);
+
+  g_mutex_lock (&entry->lock);
+  if (!looks_again)
+    g_propagate_error (error, g_steal_pointer (&local_error));
+  return looks_again;
 }
 
 static void
@@ -369,8 +389,7 @@ mcp_pool_acquire_session (PoolEntry  *entry,
 
         case MCP_SERVER_IDLE:
         default:
-          start_locked (entry, error);
-          if (entry->state == MCP_SERVER_BACKOFF)
+          if (!start_locked (entry, error))
             return NULL;
           continue;
         }
@@ -866,7 +885,9 @@ take_all_sessions (McpPool *pool)
           g_source_destroy (entry->relist_source);
           g_clear_pointer (&entry->relist_source, g_source_unref);
         }
-      session = mcp_pool_detach_session_locked (entry, NULL);
+      /* Shut down here, not retired. */
+      session = g_steal_pointer (&entry->session);
+      set_state_locked (entry, MCP_SERVER_IDLE);
       g_cond_broadcast (&entry->cond);
       g_mutex_unlock (&entry->lock);
       if (session != NULL)
@@ -903,9 +924,11 @@ mcp_pool_shutdown (McpPool *pool,
   for (guint i = 0; i < threads->len; i++)
     g_thread_join (g_ptr_array_index (threads, i));
 
-  /* Starts that were under way fail on the cancellable; wait for them. */
+  /* Starts that were under way fail on the cancellable, and sessions
+   * taken from their entries just before are ended by their retirement:
+   * wait for both. */
   g_mutex_lock (&pool->lock);
-  while (g_atomic_int_get (&pool->starting) > 0)
+  while (g_atomic_int_get (&pool->starting) > 0 || g_atomic_int_get (&pool->detached) > 0)
     g_cond_wait (&pool->retired_cond, &pool->lock);
   if (pool->reap_source != NULL)
     g_source_destroy (pool->reap_source);
