@@ -554,6 +554,15 @@ test_url_errors (void)
     { { "tools", "--url", "https://example.invalid/mcp", "--shared", NULL }, "drop --shared" },
     { { "tools", "--url", "https://example.invalid/mcp", "some-server", NULL }, "give no SERVER with it" },
     { { "call", "--url", "https://example.invalid/mcp", NULL }, "mcp-pool call: give a tool" },
+    { { "tools", "--url", "https://example.invalid/mcp", "--oauth", "{'s3cret'", NULL }, "--oauth is not JSON" },
+    { { "tools", "--url", "https://example.invalid/mcp", "--oauth", "[\"s3cret\"]", NULL },
+      "“--oauth” must be a JSON object" },
+    { { "tools", "--url", "https://example.invalid/mcp", "--oauth",
+        "{\"grant\": \"client_credentials\", \"clientId\": \"bot\"}", NULL },
+      "“oauth.grant” \"client_credentials\" needs “oauth.clientSecret\" or \"oauth.privateKeyFile”" },
+    { { "tools", "--url", "https://example.invalid/mcp", "--oauth", "{}", "--oauth-client-id", "bot", NULL },
+      "--oauth holds the whole client" },
+    { { "tools", "--oauth", "{}", NULL }, "are for a server given with --url URL" },
   };
 
   for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)

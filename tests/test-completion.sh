@@ -86,7 +86,7 @@ expect "script.py" run -c servers.json scr
 expect "" tools --config missing.json ""
 expect "" tools --timeout ""
 expect "--url" tools --ur
-expect "--oauth-client-id --oauth-client-secret" call --oauth
+expect "--oauth --oauth-client-id --oauth-client-secret" call --oauth
 expect "" servers --ur
 expect "http sse" tools --url https://example.com/mcp --transport ""
 expect "--transport=sse" call --transport=s

@@ -760,6 +760,11 @@ test_remote_fields (Fixture       *fixture,
                                       " 'loopname': {'url': 'http://localhost:3000/mcp'},"
                                       " 'trusted': {'url': 'http://lan.example/mcp', 'allowInsecureHttp': true,"
                                       "   'caFile': '/etc/ca.pem'},"
+                                      " 'machine': {'url': 'https://m.example/mcp', 'oauth': {'grant': 'client_credentials',"
+                                      "   'clientId': 'svc', 'privateKeyFile': '/keys/${TOKEN}.pem'}},"
+                                      " 'company': {'url': 'https://e.example/mcp', 'oauth': {'grant': 'enterprise',"
+                                      "   'clientId': 'svc', 'clientSecret': 'cs', 'idp': {'tokenEndpoint': 'https://idp.example/token',"
+                                      "   'clientId': 'pool', 'idToken': '${TOKEN}'}}},"
                                       " 'off': {'url': 'https://d.example/mcp', 'disabled': true}}}");
   g_autofree char *oc = write_json (fixture->home, ".config/opencode/opencode.json",
                                     "{'mcp': {'oc': {'type': 'remote', 'url': 'https://o.example/mcp',"
@@ -788,6 +793,17 @@ test_remote_fields (Fixture       *fixture,
   config = find_server (discovery, "trusted");
   g_assert_true (config->allow_insecure_http);
   g_assert_cmpstr (config->ca_file, ==, "/etc/ca.pem");
+  config = find_server (discovery, "machine");
+  g_assert_cmpint (config->oauth_grant, ==, MCP_OAUTH_GRANT_CLIENT_CREDENTIALS);
+  g_assert_cmpstr (config->oauth_private_key_file, ==, "/keys/s3cret.pem");
+  g_assert_cmpstr (mcp_server_config_auth_name (config), ==, "oauth");
+  config = find_server (discovery, "company");
+  g_assert_cmpint (config->oauth_grant, ==, MCP_OAUTH_GRANT_ENTERPRISE);
+  g_assert_cmpstr (config->oauth_idp_token_endpoint, ==, "https://idp.example/token");
+  g_assert_cmpstr (config->oauth_idp_client_id, ==, "pool");
+  g_assert_cmpstr (config->oauth_id_token, ==, "s3cret");
+  g_assert_null (config->oauth_id_token_file);
+  g_assert_cmpint (find_server (discovery, "listed")->oauth_grant, ==, MCP_OAUTH_GRANT_AUTHORIZATION_CODE);
   config = find_server (discovery, "oc");
   g_assert_cmpstr (config->oauth_client_id, ==, "o");
   g_assert_cmpstr (config->oauth_scopes, ==, "tools:read");
@@ -825,6 +841,20 @@ static const InvalidRemote invalid_remotes[] = {
   { "oauth-secret", "{'url': 'https://a.example/mcp', 'oauth': {'clientSecret': ['s3cret']}}", "“clientSecret” must be a string" },
   { "oauth-scopes", "{'url': 'https://a.example/mcp', 'oauth': {'scopes': {'a': 1}}}", "“oauth.scopes” must be an array of strings" },
   { "oauth-scope-item", "{'url': 'https://a.example/mcp', 'oauth': {'scopes': ['a', 2]}}", "“oauth.scopes” must be an array of strings" },
+  { "grant", "{'url': 'https://a.example/mcp', 'oauth': {'grant': 'password'}}", "“oauth.grant” must be \"authorization_code\"" },
+  { "grant-no-client", "{'url': 'https://a.example/mcp', 'oauth': {'grant': 'client_credentials', 'clientSecret': 's3cret'}}",
+    "“oauth.grant” \"client_credentials\" needs “oauth.clientId”" },
+  { "grant-no-secret", "{'url': 'https://a.example/mcp', 'oauth': {'grant': 'client_credentials', 'clientId': 'c'}}",
+    "needs “oauth.clientSecret\" or \"oauth.privateKeyFile”" },
+  { "grant-no-idp", "{'url': 'https://a.example/mcp', 'oauth': {'grant': 'enterprise', 'clientId': 'c', 'clientSecret': 's3cret'}}",
+    "“oauth.grant” \"enterprise\" needs “oauth.idp.tokenEndpoint”" },
+  { "grant-no-id-token", "{'url': 'https://a.example/mcp', 'oauth': {'grant': 'enterprise', 'clientId': 'c',"
+    " 'idp': {'tokenEndpoint': 'https://idp.example/token', 'clientId': 'i'}}}",
+    "needs “oauth.idp.idToken\" or \"oauth.idp.idTokenFile”" },
+  { "idp-type", "{'url': 'https://a.example/mcp', 'oauth': {'grant': 'enterprise', 'idp': 's3cret'}}", "“oauth.idp” must be an object" },
+  { "idp-field", "{'url': 'https://a.example/mcp', 'oauth': {'idp': {'idToken': 5}}}", "“oauth.idp.idToken” must be a string" },
+  { "key-no-grant", "{'url': 'https://a.example/mcp', 'oauth': {'clientId': 'c', 'privateKeyFile': '/k.pem'}}",
+    "set “oauth.grant” to \"client_credentials\"" },
   { "ca-file", "{'url': 'https://a.example/mcp', 'caFile': true}", "“caFile” must be a string" },
   { "insecure-type", "{'url': 'http://lan.example/mcp', 'allowInsecureHttp': 'yes'}", "“allowInsecureHttp” must be true or false" },
   { "timeout", "{'url': 'https://a.example/mcp', 'timeout': -1}", "“timeout” must be a positive number of seconds" },

@@ -60,6 +60,7 @@ typedef struct {
   GPtrArray  *issued;       /* every token string handed out */
   GPtrArray  *gets;         /* paths of the GET requests, in order */
   guint       authorize_hits, code_grants, refresh_grants, registrations, mcp_answers;
+  guint       client_grants;     /* grant_type=client_credentials, each authenticated */
   char       *last_resource;
   char       *last_scope;
   char       *last_token_auth;  /* "basic", "post" or "none" */
@@ -416,6 +417,16 @@ handle_token (Fixture           *f,
           return;
         }
       grant_tokens (f, msg, scope);
+    }
+  else if (g_strcmp0 (grant, "client_credentials") == 0 && f->secret != NULL)
+    {
+      g_autofree char *access = issue (f, "at-");
+
+      /* RFC 6749 §4.4.3: no refresh token. */
+      f->client_grants++;
+      g_hash_table_insert (f->access, g_strdup (access), g_strdup (g_hash_table_lookup (form, "scope")));
+      reply_json (msg, 200, json_pack ("{s:s, s:s, s:i}", "access_token", access,
+                                       "token_type", "Bearer", "expires_in", 3600));
     }
   else
     reply_json (msg, 400, json_pack ("{s:s}", "error", "unsupported_grant_type"));
@@ -1122,23 +1133,35 @@ watch_released (gpointer user_data)
   return g_atomic_int_get (&((TransportWatch *) user_data)->refs) == 0;
 }
 
-/* Sends @message to the fixture's server "remote" through an HTTP
- * transport on @io's context, until it answers or closes. */
+static McpServerConfig *
+remote_config (Fixture *f)
+{
+  McpServerConfig *config = mcp_server_config_new ("remote", NULL, NULL);
+
+  config->transport = MCP_TRANSPORT_HTTP;
+  config->url = g_strdup (f->mcp_url);
+  return config;
+}
+
+/* Sends @message to the fixture's server "remote" (@config, NULL for
+ * one without an OAuth client) through an HTTP transport on @io's
+ * context, until it answers or closes. */
 static McpTransport *
-send_through_transport (Fixture        *f,
-                        TestIoThread   *io,
-                        json_t         *message,
-                        TransportWatch *watch)
+send_through_transport (Fixture         *f,
+                        TestIoThread    *io,
+                        McpServerConfig *config,
+                        json_t          *message,
+                        TransportWatch  *watch)
 {
   static const McpTransportFuncs funcs = {
     .on_message = watch_on_message, .on_closed = watch_on_closed, .ref = watch_ref, .unref = watch_unref,
   };
-  g_autoptr(McpServerConfig) config = mcp_server_config_new ("remote", NULL, NULL);
+  g_autoptr(McpServerConfig) plain = config == NULL ? remote_config (f) : NULL;
   g_autoptr(GError) error = NULL;
   McpTransport *transport;
 
-  config->transport = MCP_TRANSPORT_HTTP;
-  config->url = g_strdup (f->mcp_url);
+  if (config == NULL)
+    config = plain;
   g_mutex_init (&watch->lock);
   transport = mcp_transport_new_for_config (config, test_io_thread_get_context (io), &funcs, watch, &error);
   g_assert_no_error (error);
@@ -1168,7 +1191,7 @@ initialize_after_expiry (Fixture        *f,
   g_hash_table_remove_all (f->access);
   f->refuse_refresh = refuse_refresh;
   before = f->mcp_answers;
-  transport = send_through_transport (f, io, initialize, watch);
+  transport = send_through_transport (f, io, NULL, initialize, watch);
   *answers = f->mcp_answers - before;
   return transport;
 }
@@ -1222,6 +1245,109 @@ test_transport_login_required (Fixture      *f,
   close_transport (transport, &watch);
 }
 
+static McpServerConfig *
+client_credentials_config (Fixture    *f,
+                           const char *secret)
+{
+  McpServerConfig *config = remote_config (f);
+  g_autoptr(json_t) oauth = json_pack ("{s:s, s:s, s:s}", "grant", "client_credentials",
+                                       "clientId", "pre-client", "clientSecret", secret);
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (mcp_server_config_set_oauth (config, oauth, &error));
+  g_assert_no_error (error);
+  return config;
+}
+
+/* An entry with "grant": "client_credentials" needs no `mcp-pool auth`:
+ * the transport's first 401 is met with the grant, in the pool, and an
+ * expired token with the grant again (there is no refresh token). */
+static void
+test_transport_client_credentials (Fixture      *f,
+                                   gconstpointer data)
+{
+  g_autoptr(TestIoThread) io = test_io_thread_new ();
+  g_autoptr(McpServerConfig) config = NULL;
+  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7,
+                                            "method", "initialize", "params");
+  g_autoptr(json_t) ping = json_pack ("{s:s, s:i, s:s}", "jsonrpc", "2.0", "id", 8, "method", "ping");
+  g_autoptr(GError) error = NULL;
+  TransportWatch watch = { 0 };
+  McpTransport *transport;
+
+  f->secret = "cc-secret";
+  config = client_credentials_config (f, f->secret);
+  transport = send_through_transport (f, io, config, initialize, &watch);
+  g_assert_no_error (watch.closed);
+  g_assert_cmpint (json_integer_value (json_object_get (watch.reply, "id")), ==, 7);
+  g_assert_cmpuint (f->client_grants, ==, 1);
+  g_assert_cmpstr (f->last_token_auth, ==, "basic");
+  g_assert_cmpuint (f->authorize_hits + f->code_grants + f->registrations, ==, 0);
+
+  g_hash_table_remove_all (f->access);
+  g_mutex_lock (&watch.lock);
+  g_clear_pointer (&watch.reply, json_decref);
+  g_mutex_unlock (&watch.lock);
+  g_assert_true (mcp_transport_send (transport, ping, &error));
+  g_assert_no_error (error);
+  g_assert_true (test_wait_for (watch_ended, &watch, 30000));
+  g_assert_no_error (watch.closed);
+  g_assert_cmpint (json_integer_value (json_object_get (watch.reply, "id")), ==, 8);
+  g_assert_cmpuint (f->client_grants, ==, 2);
+  g_assert_cmpuint (f->refresh_grants, ==, 0);
+  close_transport (transport, &watch);
+}
+
+/* A 403 insufficient_scope is met with the grant again for what was
+ * granted and what the challenge adds, no user asked. */
+static void
+test_transport_client_credentials_step_up (Fixture      *f,
+                                           gconstpointer data)
+{
+  g_autoptr(TestIoThread) io = test_io_thread_new ();
+  g_autoptr(McpServerConfig) config = NULL;
+  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7,
+                                            "method", "initialize", "params");
+  TransportWatch watch = { 0 };
+  McpTransport *transport;
+  const char *last_token;
+
+  f->secret = "cc-secret";
+  f->challenge_scope = "mcp:read";
+  f->required_scope = "mcp:read mcp:write";
+  config = client_credentials_config (f, f->secret);
+  transport = send_through_transport (f, io, config, initialize, &watch);
+  g_assert_no_error (watch.closed);
+  g_assert_cmpint (json_integer_value (json_object_get (watch.reply, "id")), ==, 7);
+  g_assert_cmpuint (f->client_grants, ==, 2);
+  last_token = g_ptr_array_index (f->issued, f->issued->len - 1);
+  g_assert_true (scope_has (g_hash_table_lookup (f->access, last_token), "mcp:read mcp:write"));
+  close_transport (transport, &watch);
+}
+
+/* A secret the authorization server refuses ends the transport with the
+ * token endpoint's answer, not the secret. */
+static void
+test_transport_client_credentials_refused (Fixture      *f,
+                                           gconstpointer data)
+{
+  g_autoptr(TestIoThread) io = test_io_thread_new ();
+  g_autoptr(McpServerConfig) config = client_credentials_config (f, "wrong-secret");
+  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7,
+                                            "method", "initialize", "params");
+  TransportWatch watch = { 0 };
+  McpTransport *transport;
+
+  f->secret = "cc-secret";
+  transport = send_through_transport (f, io, config, initialize, &watch);
+  g_assert_null (watch.reply);
+  g_assert_error (watch.closed, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_AUTH);
+  g_assert_nonnull (strstr (watch.closed->message, "invalid_client"));
+  g_assert_null (strstr (watch.closed->message, "wrong-secret"));
+  g_assert_cmpuint (f->client_grants, ==, 0);
+  close_transport (transport, &watch);
+}
+
 static void
 run_auth_remote (Fixture    *f,
                  AuthResult *result,
@@ -1256,7 +1382,7 @@ test_transport_step_up_elsewhere (Fixture      *f,
   g_assert_cmpstr (f->last_scope, ==, "mcp:read");
 
   f->call_scope = "mcp:read mcp:write";
-  transport = send_through_transport (f, io, call, &watch);
+  transport = send_through_transport (f, io, NULL, call, &watch);
   g_assert_null (watch.reply);
   g_assert_error (watch.closed, MCP_TRANSPORT_ERROR, MCP_TRANSPORT_ERROR_AUTH);
   g_assert_nonnull (strstr (watch.closed->message, "more scope (mcp:read mcp:write)"));
@@ -1617,6 +1743,9 @@ main (int    argc,
   ADD ("/oauth/transport/refresh", test_transport_refresh, NULL);
   ADD ("/oauth/transport/login-required", test_transport_login_required, NULL);
   ADD ("/oauth/transport/step-up-elsewhere", test_transport_step_up_elsewhere, NULL);
+  ADD ("/oauth/transport/client-credentials", test_transport_client_credentials, NULL);
+  ADD ("/oauth/transport/client-credentials-refused", test_transport_client_credentials_refused, NULL);
+  ADD ("/oauth/transport/client-credentials-step-up", test_transport_client_credentials_step_up, NULL);
   ADD ("/oauth/store/keyring", test_store_keyring, NULL);
 #undef ADD
   return g_test_run ();

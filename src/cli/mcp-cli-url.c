@@ -5,6 +5,8 @@
 
 #include "cli/mcp-cli.h"
 
+#include "common/mcp-jsonrpc.h"
+
 #include <glib/gi18n-lib.h>
 
 void
@@ -14,6 +16,7 @@ mcp_cli_url_clear (McpCliUrl *url)
   g_clear_pointer (&url->headers, g_strfreev);
   g_clear_pointer (&url->oauth_client_id, g_free);
   g_clear_pointer (&url->oauth_client_secret, g_free);
+  g_clear_pointer (&url->oauth, g_free);
   g_clear_pointer (&url->transport, g_free);
 }
 
@@ -30,6 +33,10 @@ mcp_cli_add_url_options (GOptionContext *context,
       N_("The OAuth client registered for --url (an https:// id is a Client ID Metadata Document)"), N_("ID") },
     { "oauth-client-secret", 0, 0, G_OPTION_ARG_STRING, &url->oauth_client_secret,
       N_("The secret of --oauth-client-id"), N_("SECRET") },
+    { "oauth", 0, 0, G_OPTION_ARG_STRING, &url->oauth,
+      N_("The OAuth client of --url as the \"oauth\" object of a config entry, such as "
+         "'{\"grant\": \"client_credentials\", \"clientId\": \"…\", \"privateKeyFile\": \"…\"}'"),
+      N_("JSON") },
     { "allow-insecure-http", 0, 0, G_OPTION_ARG_NONE, &url->allow_insecure_http,
       N_("Allow a plain http:// --url beyond this machine"), NULL },
     { "transport", 0, 0, G_OPTION_ARG_STRING, &url->transport,
@@ -55,13 +62,16 @@ check_combination (McpCliUrl    *url,
                    McpCliCommon *common)
 {
   gboolean url_only = url->headers != NULL || url->oauth_client_id != NULL ||
-                      url->oauth_client_secret != NULL || url->transport != NULL ||
-                      url->allow_insecure_http;
+                      url->oauth_client_secret != NULL || url->oauth != NULL ||
+                      url->transport != NULL || url->allow_insecure_http;
 
   if (url->url == NULL && url_only)
-    return usage_error (command, _("--header, --oauth-client-id, --oauth-client-secret, "
+    return usage_error (command, _("--header, --oauth-client-id, --oauth-client-secret, --oauth, "
                                    "--allow-insecure-http and --transport are for a server "
                                    "given with --url URL"));
+  if (url->oauth != NULL && (url->oauth_client_id != NULL || url->oauth_client_secret != NULL))
+    return usage_error (command, _("--oauth holds the whole client: put clientId and clientSecret "
+                                   "in it instead of --oauth-client-id and --oauth-client-secret"));
   if (url->url != NULL && url->url[0] == '\0')
     return usage_error (command, _("--url needs the server's address, such as "
                                    "--url https://example.com/mcp"));
@@ -95,5 +105,22 @@ mcp_cli_url_resolve (McpCliUrl    *url,
                                                      url->allow_insecure_http, &error);
   if (common->url_server == NULL)
     return usage_error (command, error->message);
+  if (url->oauth != NULL)
+    {
+      json_error_t syntax;
+      g_autoptr(json_t) oauth = json_loads (url->oauth, 0, &syntax);
+
+      if (oauth == NULL)
+        {
+          g_autofree char *message =
+            g_strdup_printf (_("--oauth is not JSON (%s, column %d); give an object such as "
+                               "'{\"grant\": \"client_credentials\", \"clientId\": \"…\", "
+                               "\"clientSecret\": \"…\"}'"), syntax.text, syntax.column);
+
+          return usage_error (command, message);
+        }
+      if (!mcp_server_config_set_oauth (common->url_server, oauth, &error))
+        return usage_error (command, error->message);
+    }
   return TRUE;
 }

@@ -49,14 +49,14 @@ void          mcp_cli_add_shared_option  (GOptionContext *context,
                                           McpCliCommon   *common);
 gint64        mcp_cli_timeout_ms         (McpCliCommon   *common);
 
-/* --url URL, --header, --oauth-client-id/-secret, --allow-insecure-http,
- * --transport: a remote
- * server given on the command line (tools, call). */
+/* --url URL, --header, --oauth-client-id/-secret, --oauth, --allow-insecure-http,
+ * --transport: a remote server given on the command line (tools, call). */
 typedef struct {
   char  *url;
   char **headers;
   char  *oauth_client_id;
   char  *oauth_client_secret;
+  char  *oauth;               /* an entry's "oauth" object, as JSON */
   gboolean allow_insecure_http;
   char  *transport;
 } McpCliUrl;

@@ -77,6 +77,12 @@ mcp_server_config_unref (McpServerConfig *config)
   g_free (config->oauth_client_id);
   g_free (config->oauth_client_secret);
   g_free (config->oauth_scopes);
+  g_free (config->oauth_private_key_file);
+  g_free (config->oauth_idp_token_endpoint);
+  g_free (config->oauth_idp_client_id);
+  g_free (config->oauth_idp_client_secret);
+  g_free (config->oauth_id_token);
+  g_free (config->oauth_id_token_file);
   g_free (config->command);
   g_strfreev (config->args);
   g_strfreev (config->env);
@@ -714,32 +720,174 @@ read_scopes (McpServerConfig  *config,
   return TRUE;
 }
 
-/* "oauth": {clientId?, clientSecret?, scopes?}; OpenCode's false is no
- * OAuth configured. */
+/* A string member of an "oauth" object, expanded; its field named as
+ * the user wrote it ("oauth.idp.clientId") when it is not a string. */
+static gboolean
+read_oauth_string (McpServerConfig  *config,
+                   json_t           *object,
+                   const char       *member,
+                   const char       *field,
+                   Expansion        *expansion,
+                   char            **out,
+                   GError          **error)
+{
+  json_t *value = json_object_get (object, member);
+
+  if (value == NULL || json_is_null (value))
+    return TRUE;
+  if (!json_is_string (value))
+    return invalid_field (error, config->name, config->source, field, _("a string"));
+  g_free (*out);
+  *out = expand_text (json_string_value (value), expansion);
+  return TRUE;
+}
+
+static gboolean
+read_grant (McpServerConfig  *config,
+            json_t           *oauth,
+            GError          **error)
+{
+  json_t *grant = json_object_get (oauth, "grant");
+  const char *name = json_string_value (grant);
+
+  config->oauth_grant = MCP_OAUTH_GRANT_AUTHORIZATION_CODE;
+  if (grant == NULL || json_is_null (grant) || g_strcmp0 (name, "authorization_code") == 0)
+    return TRUE;
+  if (g_strcmp0 (name, "client_credentials") == 0)
+    config->oauth_grant = MCP_OAUTH_GRANT_CLIENT_CREDENTIALS;
+  else if (g_strcmp0 (name, "enterprise") == 0)
+    config->oauth_grant = MCP_OAUTH_GRANT_ENTERPRISE;
+  else
+    return invalid_field (error, config->name, config->source, "oauth.grant",
+                          _("\"authorization_code\" (a login through the browser, the default), "
+                            "\"client_credentials\" or \"enterprise\""));
+  return TRUE;
+}
+
+/* What a grant without a user cannot go without. */
+static gboolean
+check_grant (McpServerConfig  *config,
+             GError          **error)
+{
+  const char *missing = NULL;
+
+  switch (config->oauth_grant)
+    {
+    case MCP_OAUTH_GRANT_AUTHORIZATION_CODE:
+      if (config->oauth_private_key_file != NULL || config->oauth_idp_token_endpoint != NULL ||
+          config->oauth_idp_client_id != NULL || config->oauth_id_token != NULL ||
+          config->oauth_id_token_file != NULL)
+        missing = "oauth.grant";
+      break;
+    case MCP_OAUTH_GRANT_CLIENT_CREDENTIALS:
+      if (config->oauth_client_id == NULL)
+        missing = "oauth.clientId";
+      else if (config->oauth_client_secret == NULL && config->oauth_private_key_file == NULL)
+        missing = "oauth.clientSecret\" or \"oauth.privateKeyFile";
+      break;
+    case MCP_OAUTH_GRANT_ENTERPRISE:
+      if (config->oauth_client_id == NULL)
+        missing = "oauth.clientId";
+      else if (config->oauth_idp_token_endpoint == NULL)
+        missing = "oauth.idp.tokenEndpoint";
+      else if (config->oauth_idp_client_id == NULL)
+        missing = "oauth.idp.clientId";
+      else if (config->oauth_id_token == NULL && config->oauth_id_token_file == NULL)
+        missing = "oauth.idp.idToken\" or \"oauth.idp.idTokenFile";
+      break;
+    }
+  if (missing == NULL)
+    return TRUE;
+  if (config->oauth_grant == MCP_OAUTH_GRANT_AUTHORIZATION_CODE)
+    g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
+                 _("Server “%s” in %s: “privateKeyFile” and “idp” are for a login without a user: "
+                   "set “oauth.grant” to \"client_credentials\" or \"enterprise\""),
+                 config->name, config->source);
+  else
+    g_set_error (error, MCP_CONFIG_ERROR, MCP_CONFIG_ERROR_INVALID,
+                 _("Server “%s” in %s: “oauth.grant” \"%s\" needs “%s”"), config->name,
+                 config->source,
+                 config->oauth_grant == MCP_OAUTH_GRANT_ENTERPRISE ? "enterprise" : "client_credentials",
+                 missing);
+  return FALSE;
+}
+
+/* "idp": {tokenEndpoint, clientId, clientSecret?, idToken | idTokenFile}. */
+static gboolean
+read_idp (McpServerConfig  *config,
+          json_t           *oauth,
+          Expansion        *expansion,
+          GError          **error)
+{
+  json_t *idp = json_object_get (oauth, "idp");
+
+  if (idp == NULL || json_is_null (idp))
+    return TRUE;
+  if (!json_is_object (idp))
+    return invalid_field (error, config->name, config->source, "oauth.idp",
+                          _("an object such as {\"tokenEndpoint\": \"https://…\", \"clientId\": \"…\", "
+                            "\"idTokenFile\": \"…\"}"));
+  return read_oauth_string (config, idp, "tokenEndpoint", "oauth.idp.tokenEndpoint", expansion,
+                            &config->oauth_idp_token_endpoint, error) &&
+         read_oauth_string (config, idp, "clientId", "oauth.idp.clientId", expansion,
+                            &config->oauth_idp_client_id, error) &&
+         read_oauth_string (config, idp, "clientSecret", "oauth.idp.clientSecret", expansion,
+                            &config->oauth_idp_client_secret, error) &&
+         read_oauth_string (config, idp, "idToken", "oauth.idp.idToken", expansion,
+                            &config->oauth_id_token, error) &&
+         read_oauth_string (config, idp, "idTokenFile", "oauth.idp.idTokenFile", expansion,
+                            &config->oauth_id_token_file, error);
+}
+
+/* "oauth": {clientId?, clientSecret?, scopes?, grant?, privateKeyFile?,
+ * idp?}; OpenCode's false is no OAuth configured. */
+static gboolean
+read_oauth_object (McpServerConfig  *config,
+                   json_t           *oauth,
+                   Expansion        *expansion,
+                   GError          **error)
+{
+  if (oauth == NULL || json_is_null (oauth) || json_is_false (oauth))
+    return TRUE;
+  if (!json_is_object (oauth))
+    return invalid_field (error, config->name, config->source, "oauth",
+                          _("an object such as {\"clientId\": \"…\", \"scopes\": [\"…\"]}"));
+  return read_oauth_string (config, oauth, "clientId", "clientId", expansion,
+                            &config->oauth_client_id, error) &&
+         read_oauth_string (config, oauth, "clientSecret", "clientSecret", expansion,
+                            &config->oauth_client_secret, error) &&
+         read_scopes (config, oauth, error) &&
+         read_grant (config, oauth, error) &&
+         read_oauth_string (config, oauth, "privateKeyFile", "oauth.privateKeyFile", expansion,
+                            &config->oauth_private_key_file, error) &&
+         read_idp (config, oauth, expansion, error) &&
+         check_grant (config, error);
+}
+
 static gboolean
 read_oauth (McpServerConfig  *config,
             json_t           *entry,
             Expansion        *expansion,
             GError          **error)
 {
-  json_t *oauth = json_object_get (entry, "oauth");
-  g_autofree char *client_id = NULL;
-  g_autofree char *client_secret = NULL;
+  return read_oauth_object (config, json_object_get (entry, "oauth"), expansion, error);
+}
 
-  if (oauth == NULL || json_is_null (oauth) || json_is_false (oauth))
-    return TRUE;
+gboolean
+mcp_server_config_set_oauth (McpServerConfig  *config,
+                             json_t           *oauth,
+                             GError          **error)
+{
+  Expansion expansion = { NULL, NULL, NULL };
+
+  g_clear_pointer (&config->oauth_client_id, g_free);
+  g_clear_pointer (&config->oauth_client_secret, g_free);
+  g_clear_pointer (&config->oauth_scopes, g_free);
   if (!json_is_object (oauth))
-    return invalid_field (error, config->name, config->source, "oauth",
-                          _("an object such as {\"clientId\": \"…\", \"scopes\": [\"…\"]}"));
-  if (!read_optional_string (oauth, "clientId", &client_id, config->name, config->source, error) ||
-      !read_optional_string (oauth, "clientSecret", &client_secret, config->name, config->source, error) ||
-      !read_scopes (config, oauth, error))
-    return FALSE;
-  if (client_id != NULL)
-    config->oauth_client_id = expand_text (client_id, expansion);
-  if (client_secret != NULL)
-    config->oauth_client_secret = expand_text (client_secret, expansion);
-  return TRUE;
+    return invalid_field (error, config->name, config->source, "--oauth",
+                          _("a JSON object such as '{\"grant\": \"client_credentials\", "
+                            "\"clientId\": \"…\", \"clientSecret\": \"…\"}'"));
+  return read_oauth_object (config, oauth, &expansion, error);
 }
 
 /* The fields of a server reached by URL, once read_transport() found one. */
@@ -1000,7 +1148,7 @@ const char *
 mcp_server_config_auth_name (const McpServerConfig *config)
 {
   if (config->oauth_client_id != NULL || config->oauth_client_secret != NULL ||
-      config->oauth_scopes != NULL)
+      config->oauth_scopes != NULL || config->oauth_grant != MCP_OAUTH_GRANT_AUTHORIZATION_CODE)
     return "oauth";
   if (config->headers != NULL && config->headers[0] != NULL)
     return "headers";
@@ -1057,6 +1205,13 @@ mcp_server_config_fingerprint (const McpServerConfig *config)
                        config->oauth_client_id ? config->oauth_client_id : "", 0x1f,
                        config->oauth_client_secret ? config->oauth_client_secret : "", 0x1f,
                        config->oauth_scopes ? config->oauth_scopes : "");
+      g_string_append_printf (print, "%cgrant=%d%c%s%c%s%c%s%c%s%c%s%c%s", 0x1f, config->oauth_grant,
+                              0x1f, config->oauth_private_key_file ? config->oauth_private_key_file : "",
+                              0x1f, config->oauth_idp_token_endpoint ? config->oauth_idp_token_endpoint : "",
+                              0x1f, config->oauth_idp_client_id ? config->oauth_idp_client_id : "",
+                              0x1f, config->oauth_idp_client_secret ? config->oauth_idp_client_secret : "",
+                              0x1f, config->oauth_id_token ? config->oauth_id_token : "",
+                              0x1f, config->oauth_id_token_file ? config->oauth_id_token_file : "");
       for (char **header = config->headers; header != NULL && *header != NULL; header++)
         g_string_append_printf (print, "%cheader=%s", 0x1f, *header);
       return g_string_free (g_steal_pointer (&print), FALSE);

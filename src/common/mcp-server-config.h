@@ -45,6 +45,17 @@ typedef enum {
   MCP_TRANSPORT_SSE,          /* the 2024-11-05 HTTP+SSE transport only */
 } McpTransportKind;
 
+/* "oauth": {"grant"}: how the pool gets a token for a remote server. */
+typedef enum {
+  MCP_OAUTH_GRANT_AUTHORIZATION_CODE, /* the user logs in through the browser (`mcp-pool auth`) */
+  MCP_OAUTH_GRANT_CLIENT_CREDENTIALS, /* "client_credentials": the client's own identity, a
+                                       * secret or a signed assertion, no user (RFC 6749 §4.4) */
+  MCP_OAUTH_GRANT_ENTERPRISE,         /* "enterprise": the user's ID token from the company's
+                                       * identity provider, exchanged there for an ID-JAG
+                                       * (RFC 8693), which the server's authorization server
+                                       * takes as a JWT bearer grant (RFC 7523) */
+} McpOAuthGrant;
+
 typedef struct {
   gatomicrefcount ref_count;
   char   *name;
@@ -60,6 +71,17 @@ typedef struct {
                                * Client ID Metadata Document URL; NULL: register */
   char   *oauth_client_secret; /* "oauth": {"clientSecret"}; NULL: a public client */
   char   *oauth_scopes;       /* "oauth": {"scopes"}, space-separated; NULL: the server's */
+  McpOAuthGrant oauth_grant;  /* "oauth": {"grant"}; the two without a user get tokens
+                               * in the pool itself, whenever the server wants one */
+  char   *oauth_private_key_file; /* "oauth": {"privateKeyFile"}: the PEM key that signs
+                               * the client's assertions (private_key_jwt) instead of a
+                               * secret; read at each grant, never copied */
+  char   *oauth_idp_token_endpoint; /* "oauth": {"idp": {"tokenEndpoint"}}: grant enterprise */
+  char   *oauth_idp_client_id;      /* "idp": {"clientId"}: the pool at the identity provider */
+  char   *oauth_idp_client_secret;  /* "idp": {"clientSecret"}; NULL: a public client there */
+  char   *oauth_id_token;           /* "idp": {"idToken"}: the user's ID token, or NULL */
+  char   *oauth_id_token_file;      /* "idp": {"idTokenFile"}: a file that holds it, read at
+                                     * each grant (single sign-on tools rewrite it) */
   /* Local servers (transport STDIO). */
   char   *command;
   GStrv   args;
@@ -124,6 +146,12 @@ McpServerConfig *mcp_server_config_new_remote         (const char          *url,
                                                        const char          *oauth_client_secret,
                                                        gboolean             allow_insecure_http,
                                                        GError             **error);
+/* Replaces the OAuth client of @config with @oauth, an entry's "oauth"
+ * object (`--oauth JSON` of the command line), checked and expanded as in
+ * a file. */
+gboolean         mcp_server_config_set_oauth      (McpServerConfig    *config,
+                                                   json_t             *oauth,
+                                                   GError            **error);
 char            *mcp_server_config_expand         (const char         *text,
                                                    const char * const *envp);
 McpServerConfig *mcp_server_config_ref            (McpServerConfig  *config);

@@ -955,15 +955,17 @@ on_refreshed (GObject      *source,
 }
 
 /* A 401 on a token that worked, or that was stored: most likely it
- * expired.  The exchange waits for one refresh, shared by every exchange
- * refused meanwhile; a refused request was not carried out, so sending it
- * again replays nothing. */
+ * expired.  Or, for an entry whose grant needs no user, any 401: the pool
+ * gets the token itself.  The exchange waits for one refresh, shared by
+ * every exchange refused meanwhile; a refused request was not carried
+ * out, so sending it again replays nothing. */
 static gboolean
 refresh_and_send_again (Exchange *exchange)
 {
   HttpTransport *self = exchange->self;
 
-  if (self->access_token == NULL || (self->refresh_tried && self->refresh == NULL))
+  if ((self->access_token == NULL && !mcp_oauth_grant_is_unattended (self->config)) ||
+      (self->refresh_tried && self->refresh == NULL))
     return FALSE;
   exchange_reset (exchange);
   g_queue_push_tail (&self->refused, exchange);
@@ -1013,6 +1015,25 @@ on_challenge_kept (GObject      *source,
   unref (owner);
 }
 
+/* The refusal's WWW-Authenticate, for the login that follows in this
+ * process: it says what the server wants. */
+static void
+remember_challenge (Exchange *exchange)
+{
+  const char *challenge = soup_message_headers_get_one (soup_message_get_response_headers (exchange->message),
+                                                        "WWW-Authenticate");
+  const char *url = exchange->self->config->url;
+
+  g_mutex_lock (&challenges_lock);
+  if (challenges == NULL)
+    challenges = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  if (challenge != NULL)
+    g_hash_table_replace (challenges, g_strdup (url), g_strdup (challenge));
+  else
+    g_hash_table_remove (challenges, url);
+  g_mutex_unlock (&challenges_lock);
+}
+
 static void
 on_login_needed (Exchange *exchange,
                  guint     status)
@@ -1024,14 +1045,16 @@ on_login_needed (Exchange *exchange,
                                                            : NULL;
   StepUp *step_up;
 
-  g_mutex_lock (&challenges_lock);
-  if (challenges == NULL)
-    challenges = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  if (challenge != NULL)
-    g_hash_table_replace (challenges, g_strdup (self->config->url), g_strdup (challenge));
-  else
-    g_hash_table_remove (challenges, self->config->url);
-  g_mutex_unlock (&challenges_lock);
+  if (mcp_oauth_grant_is_unattended (self->config))
+    {
+      mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_AUTH,
+                                _("Server “%s” refused the token that the grant of its “oauth” "
+                                  "gave (HTTP %u%s%s); see what the authorization server allows "
+                                  "the client “%s”"),
+                                self->config->name, status, scope != NULL ? ", it wants the scope " : "",
+                                scope != NULL ? scope : "", self->config->oauth_client_id);
+      return;
+    }
   if (scope == NULL || self->access_token == NULL)
     {
       mcp_transport_report_end (&self->parent, MCP_TRANSPORT_ERROR_AUTH,
@@ -1163,7 +1186,11 @@ on_sent_with (Exchange     *exchange,
   else if (status == SOUP_STATUS_UNAUTHORIZED || status == SOUP_STATUS_FORBIDDEN)
     {
       drop_body (body);
-      if (status == SOUP_STATUS_FORBIDDEN || !refresh_and_send_again (exchange))
+      remember_challenge (exchange);
+      /* A grant without a user meets a 403 insufficient_scope as well:
+       * it is made again for the scope the challenge names. */
+      if ((status == SOUP_STATUS_FORBIDDEN && !mcp_oauth_grant_is_unattended (self->config)) ||
+          !refresh_and_send_again (exchange))
         {
           on_login_needed (exchange, status);
           exchange_free (exchange);

@@ -2,7 +2,9 @@
  * server's 401, resource and authorization server discovery, the client's
  * identity, the authorization code with PKCE through the loopback
  * redirect, the token, and step-up on insufficient_scope.  Each step is
- * one HTTP exchange of the Flow (mcp-oauth-private.h).
+ * one HTTP exchange of the Flow (mcp-oauth-private.h).  An entry whose
+ * grant needs no user takes the same steps, with its grant
+ * (mcp-oauth-grants.c) where the browser would be.
  */
 #include "config.h"
 
@@ -18,6 +20,7 @@
 
 static void login_probe (Flow *flow);
 static void login_authorize (Flow *flow);
+static void login_obtain (Flow *flow);
 
 static char *
 random_token (gsize bytes)
@@ -144,7 +147,7 @@ on_login_saved (Flow   *flow,
   if (error != NULL)
     mcp_oauth_flow_fail (flow, g_error_copy (error));
   else
-    g_task_return_boolean (flow->task, TRUE);
+    mcp_oauth_flow_succeed (flow);
 }
 
 static void
@@ -184,7 +187,7 @@ on_verified (Flow        *flow,
 
         mcp_oauth_replace_str (&flow->scope, wider);
       }
-      login_authorize (flow);
+      login_obtain (flow);
       return;
     }
   if (status == SOUP_STATUS_UNAUTHORIZED || status == SOUP_STATUS_FORBIDDEN)
@@ -209,10 +212,10 @@ login_verify (Flow *flow)
 }
 
 static void
-on_code_exchanged (Flow        *flow,
-                   SoupMessage *msg,
-                   GBytes      *body,
-                   GError      *error)
+on_tokens (Flow        *flow,
+           SoupMessage *msg,
+           GBytes      *body,
+           GError      *error)
 {
   GError *refused = NULL;
 
@@ -223,6 +226,17 @@ on_code_exchanged (Flow        *flow,
     }
   flow->outcome = MCP_OAUTH_LOGIN_AUTHORIZED;
   login_verify (flow);
+}
+
+/* The token: by the entry's grant without a user, else through the
+ * browser. */
+static void
+login_obtain (Flow *flow)
+{
+  if (mcp_oauth_grant_is_unattended (flow->config))
+    mcp_oauth_flow_grant (flow, on_tokens);
+  else
+    login_authorize (flow);
 }
 
 static void
@@ -256,7 +270,7 @@ on_redirected (GObject      *source,
                                     flow->config->name));
       return;
     }
-  mcp_oauth_flow_send (flow, msg, on_code_exchanged);
+  mcp_oauth_flow_send (flow, msg, on_tokens);
 }
 
 static void
@@ -404,6 +418,16 @@ login_identify (Flow *flow)
                                                            "client_id_metadata_document_supported"));
   g_autoptr(GError) error = NULL;
 
+  /* A grant without a user has its client in the entry, and no redirect. */
+  if (mcp_oauth_grant_is_unattended (flow->config))
+    {
+      mcp_oauth_record_set (flow->record, "token_endpoint", mcp_oauth_record_string (flow->as, "token_endpoint"));
+      mcp_oauth_record_set (flow->record, "issuer", flow->issuer);
+      set_client (flow, id, flow->config->oauth_client_secret,
+                  flow->config->oauth_private_key_file != NULL ? "private_key_jwt" : NULL);
+      login_obtain (flow);
+      return;
+    }
   flow->redirect = mcp_oauth_redirect_new (&error);
   if (flow->redirect == NULL)
     {
@@ -479,6 +503,7 @@ on_as_metadata (Flow   *flow,
                 json_t *document)
 {
   GError *refusal;
+  gboolean unattended;
 
   if (document == NULL && flow->prm != NULL)
     {
@@ -502,14 +527,16 @@ on_as_metadata (Flow   *flow,
                                     mcp_oauth_record_string (document, "issuer")));
       return;
     }
-  refusal = pkce_refusal (flow, document);
+  /* PKCE and the authorization endpoint are the browser's. */
+  unattended = mcp_oauth_grant_is_unattended (flow->config);
+  refusal = unattended ? NULL : pkce_refusal (flow, document);
   if (refusal != NULL)
     {
       mcp_oauth_flow_fail (flow, refusal);
       return;
     }
   flow->as = document ? json_incref (document) : default_endpoints (flow->issuer);
-  if (mcp_oauth_record_string (flow->as, "authorization_endpoint") == NULL ||
+  if ((!unattended && mcp_oauth_record_string (flow->as, "authorization_endpoint") == NULL) ||
       mcp_oauth_record_string (flow->as, "token_endpoint") == NULL)
     {
       mcp_oauth_flow_fail (flow, g_error_new (MCP_OAUTH_ERROR, MCP_OAUTH_ERROR_DISCOVERY,
@@ -650,7 +677,7 @@ on_probed (Flow        *flow,
                                                   "Mcp-Session-Id");
           g_debug ("%s: no login needed%s", flow->config->name, session ? " (session left)" : "");
           flow->outcome = MCP_OAUTH_LOGIN_NOT_NEEDED;
-          g_task_return_boolean (flow->task, TRUE);
+          mcp_oauth_flow_succeed (flow);
         }
       else
         mcp_oauth_flow_fail (flow, mcp_oauth_http_error (flow, msg, _("the MCP endpoint")));
@@ -729,8 +756,11 @@ on_login_loaded (Flow   *flow,
   /* The refusal of another process, which kept it with the tokens. */
   if (flow->challenge == NULL)
     flow->challenge = g_strdup (mcp_oauth_record_string (flow->record, "step_up_challenge"));
-  /* A refresh gives the same scope; a step-up needs a new authorization. */
-  if (mcp_oauth_record_string (flow->record, "refresh_token") != NULL &&
+  /* A refresh gives the same scope; a step-up needs a new authorization.
+   * A grant without a user is made again instead: a refresh would need
+   * the client's authentication all the same. */
+  if (!mcp_oauth_grant_is_unattended (flow->config) &&
+      mcp_oauth_record_string (flow->record, "refresh_token") != NULL &&
       mcp_oauth_record_string (flow->record, "token_endpoint") != NULL &&
       !is_step_up (flow->challenge))
     mcp_oauth_flow_refresh (flow, on_login_refreshed);
@@ -763,15 +793,22 @@ mcp_oauth_login_async (McpServerConfig            *config,
 {
   Flow *flow;
 
-  g_return_if_fail (options != NULL && options->open_uri != NULL);
+  g_return_if_fail (options != NULL &&
+                    (options->open_uri != NULL || mcp_oauth_grant_is_unattended (config)));
   flow = mcp_oauth_flow_new (config, cancellable, callback, user_data, mcp_oauth_login_async);
   flow->options = *options;
   flow->options.challenge = NULL;
   flow->challenge = options->challenge != NULL ? g_strdup (options->challenge)
                                                 : mcp_http_dup_challenge (config->url);
-  flow->resource = canonical_resource (config->url);
-  mcp_oauth_flow_run_job (flow, mcp_oauth_job_load, on_login_loaded);
+  mcp_oauth_login_start (flow);
   g_object_unref (flow->task);
+}
+
+void
+mcp_oauth_login_start (Flow *flow)
+{
+  flow->resource = canonical_resource (flow->config->url);
+  mcp_oauth_flow_run_job (flow, mcp_oauth_job_load, on_login_loaded);
 }
 
 gboolean

@@ -52,6 +52,10 @@ struct _Flow {
   char             *state;
   char             *scope;
   guint             step_ups;
+  /* a grant without a user (mcp-oauth-grants.c) */
+  FlowReply         granted;         /* gets the token endpoint's answer */
+  char             *client_assertion; /* private_key_jwt, signed on a worker */
+  char             *subject_token;   /* grant enterprise: the user's ID token */
 };
 
 void mcp_oauth_replace_str (char **slot, const char *value);
@@ -69,10 +73,25 @@ char *mcp_oauth_split_url (const char *url, char **path);
 void mcp_oauth_add_candidate (GPtrArray *candidates, const char *origin, const char *middle, const char *path);
 void mcp_oauth_form_add (GString *form, const char *name, const char *value);
 SoupMessage *mcp_oauth_token_request (Flow *flow, GString *form);
+/* RFC 6749 §2.3.1: the client's id and secret, form-encoded, as Basic. */
+void mcp_oauth_set_basic_auth (SoupMessage *msg, const char *id, const char *secret);
 gboolean mcp_oauth_take_tokens (Flow *flow, SoupMessage *msg, GBytes *body, GError *error, GError **out_error);
 void mcp_oauth_flow_refresh (Flow *flow, FlowReply reply);
 Flow *mcp_oauth_flow_new (McpServerConfig *config, GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data, gpointer source_tag);
 gboolean mcp_oauth_job_load (Flow *flow, GError **error);
+/* Ends the flow well: the access token for mcp_oauth_refresh_async(),
+ * TRUE for a login. */
+void mcp_oauth_flow_succeed (Flow *flow);
+
+/* The login (mcp-oauth-login.c), from the stored record on: the flow's
+ * challenge and resource set. */
+void mcp_oauth_login_start (Flow *flow);
+
+/* Grants without a user (mcp-oauth-grants.c). */
+/* After discovery, with the client in the record: the config's grant at
+ * the token endpoint (and, for an enterprise grant, the identity provider
+ * before it); @reply gets the token endpoint's answer. */
+void mcp_oauth_flow_grant (Flow *flow, FlowReply reply);
 
 /* The parameters of a Bearer challenge (a WWW-Authenticate value), or
  * NULL if @header is none. */

@@ -17,6 +17,7 @@
 #include <libsoup/soup.h>
 
 #include "common/mcp-jsonrpc.h"
+#include "transport/mcp-http-transport.h"
 #include "transport/mcp-oauth-private.h"
 
 G_DEFINE_QUARK (mcp-oauth-error-quark, mcp_oauth_error)
@@ -43,6 +44,8 @@ flow_free (Flow *flow)
   g_free (flow->verifier);
   g_free (flow->state);
   g_free (flow->scope);
+  g_free (flow->client_assertion);
+  g_free (flow->subject_token);
   g_free (flow);
 }
 
@@ -352,6 +355,20 @@ mcp_oauth_form_add (GString    *form,
   g_string_append_printf (form, "%s%s=%s", form->len ? "&" : "", name, escaped);
 }
 
+void
+mcp_oauth_set_basic_auth (SoupMessage *msg,
+                          const char  *id,
+                          const char  *secret)
+{
+  g_autofree char *id_escaped = g_uri_escape_string (id, NULL, FALSE);
+  g_autofree char *secret_escaped = g_uri_escape_string (secret, NULL, FALSE);
+  g_autofree char *pair = g_strconcat (id_escaped, ":", secret_escaped, NULL);
+  g_autofree char *encoded = g_base64_encode ((const guchar *) pair, strlen (pair));
+  g_autofree char *header = g_strconcat ("Basic ", encoded, NULL);
+
+  soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", header);
+}
+
 /* The client's authentication as the record says (RFC 6749 §2.3.1): basic
  * puts it in a header, post in the form, none sends the id alone. */
 SoupMessage *
@@ -365,17 +382,10 @@ mcp_oauth_token_request (Flow    *flow,
 
   if (g_strcmp0 (method, "client_secret_basic") == 0 && secret != NULL)
     {
-      g_autofree char *id_escaped = g_uri_escape_string (id, NULL, FALSE);
-      g_autofree char *secret_escaped = g_uri_escape_string (secret, NULL, FALSE);
-      g_autofree char *pair = g_strconcat (id_escaped, ":", secret_escaped, NULL);
-      g_autofree char *encoded = g_base64_encode ((const guchar *) pair, strlen (pair));
-      g_autofree char *header = g_strconcat ("Basic ", encoded, NULL);
-
       msg = soup_message_new_from_encoded_form ("POST", mcp_oauth_record_string (flow->record, "token_endpoint"),
                                                 g_string_free (form, FALSE));
       if (msg != NULL)
-        soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization",
-                                      header);
+        mcp_oauth_set_basic_auth (msg, id, secret);
       return msg;
     }
   mcp_oauth_form_add (form, "client_id", id);
@@ -522,8 +532,7 @@ on_api_saved (Flow   *flow,
   if (error != NULL)
     mcp_oauth_flow_fail (flow, g_error_copy (error));
   else
-    g_task_return_pointer (flow->task, g_strdup (mcp_oauth_record_string (flow->record, "access_token")),
-                           g_free);
+    mcp_oauth_flow_succeed (flow);
 }
 
 static void
@@ -564,8 +573,28 @@ mcp_oauth_refresh_async (McpServerConfig    *config,
 {
   Flow *flow = mcp_oauth_flow_new (config, cancellable, callback, user_data, mcp_oauth_refresh_async);
 
-  mcp_oauth_flow_run_job (flow, mcp_oauth_job_load, on_api_loaded);
+  /* No user is needed: the grant is made again, as a login would. */
+  if (mcp_oauth_grant_is_unattended (config))
+    {
+      flow->challenge = mcp_http_dup_challenge (config->url);
+      mcp_oauth_login_start (flow);
+    }
+  else
+    mcp_oauth_flow_run_job (flow, mcp_oauth_job_load, on_api_loaded);
   g_object_unref (flow->task);
+}
+
+void
+mcp_oauth_flow_succeed (Flow *flow)
+{
+  const char *token = mcp_oauth_record_string (flow->record, "access_token");
+
+  if (g_task_get_source_tag (flow->task) != mcp_oauth_refresh_async)
+    g_task_return_boolean (flow->task, TRUE);
+  else if (token != NULL)
+    g_task_return_pointer (flow->task, g_strdup (token), g_free);
+  else
+    mcp_oauth_flow_fail (flow, login_required (flow, _("the server answered without a token")));
 }
 
 char *

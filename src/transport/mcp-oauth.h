@@ -10,11 +10,18 @@
  * mcp-token-store.h, keyed by the server's URL; they never appear in a log
  * line or an error message.
  *
+ * An entry whose "oauth" grant needs no user ("client_credentials",
+ * "enterprise": the two official authorization extensions,
+ * mcp-oauth-grants.c) gets its tokens the same way after discovery, with
+ * no browser, and so also in the pool: where a refresh would be, the
+ * grant is made again.
+ *
  * The asynchronous functions run on the thread-default main context of
- * their caller (libsoup there, the keyring on a worker) and call back
- * there; they never block it.  The pool never starts an interactive login:
- * when no token can be had, it fails with MCP_OAUTH_ERROR_LOGIN_REQUIRED,
- * whose message tells the user to run `mcp-pool auth NAME`.
+ * their caller (libsoup there, the keyring and key files on a worker) and
+ * call back there; they never block it.  The pool never starts an
+ * interactive login: when no token can be had, it fails with
+ * MCP_OAUTH_ERROR_LOGIN_REQUIRED, whose message tells the user to run
+ * `mcp-pool auth NAME`.
  */
 #pragma once
 
@@ -80,6 +87,10 @@ gboolean mcp_oauth_login_finish       (GAsyncResult               *result,
                                        McpTokenStoreKind          *store,
                                        GError                    **error);
 
+/* Whether @config's grant gets tokens without a user at a browser; any
+ * thread.  Such a login takes options without open_uri. */
+gboolean mcp_oauth_grant_is_unattended (const McpServerConfig    *config);
+
 /* Blocking, from any thread: mcp_oauth_login_async() on a context of its
  * own, waited for.  @outcome and @store are nullable. */
 gboolean mcp_oauth_login             (McpServerConfig            *config,
@@ -96,7 +107,8 @@ gboolean mcp_oauth_login             (McpServerConfig            *config,
 char    *mcp_oauth_load_access_token  (const McpServerConfig      *config,
                                        GError                    **error);
 /* After a 401 with a token: trades the stored refresh token for a new
- * access token and stores it.  Fails with MCP_OAUTH_ERROR_LOGIN_REQUIRED
+ * access token and stores it; for a grant without a user, after any 401,
+ * makes the grant.  Fails with MCP_OAUTH_ERROR_LOGIN_REQUIRED
  * ("run `mcp-pool auth NAME`") when no refresh token is stored or the
  * authorization server refuses it. */
 void     mcp_oauth_refresh_async      (McpServerConfig            *config,

@@ -79,10 +79,18 @@
 # http-invalid-tool-headers (2026-07-28) tools with invalid x-mcp-header
 #                                       annotations left out: `call` of every
 #                                       tool `tools --json` lists
-# auth/client-credentials-jwt,          client_credentials grant (private_key_jwt
-#   auth/client-credentials-basic,      or a secret) and SEP-990 token exchange:
-#   auth/cross-app-access-complete-flow no such grant in mcp-pool; exits 1
-#   (extension)                         (listed in expected-failures.yaml)
+# auth/client-credentials-basic         client_credentials grant, the context's
+#   (extension)                         secret sent with client_secret_basic:
+#                                       `call --url URL --oauth '{"grant":
+#                                       "client_credentials", "clientId", "clientSecret"}'`
+# auth/client-credentials-jwt           the same with the context's EC key in a
+#   (extension)                         0600 file: a private_key_jwt assertion,
+#                                       `--oauth '{…, "privateKeyFile": FILE}'`
+# auth/cross-app-access-complete-flow   the context's ID token exchanged at its
+#   (extension)                         IdP for an ID-JAG, then a JWT bearer grant:
+#                                       `--oauth '{"grant": "enterprise", …,
+#                                       "idp": {"tokenEndpoint", "clientId",
+#                                       "idTokenFile": FILE}}'`
 #
 # Logins are real: the CLI opens the authorization URL with $MCP_POOL_BROWSER,
 # here visit-url, which follows the authorization server's redirect to the
@@ -164,10 +172,30 @@ print(" ".join(t["name"] for t in tools))'); do
          --oauth-client-secret "$(context client_secret)" test-tool '{}' ;;
   auth/basic-cimd)
     call --oauth-client-id https://conformance-test.local/client-metadata.json test-tool '{}' ;;
-  auth/client-credentials-jwt | auth/client-credentials-basic | auth/cross-app-access-complete-flow)
-    echo "client.sh: $scenario needs an OAuth grant mcp-pool does not implement" \
-         "(client_credentials, token exchange); see expected-failures.yaml" >&2
-    exit 1 ;;
+  auth/client-credentials-basic | auth/client-credentials-jwt | auth/cross-app-access-complete-flow)
+    # The context's secrets go in files and the --oauth object, as a user
+    # would write them in the entry.
+    oauth=$(printf '%s' "$MCP_CONFORMANCE_CONTEXT" | python3 -c '
+import json, os, sys
+context = json.load(sys.stdin)
+state = sys.argv[1]
+def secret_file(name, text):
+    path = os.path.join(state, name)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(text)
+    return path
+oauth = {"grant": "client_credentials", "clientId": context["client_id"]}
+if "private_key_pem" in context:
+    oauth["privateKeyFile"] = secret_file("client-key.pem", context["private_key_pem"])
+if "client_secret" in context:
+    oauth["clientSecret"] = context["client_secret"]
+if "idp_id_token" in context:
+    oauth["grant"] = "enterprise"
+    oauth["idp"] = {"tokenEndpoint": context["idp_token_endpoint"],
+                    "clientId": context["idp_client_id"],
+                    "idTokenFile": secret_file("id-token", context["idp_id_token"])}
+print(json.dumps(oauth))' "$state")
+    call --oauth "$oauth" test-tool '{}' ;;
   auth/*)
     call test-tool '{}' ;;
   *)
