@@ -1133,6 +1133,14 @@ watch_released (gpointer user_data)
   return g_atomic_int_get (&((TransportWatch *) user_data)->refs) == 0;
 }
 
+/* What the transports of these tests send first, id 7. */
+static json_t *
+initialize_request (void)
+{
+  return json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7, "method", "initialize",
+                    "params");
+}
+
 static McpServerConfig *
 remote_config (Fixture *f)
 {
@@ -1181,8 +1189,7 @@ initialize_after_expiry (Fixture        *f,
                          guint          *answers)
 {
   g_auto(AuthResult) login;
-  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7,
-                                            "method", "initialize", "params");
+  g_autoptr(json_t) initialize = initialize_request ();
   McpTransport *transport;
   guint before;
 
@@ -1268,8 +1275,7 @@ test_transport_client_credentials (Fixture      *f,
 {
   g_autoptr(TestIoThread) io = test_io_thread_new ();
   g_autoptr(McpServerConfig) config = NULL;
-  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7,
-                                            "method", "initialize", "params");
+  g_autoptr(json_t) initialize = initialize_request ();
   g_autoptr(json_t) ping = json_pack ("{s:s, s:i, s:s}", "jsonrpc", "2.0", "id", 8, "method", "ping");
   g_autoptr(GError) error = NULL;
   TransportWatch watch = { 0 };
@@ -1306,8 +1312,7 @@ test_transport_client_credentials_step_up (Fixture      *f,
 {
   g_autoptr(TestIoThread) io = test_io_thread_new ();
   g_autoptr(McpServerConfig) config = NULL;
-  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7,
-                                            "method", "initialize", "params");
+  g_autoptr(json_t) initialize = initialize_request ();
   TransportWatch watch = { 0 };
   McpTransport *transport;
   const char *last_token;
@@ -1333,8 +1338,7 @@ test_transport_client_credentials_refused (Fixture      *f,
 {
   g_autoptr(TestIoThread) io = test_io_thread_new ();
   g_autoptr(McpServerConfig) config = client_credentials_config (f, "wrong-secret");
-  g_autoptr(json_t) initialize = json_pack ("{s:s, s:i, s:s, s:{}}", "jsonrpc", "2.0", "id", 7,
-                                            "method", "initialize", "params");
+  g_autoptr(json_t) initialize = initialize_request ();
   TransportWatch watch = { 0 };
   McpTransport *transport;
 

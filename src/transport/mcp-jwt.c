@@ -77,18 +77,15 @@ method_of_key (gnutls_privkey_t  key,
     }
 }
 
-/* RFC 7515 §2: base64url without padding. */
-static char *
-base64url (const guchar *data,
-           gsize         length)
+char *
+mcp_jwt_base64url (const guchar *data,
+                   gsize         length)
 {
   char *text = g_base64_encode (data, length);
-  char *end = text + strlen (text);
 
-  while (end > text && end[-1] == '=')
-    *--end = '\0';
-  for (char *p = text; *p != '\0'; p++)
-    *p = *p == '+' ? '-' : *p == '/' ? '_' : *p;
+  g_strdelimit (text, "+", '-');
+  g_strdelimit (text, "/", '_');
+  text[strcspn (text, "=")] = '\0';
   return text;
 }
 
@@ -123,7 +120,7 @@ encode_signature (const Method         *method,
   gboolean fits;
 
   if (method->coordinate == 0)
-    return base64url (signature->data, signature->size);
+    return mcp_jwt_base64url (signature->data, signature->size);
   if (gnutls_decode_rs_value (signature, &r, &s) < 0)
     return NULL;
   pair = g_malloc (2 * method->coordinate);
@@ -131,7 +128,7 @@ encode_signature (const Method         *method,
          put_fixed (&s, method->coordinate, pair + method->coordinate);
   gnutls_free (r.data);
   gnutls_free (s.data);
-  return fits ? base64url (pair, 2 * method->coordinate) : NULL;
+  return fits ? mcp_jwt_base64url (pair, 2 * method->coordinate) : NULL;
 }
 
 static gboolean
@@ -191,8 +188,8 @@ mcp_jwt_sign (const char          *pem,
   header = json_pack ("{s:s, s:s}", "alg", method.alg, "typ", "JWT");
   header_text = json_dumps (header, JSON_COMPACT);
   claims_text = json_dumps (claims, JSON_COMPACT);
-  header_part = base64url ((const guchar *) header_text, strlen (header_text));
-  claims_part = base64url ((const guchar *) claims_text, strlen (claims_text));
+  header_part = mcp_jwt_base64url ((const guchar *) header_text, strlen (header_text));
+  claims_part = mcp_jwt_base64url ((const guchar *) claims_text, strlen (claims_text));
   input = g_strconcat (header_part, ".", claims_part, NULL);
   signed_data = (gnutls_datum_t) { (unsigned char *) input, (unsigned int) strlen (input) };
   status = gnutls_privkey_sign_data2 (key, method.sign, 0, &signed_data, &signature);

@@ -27,6 +27,11 @@ typedef enum {
  * (nullable, NULL-terminated) lists the "alg" values the verifier takes;
  * NULL takes any.  The header's "typ" is "JWT".  *@alg (nullable) is set
  * to the algorithm used, a static string. */
+/* RFC 7515 §2: base64url without padding, as JWS and PKCE (RFC 7636)
+ * write bytes. */
+char *mcp_jwt_base64url (const guchar *data,
+                         gsize         length);
+
 char *mcp_jwt_sign (const char          *pem,
                     gsize                pem_length,
                     json_t              *claims,

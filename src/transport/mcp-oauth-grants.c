@@ -17,7 +17,6 @@
 #include "config.h"
 
 #include <string.h>
-#include <sys/random.h>
 
 #include <glib/gi18n-lib.h>
 #include <libsoup/soup.h>
@@ -69,16 +68,6 @@ read_credential_file (Flow        *flow,
   return contents;
 }
 
-static char *
-random_id (void)
-{
-  guchar bytes[16];
-
-  if (getrandom (bytes, sizeof bytes, 0) != (gssize) sizeof bytes)
-    g_error ("getrandom failed");
-  return g_compute_checksum_for_data (G_CHECKSUM_SHA256, bytes, sizeof bytes);
-}
-
 /* The "alg" values the authorization server's metadata lists for
  * private_key_jwt, or NULL when it lists none. */
 static GStrv
@@ -108,7 +97,7 @@ sign_client_assertion (Flow    *flow,
   const char *client_id = flow->config->oauth_client_id;
   const char *audience = mcp_oauth_record_string (flow->as, "issuer") ?: flow->issuer;
   gint64 now = g_get_real_time () / G_USEC_PER_SEC;
-  g_autofree char *jti = random_id ();
+  g_autofree char *jti = mcp_oauth_random_token (16);
   g_autoptr(json_t) claims = json_pack ("{s:s, s:s, s:s, s:I, s:I, s:s}", "iss", client_id,
                                         "sub", client_id, "aud", audience, "iat", (json_int_t) now,
                                         "exp", (json_int_t) (now + ASSERTION_LIFETIME_S), "jti", jti);

@@ -9,13 +9,13 @@
 #include "config.h"
 
 #include <string.h>
-#include <sys/random.h>
 
 #include <glib/gi18n-lib.h>
 #include <libsoup/soup.h>
 
 #include "common/mcp-jsonrpc.h"
 #include "transport/mcp-http-transport.h"
+#include "transport/mcp-jwt.h"
 #include "transport/mcp-oauth-private.h"
 
 static void login_probe (Flow *flow);
@@ -23,37 +23,15 @@ static void login_authorize (Flow *flow);
 static void login_obtain (Flow *flow);
 
 static char *
-random_token (gsize bytes)
-{
-  guchar buffer[64];
-  g_autofree char *encoded = NULL;
-
-  g_assert (bytes <= sizeof buffer);
-  if (getrandom (buffer, bytes, 0) != (gssize) bytes)
-    g_error ("getrandom failed");
-  encoded = g_base64_encode (buffer, bytes);
-  /* base64url without padding (RFC 7636 §4.1) */
-  g_strdelimit (encoded, "+", '-');
-  g_strdelimit (encoded, "/", '_');
-  encoded[strcspn (encoded, "=")] = '\0';
-  return g_steal_pointer (&encoded);
-}
-
-static char *
 pkce_challenge (const char *verifier)
 {
   guint8 digest[32];
   gsize length = sizeof digest;
   g_autoptr(GChecksum) checksum = g_checksum_new (G_CHECKSUM_SHA256);
-  g_autofree char *encoded = NULL;
 
   g_checksum_update (checksum, (const guchar *) verifier, strlen (verifier));
   g_checksum_get_digest (checksum, digest, &length);
-  encoded = g_base64_encode (digest, length);
-  g_strdelimit (encoded, "+", '-');
-  g_strdelimit (encoded, "/", '_');
-  encoded[strcspn (encoded, "=")] = '\0';
-  return g_steal_pointer (&encoded);
+  return mcp_jwt_base64url (digest, length);
 }
 
 static void
@@ -283,9 +261,9 @@ login_authorize (Flow *flow)
   g_autoptr(GError) error = NULL;
 
   g_free (flow->verifier);
-  flow->verifier = random_token (32);
+  flow->verifier = mcp_oauth_random_token (32);
   g_free (flow->state);
-  flow->state = random_token (16);
+  flow->state = mcp_oauth_random_token (16);
   challenge = pkce_challenge (flow->verifier);
   mcp_oauth_form_add (query, "response_type", "code");
   mcp_oauth_form_add (query, "client_id", mcp_oauth_record_string (flow->record, "client_id"));

@@ -58,6 +58,9 @@ struct _Flow {
   char             *subject_token;   /* grant enterprise: the user's ID token */
 };
 
+/* @bytes (at most 64) random bytes, base64url: a PKCE verifier, a
+ * state, an assertion's jti. */
+char *mcp_oauth_random_token (gsize bytes);
 void mcp_oauth_replace_str (char **slot, const char *value);
 const char *mcp_oauth_record_string (json_t *record, const char *key);
 void mcp_oauth_record_set (json_t *record, const char *key, const char *value);

@@ -12,12 +12,14 @@
 #include "config.h"
 
 #include <string.h>
+#include <sys/random.h>
 
 #include <glib/gi18n-lib.h>
 #include <libsoup/soup.h>
 
 #include "common/mcp-jsonrpc.h"
 #include "transport/mcp-http-transport.h"
+#include "transport/mcp-jwt.h"
 #include "transport/mcp-oauth-private.h"
 
 G_DEFINE_QUARK (mcp-oauth-error-quark, mcp_oauth_error)
@@ -47,6 +49,17 @@ flow_free (Flow *flow)
   g_free (flow->client_assertion);
   g_free (flow->subject_token);
   g_free (flow);
+}
+
+char *
+mcp_oauth_random_token (gsize bytes)
+{
+  guchar buffer[64];
+
+  g_assert (bytes <= sizeof buffer);
+  if (getrandom (buffer, bytes, 0) != (gssize) bytes)
+    g_error ("getrandom failed");
+  return mcp_jwt_base64url (buffer, bytes);
 }
 
 /* g_set_str() is newer than the GLib the build pins. */
