@@ -143,10 +143,82 @@ start_sdk2_server (TestIoThread        *io,
   return session;
 }
 
+/* Whether nothing but what the stdio server sent before its last reply
+ * is queued: @wanted is not among it. */
+static gboolean
+none_queued (GAsyncQueue *notifications,
+             const char  *wanted)
+{
+  char *method;
+  gboolean seen = FALSE;
+
+  while ((method = g_async_queue_try_pop (notifications)) != NULL)
+    {
+      seen = seen || g_str_equal (method, wanted);
+      g_free (method);
+    }
+  return !seen;
+}
+
+static json_t *
+session_request (McpSession *session,
+                 const char *method,
+                 json_t     *params)
+{
+  g_autoptr(json_t) owned = params;
+  g_autoptr(GError) error = NULL;
+  json_t *result = mcp_session_call (session, method, owned, 0, &error);
+
+  g_assert_no_error (error);
+  return result;
+}
+
+/* A 2026-07-28 server has no resources/subscribe: the session makes it a
+ * subscriptions/listen of the URI, answered once the server acknowledges
+ * it, whose updates reach on_notification; resources/unsubscribe cancels
+ * it, and updates stop.  The server writes its notification before the
+ * tool's reply, on one pipe, so none is left to come after the reply. */
+static void
+check_sdk2_subscription (McpSession  *session,
+                         GAsyncQueue *notifications)
+{
+  g_autoptr(json_t) subscribed = session_request (session, "resources/subscribe",
+                                                  json_pack ("{s:s}", "uri", "note://pad"));
+  g_autoptr(json_t) written = call_tool (session, json_pack ("{s:s, s:{s:s}}", "name", "write_note",
+                                                             "arguments", "text", "first"));
+  g_autoptr(json_t) unsubscribed = NULL;
+  g_autoptr(json_t) rewritten = NULL;
+
+  g_assert_cmpuint (json_object_size (subscribed), ==, 0);
+  g_assert_true (wait_notification (notifications, "notifications/resources/updated"));
+  unsubscribed = session_request (session, "resources/unsubscribe", json_pack ("{s:s}", "uri", "note://pad"));
+  g_assert_cmpuint (json_object_size (unsubscribed), ==, 0);
+  rewritten = call_tool (session, json_pack ("{s:s, s:{s:s}}", "name", "write_note", "arguments", "text", "second"));
+  g_assert_true (none_queued (notifications, "notifications/resources/updated"));
+}
+
+/* A 2026-07-28 server has no logging/setLevel either: the session's level
+ * goes in each request's _meta, and the server logs what it lets through. */
+static void
+check_sdk2_log_level (McpSession  *session,
+                      GAsyncQueue *notifications)
+{
+  g_autoptr(json_t) logged = NULL;
+  g_autoptr(json_t) quiet = NULL;
+
+  g_assert_true (mcp_session_set_log_level (session, "info"));
+  logged = call_tool (session, json_pack ("{s:s, s:{s:s}}", "name", "log", "arguments", "message", "seen"));
+  g_assert_true (wait_notification (notifications, "notifications/message"));
+  g_assert_true (mcp_session_set_log_level (session, "error"));
+  quiet = call_tool (session, json_pack ("{s:s, s:{s:s}}", "name", "log", "arguments", "message", "unseen"));
+  g_assert_true (none_queued (notifications, "notifications/message"));
+}
+
 /* A server on the SDK v2 (tests/interop/sdk2-server.mjs) is kept as a
  * 2026-07-28 session: no initialize, every request carrying mcp-pool's
  * envelope, and its list changes reaching the session through the
- * subscriptions/listen it opened. */
+ * subscriptions/listen it opened; resource subscriptions and the log
+ * level as such a server takes them. */
 static void
 test_sdk2_server (void)
 {
@@ -185,6 +257,9 @@ test_sdk2_server (void)
   tools = mcp_session_list_tools (session, 0, &error);
   g_assert_no_error (error);
   g_assert_nonnull (test_find_tool (tools, "late"));
+
+  check_sdk2_subscription (session, notifications);
+  check_sdk2_log_level (session, notifications);
 
   mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
   g_assert_true (test_process_group_gone (pid));

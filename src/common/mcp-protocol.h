@@ -23,6 +23,7 @@ G_BEGIN_DECLS
 #define MCP_META_CLIENT_INFO         "io.modelcontextprotocol/clientInfo"
 #define MCP_META_LOG_LEVEL           "io.modelcontextprotocol/logLevel"
 #define MCP_META_SERVER_INFO         "io.modelcontextprotocol/serverInfo"
+#define MCP_META_SUBSCRIPTION_ID     "io.modelcontextprotocol/subscriptionId"
 
 extern const char * const mcp_protocol_versions[];
 /* Every revision, the stateless one first. */

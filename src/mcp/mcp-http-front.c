@@ -1308,7 +1308,7 @@ tag_subscription (json_t *params,
 
   if (!json_is_object (meta))
     json_object_set_new (tagged, "_meta", meta = json_object ());
-  json_object_set (meta, "io.modelcontextprotocol/subscriptionId", id);
+  json_object_set (meta, MCP_META_SUBSCRIPTION_ID, id);
   return tagged;
 }
 

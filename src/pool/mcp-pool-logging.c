@@ -1,6 +1,6 @@
 /* mcp-pool-logging.c — the level of log messages the servers are asked
- * for (logging/setLevel), kept by the pool so that a server that starts
- * later is asked too. */
+ * for (logging/setLevel; a 2026-07-28 server in each request's _meta),
+ * kept by the pool so that a server that starts later is asked too. */
 #include "config.h"
 
 #include <glib/gi18n-lib.h>
@@ -32,7 +32,8 @@ mcp_pool_send_log_level_locked (PoolEntry *entry)
   g_autoptr(json_t) params = NULL;
 
   if (level < 0 || entry->state != MCP_SERVER_READY || entry->session == NULL ||
-      json_object_get (mcp_session_get_server_capabilities (entry->session), "logging") == NULL)
+      json_object_get (mcp_session_get_server_capabilities (entry->session), "logging") == NULL ||
+      mcp_session_set_log_level (entry->session, log_levels[level]))
     return;
   params = json_pack ("{s:s}", "level", log_levels[level]);
   mcp_session_call_async (entry->session, "logging/setLevel", params, NULL, on_level_set,

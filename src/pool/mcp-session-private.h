@@ -69,6 +69,8 @@ struct _McpSession {
   GHashTable          *pending;         /* protected by lock; id key → PendingRequest */
   json_int_t           next_id;         /* protected by lock */
   GHashTable          *served;          /* protected by lock; server's id key → McpSessionResponder */
+  GHashTable          *resource_listens; /* protected by lock; a 2026-07-28 session's subscribed URI →
+                                          * the id key of its subscriptions/listen */
   json_t              *client_capabilities; /* immutable */
   guint                in_flight;       /* protected by lock; requests not completed yet */
   char                *protocol_version;/* set once before the session is shared */
@@ -79,6 +81,8 @@ struct _McpSession {
   json_t              *modern_meta;     /* idem; NULL: a 2025 session.  The _meta envelope every
                                          * request of a 2026-07-28 session carries */
   gboolean             probe_unanswered; /* idem */
+  const char          *log_level;       /* atomic; static: a 2026-07-28 session's logLevel for each
+                                         * request, NULL: none */
 };
 
 /* mcp-session.c */

@@ -104,6 +104,7 @@ mcp_session_unref (McpSession *session)
     session->callbacks.destroy (session->callbacks.user_data);
   g_clear_pointer (&session->pending, g_hash_table_unref);
   g_clear_pointer (&session->served, g_hash_table_unref);
+  g_clear_pointer (&session->resource_listens, g_hash_table_unref);
   json_decref (session->client_capabilities);
   g_clear_error (&session->close_reason);
   g_free (session->protocol_version);
@@ -129,11 +130,16 @@ mcp_session_dup_passed_meta (McpSession *session,
 {
   json_t *rest;
 
-  /* All of it, in the session's envelope. */
+  /* All of it, in the session's envelope, with the pool's log level
+   * where the caller named none. */
   if (session->modern_meta != NULL)
     {
+      const char *level = g_atomic_pointer_get (&session->log_level);
+
       rest = meta != NULL ? json_copy (meta) : json_object ();
       json_object_update_missing (rest, session->modern_meta);
+      if (level != NULL && json_object_get (rest, MCP_META_LOG_LEVEL) == NULL)
+        json_object_set_new (rest, MCP_META_LOG_LEVEL, json_string (level));
       return rest;
     }
   if (meta == NULL || json_object_get (meta, MCP_META_CLIENT_CAPABILITIES) == NULL)
@@ -143,6 +149,16 @@ mcp_session_dup_passed_meta (McpSession *session,
   rest = json_copy (meta);
   json_object_del (rest, MCP_META_CLIENT_CAPABILITIES);
   return rest;
+}
+
+gboolean
+mcp_session_set_log_level (McpSession *session,
+                           const char *level)
+{
+  if (session->modern_meta == NULL)
+    return FALSE;
+  g_atomic_pointer_set (&session->log_level, level);
+  return TRUE;
 }
 
 const char *
@@ -682,6 +698,150 @@ mcp_session_send_request (McpSession            *session,
   send_message (session, message, NULL);
 }
 
+/* A resource subscription of a 2026-07-28 server
+ *
+ * Such a server has no resources/subscribe: a client subscribes with a
+ * subscriptions/listen request whose stream carries the resource's
+ * notifications/resources/updated until the client cancels it.  So a
+ * resources/subscribe of the pool's becomes one such request per URI.  It
+ * stays pending until the server acknowledges it (on the stream, under
+ * the request's id), and the acknowledgment answers the subscribe: {} if
+ * the server took the URI, an error if it left it out.  After that the
+ * request is no longer pending (its final reply, if the server ever ends
+ * the stream, is dropped); resources/unsubscribe cancels it and is
+ * answered at once. */
+
+typedef struct {
+  McpSession   *session;   /* a reference */
+  char         *uri;       /* immutable */
+  json_int_t    id;        /* immutable: the id of the subscriptions/listen */
+  McpReplyFunc  callback;
+  gpointer      user_data;
+} ResourceListen;
+
+/* Ends the server's stream of the subscriptions/listen @id. */
+static void
+cancel_listen (McpSession *session,
+               json_int_t  id)
+{
+  g_autoptr(json_t) params = json_pack ("{s:I}", "requestId", id);
+
+  mcp_session_notify (session, "notifications/cancelled", params, NULL);
+}
+
+/* On the context: a subscribe that failed forgets its listen. */
+static void
+on_resource_listen_answered (json_t       *result,
+                             const GError *error,
+                             gpointer      user_data)
+{
+  ResourceListen *listen = user_data;
+  McpSession *session = listen->session;
+  json_int_t *id;
+
+  if (error != NULL)
+    {
+      g_mutex_lock (&session->lock);
+      id = g_hash_table_lookup (session->resource_listens, listen->uri);
+      if (id != NULL && *id == listen->id)
+        g_hash_table_remove (session->resource_listens, listen->uri);
+      g_mutex_unlock (&session->lock);
+    }
+  listen->callback (result, error, listen->user_data);
+  mcp_session_unref (listen->session);
+  g_free (listen->uri);
+  g_free (listen);
+}
+
+static void
+listen_for_resource (McpSession            *session,
+                     const char            *uri,
+                     gint64                 deadline,
+                     const McpCallOptions  *options,
+                     McpReplyFunc           callback,
+                     gpointer               user_data)
+{
+  ResourceListen *listen = g_new0 (ResourceListen, 1);
+  g_autoptr(json_t) params = json_pack ("{s:{s:[s]}}", "notifications", "resourceSubscriptions", uri ? uri : "");
+  g_autoptr(json_t) message = NULL;
+  g_autofree json_int_t *previous = NULL;
+  json_int_t id;
+
+  listen->session = mcp_session_ref (session);
+  listen->uri = g_strdup (uri ? uri : "");
+  listen->callback = callback;
+  listen->user_data = user_data;
+  if (!register_request (session, "resources/subscribe", deadline, options, on_resource_listen_answered, listen, &id))
+    return;
+  listen->id = id;
+  g_mutex_lock (&session->lock);
+  /* Subscribed again: the older stream is cancelled, the newer kept. */
+  previous = g_memdup2 (g_hash_table_lookup (session->resource_listens, listen->uri), sizeof *previous);
+  g_hash_table_insert (session->resource_listens, g_strdup (listen->uri), g_memdup2 (&id, sizeof id));
+  g_mutex_unlock (&session->lock);
+  if (previous != NULL)
+    cancel_listen (session, *previous);
+  message = request_message (session, id, "subscriptions/listen", params, NULL);
+  send_message (session, message, NULL);
+}
+
+/* On the context: the server's acknowledgment of a
+ * subscriptions/listen answers the subscribe still waiting for it. */
+static void
+acknowledge_listen (McpSession *session,
+                    json_t     *params)
+{
+  json_t *id = json_object_get (json_object_get (params, "_meta"), MCP_META_SUBSCRIPTION_ID);
+  g_autofree char *key = json_is_integer (id) ? mcp_jsonrpc_id_key (id) : NULL;
+  PendingRequest *request;
+  json_t *taken = json_object_get (json_object_get (params, "notifications"), "resourceSubscriptions");
+
+  g_mutex_lock (&session->lock);
+  request = key != NULL ? g_hash_table_lookup (session->pending, key) : NULL;
+  if (request != NULL && g_str_equal (request->method, "resources/subscribe"))
+    g_hash_table_steal (session->pending, key);
+  else
+    request = NULL;
+  g_mutex_unlock (&session->lock);
+  if (request == NULL)
+    return;
+  if (json_array_size (taken) > 0)
+    request->reply = json_pack ("{s:O, s:{}}", "id", id, "result");
+  else
+    request->reply = json_pack ("{s:O, s:{s:i, s:s}}", "id", id, "error", "code", MCP_JSONRPC_INVALID_PARAMS,
+                                "message", _("the server acknowledged the subscription without the resource"));
+  complete (request);
+}
+
+static void
+stop_listening_for_resource (McpSession   *session,
+                             const char   *uri,
+                             gint64        deadline,
+                             McpReplyFunc  callback,
+                             gpointer      user_data)
+{
+  g_autofree char *listened = NULL;
+  g_autofree json_int_t *id = NULL;
+  g_autofree char *answer_key = NULL;
+  PendingRequest *request;
+  json_int_t answer_id;
+
+  g_mutex_lock (&session->lock);
+  g_hash_table_steal_extended (session->resource_listens, uri ? uri : "", (gpointer *) &listened, (gpointer *) &id);
+  g_mutex_unlock (&session->lock);
+  if (id != NULL)
+    cancel_listen (session, *id);
+  /* Answered at once, on the context, as a request of its own. */
+  if (!register_request (session, "resources/unsubscribe", deadline, NULL, callback, user_data, &answer_id))
+    return;
+  answer_key = mcp_jsonrpc_integer_id_key (answer_id);
+  request = take_pending (session, answer_key);
+  if (request == NULL)
+    return;
+  request->reply = json_pack ("{s:I, s:{}}", "id", answer_id, "result");
+  complete_later (request);
+}
+
 /* A request, or the rounds of one that a 2026-07-28 server answers with
  * InputRequiredResults (mcp_input_round_needed()). */
 static void
@@ -695,6 +855,10 @@ request_async (McpSession            *session,
 {
   if (mcp_input_round_needed (session, method, options))
     mcp_input_round_start (session, method, params, deadline, options, callback, user_data);
+  else if (session->modern_meta != NULL && g_str_equal (method, "resources/subscribe"))
+    listen_for_resource (session, mcp_json_get_string (params, "uri"), deadline, options, callback, user_data);
+  else if (session->modern_meta != NULL && g_str_equal (method, "resources/unsubscribe"))
+    stop_listening_for_resource (session, mcp_json_get_string (params, "uri"), deadline, callback, user_data);
   else
     mcp_session_send_request (session, method, params, deadline, options, callback, user_data);
 }
@@ -1176,6 +1340,8 @@ on_transport_message (json_t   *message,
     case MCP_MESSAGE_NOTIFICATION:
       if (g_strcmp0 (method, "notifications/progress") == 0)
         route_progress (session, json_object_get (message, "params"));
+      else if (g_strcmp0 (method, "notifications/subscriptions/acknowledged") == 0)
+        acknowledge_listen (session, json_object_get (message, "params"));
       else if (g_strcmp0 (method, "notifications/cancelled") == 0 &&
                drop_cancelled_request (session, json_object_get (message, "params")))
         break;
@@ -1565,6 +1731,7 @@ mcp_session_start (McpServerConfig            *config,
   session->state = SESSION_STARTING;
   session->pending = g_hash_table_new (g_str_hash, g_str_equal);
   session->served = g_hash_table_new (g_str_hash, g_str_equal);
+  session->resource_listens = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 
   /* A pool that is shutting down starts nothing new. */
   if (!g_cancellable_set_error_if_cancelled (cancellable, &spawn_error))

@@ -131,6 +131,12 @@ GPid        mcp_session_get_pid              (McpSession *session);
  * initialize, the rest.  A new reference, or NULL when nothing goes. */
 json_t     *mcp_session_dup_passed_meta      (McpSession *session,
                                               json_t     *meta);
+/* Any thread: a 2026-07-28 session sends @level (a static string, an
+ * RFC 5424 severity as MCP names it) in each request's _meta, where the
+ * caller named none (TRUE); a 2025 session, which has logging/setLevel
+ * for it, takes nothing (FALSE). */
+gboolean    mcp_session_set_log_level        (McpSession *session,
+                                              const char *level);
 const char *mcp_session_get_protocol_version (McpSession *session);
 /* TRUE if the server did not answer server/discover in the probe's time
  * (a 2025 server that ignores what comes before initialize), or if the

@@ -15,6 +15,12 @@
 //   ask_name {}        an InputRequiredResult asking the client's user
 //                      for a name (elicitation, form mode); its retry with
 //                      the answer gives "Hello, <name>!"
+//   write_note {text}  sets the resource note://pad to TEXT and tells its
+//                      subscribers (notifications/resources/updated)
+//   log {message}      logs MESSAGE at level info (notifications/message,
+//                      if the request's logLevel lets it through)
+//
+// Resources (stdio only): note://pad, text, what write_note wrote.
 //
 // Usage: node sdk2-server.mjs            (ends when stdin closes)
 //        PORT=N node sdk2-server.mjs --http   (ends on SIGTERM)
@@ -31,10 +37,11 @@ const object = (properties) => fromJsonSchema ({ type: 'object', properties, req
  * subscriptions/listen streams. */
 const added = [];
 let announce = () => {};
+let note = '';
 
 function newServer () {
   const server = new McpServer ({ name: 'sdk2-server', version: '1.0.0' },
-                                { capabilities: { tools: { listChanged: true } } });
+                                { capabilities: { tools: { listChanged: true }, resources: { subscribe: true }, logging: {} } });
   const addTool = (name) => server.registerTool (name, { description: `Added at run time.` }, async () => text (name));
 
   server.registerTool ('echo', { description: 'Echoes its message.', inputSchema: object ({ message: { type: 'string' } }) },
@@ -57,6 +64,19 @@ function newServer () {
           message: 'What is your name?',
           requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } }) } });
       return text (`Hello, ${name}!`);
+    });
+  server.registerResource ('pad', 'note://pad', { mimeType: 'text/plain' },
+    async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'text/plain', text: note }] }));
+  server.registerTool ('write_note', { description: 'Writes the note.', inputSchema: object ({ text: { type: 'string' } }) },
+    async ({ text: value }) => {
+      note = value;
+      await server.server.sendResourceUpdated ({ uri: 'note://pad' });
+      return text ('written');
+    });
+  server.registerTool ('log', { description: 'Logs its message.', inputSchema: object ({ message: { type: 'string' } }) },
+    async ({ message }, ctx) => {
+      await ctx.mcpReq.log ('info', message);
+      return text ('logged');
     });
   for (const name of added)
     addTool (name);
