@@ -1753,6 +1753,7 @@ test_everything_pool (EverythingFixture *fixture, gconstpointer data)
 typedef struct {
   int asked;     /* elicitation requests, answered with the name "Lin" */
   int changed;   /* notifications/tools/list_changed */
+  int updated;   /* notifications/resources/updated */
 } Modern;
 
 /* The session's context. */
@@ -1783,6 +1784,16 @@ count_changes (McpSession *session,
 
   if (g_strcmp0 (method, "notifications/tools/list_changed") == 0)
     g_atomic_int_inc (&modern->changed);
+  if (g_strcmp0 (method, "notifications/resources/updated") == 0)
+    g_atomic_int_inc (&modern->updated);
+}
+
+static gboolean
+resource_updated (gpointer data)
+{
+  Modern *modern = data;
+
+  return g_atomic_int_get (&modern->updated) > 0;
 }
 
 static gboolean
@@ -1796,8 +1807,9 @@ tools_changed (gpointer data)
 /* A Streamable HTTP endpoint of 2026-07-28 only, which refuses initialize:
  * the server/discover probe finds it, every request carries the envelope
  * and the headers it checks, list changes come on the subscriptions/listen
- * stream, and an InputRequiredResult is asked through on_request and the
- * call retried with the answer. */
+ * stream, an InputRequiredResult is asked through on_request and the
+ * call retried with the answer, and a resource subscription is a stream
+ * of its own that the resource's updates come on. */
 static void
 test_sdk2_server (EverythingFixture *fixture, gconstpointer data)
 {
@@ -1818,6 +1830,11 @@ test_sdk2_server (EverythingFixture *fixture, gconstpointer data)
   g_autoptr(json_t) echo_params = json_pack ("{s:s, s:{s:s}}", "name", "echo", "arguments", "message", "stateless http");
   g_autoptr(json_t) add_params = json_pack ("{s:s, s:{s:s}}", "name", "add_tool", "arguments", "name", "late");
   g_autoptr(json_t) ask_params = json_pack ("{s:s}", "name", "ask_name");
+  g_autoptr(json_t) subscribe_params = json_pack ("{s:s}", "uri", "note://pad");
+  g_autoptr(json_t) write_params = json_pack ("{s:s, s:{s:s}}", "name", "write_note", "arguments", "text", "new");
+  g_autoptr(json_t) subscribed = NULL;
+  g_autoptr(json_t) written = NULL;
+  g_autoptr(json_t) unsubscribed = NULL;
   g_autoptr(GError) error = NULL;
 
   if (fixture->node == NULL)
@@ -1846,6 +1863,15 @@ test_sdk2_server (EverythingFixture *fixture, gconstpointer data)
   g_assert_no_error (error);
   g_assert_cmpstr (text_of (greeted), ==, "Hello, Lin!");
   g_assert_cmpint (g_atomic_int_get (&modern.asked), ==, 1);
+
+  /* A subscription is a subscriptions/listen stream of the resource. */
+  subscribed = mcp_session_call (session, "resources/subscribe", subscribe_params, 0, &error);
+  g_assert_no_error (error);
+  written = mcp_session_call (session, "tools/call", write_params, 0, &error);
+  g_assert_no_error (error);
+  g_assert_true (test_wait_for (resource_updated, &modern, 20000));
+  unsubscribed = mcp_session_call (session, "resources/unsubscribe", subscribe_params, 0, &error);
+  g_assert_no_error (error);
 
   mcp_session_shutdown (session, MCP_SESSION_STDIN_GRACE, MCP_SESSION_TERM_GRACE);
   g_assert_false (mcp_session_is_alive (session));

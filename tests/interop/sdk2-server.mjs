@@ -20,7 +20,7 @@
 //   log {message}      logs MESSAGE at level info (notifications/message,
 //                      if the request's logLevel lets it through)
 //
-// Resources (stdio only): note://pad, text, what write_note wrote.
+// Resources: note://pad, text, what write_note wrote.
 //
 // Usage: node sdk2-server.mjs            (ends when stdin closes)
 //        PORT=N node sdk2-server.mjs --http   (ends on SIGTERM)
@@ -33,10 +33,11 @@ const text = (value) => ({ content: [{ type: 'text', text: value }] });
 const object = (properties) => fromJsonSchema ({ type: 'object', properties, required: Object.keys (properties) });
 
 /* Over HTTP every request gets a server of its own: the tools added at
- * run time are kept here, and their change is published to the open
- * subscriptions/listen streams. */
+ * run time and the note are kept here, and their changes are published
+ * to the open subscriptions/listen streams. */
 const added = [];
 let announce = () => {};
+let noteChanged = (server) => server.server.sendResourceUpdated ({ uri: 'note://pad' });
 let note = '';
 
 function newServer () {
@@ -70,7 +71,7 @@ function newServer () {
   server.registerTool ('write_note', { description: 'Writes the note.', inputSchema: object ({ text: { type: 'string' } }) },
     async ({ text: value }) => {
       note = value;
-      await server.server.sendResourceUpdated ({ uri: 'note://pad' });
+      await noteChanged (server);
       return text ('written');
     });
   server.registerTool ('log', { description: 'Logs its message.', inputSchema: object ({ message: { type: 'string' } }) },
@@ -88,6 +89,7 @@ if (HTTP) {
   const handler = createMcpHandler (newServer, { legacy: 'reject' });
 
   announce = () => handler.notify.toolsChanged ();
+  noteChanged = async () => handler.notify.resourceUpdated ('note://pad');
   /* node:http to the handler's web-standard face and back. */
   const http = createServer (async (request, response) => {
     const chunks = [];
