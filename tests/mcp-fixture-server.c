@@ -60,6 +60,8 @@
  *   sleep {ms}                 sleep, then text "slept <ms>"
  *   crash {}                   _exit(3) without replying
  *   hang {}                    never reply
+ *   gate {open?}               wait until a call with open true comes, then
+ *                              text "passed"; that call answers "opened"
  *   huge {bytes}               text of exactly <bytes> 'x' characters
  *   progress {steps, delay_ms?}  notifications/progress, "done <steps> steps"
  *   notify_list_changed {count?} send tools/list_changed (count times), then "sent"
@@ -465,7 +467,7 @@ enum
   TOOL_ECHO, TOOL_SLEEP, TOOL_CRASH, TOOL_HANG, TOOL_HUGE, TOOL_PROGRESS,
   TOOL_NOTIFY_LIST_CHANGED, TOOL_STATS, TOOL_FAIL, TOOL_TOOL_ERROR,
   TOOL_STDERR, TOOL_ASK_CLIENT, TOOL_NUL_NAME, TOOL_STOP_READING, TOOL_ELICIT,
-  TOOL_REQUEST_LINE, TOOL_LOG, TOOL_NOTIFY, N_TOOLS
+  TOOL_REQUEST_LINE, TOOL_LOG, TOOL_NOTIFY, TOOL_GATE, N_TOOLS
 };
 
 /* In enum order.  @args lists the arguments as "name:type",
@@ -496,6 +498,7 @@ static const struct
   { "request_line", "Answer with the request as this server read it.", "" },
   { "log", "Send a log message, then answer.", "text:string" },
   { "notify", "Send a notification, then answer.", "method:string,params?:object" },
+  { "gate", "Wait for a call that opens the gate (open: true), then answer.", "open?:boolean" },
 };
 
 static json_t *
@@ -829,6 +832,32 @@ static size_t reading_length;
 /* Set by stop_reading: the reader blocks after its current line. */
 static int stop_reading;
 
+/* The gate tool's calls wait on gate_cond until one opens it. */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static unsigned gate_openings;  /* protected by gate_lock */
+
+static void
+tool_gate (Call *call)
+{
+  unsigned seen;
+
+  pthread_mutex_lock (&gate_lock);
+  if (json_is_true (json_object_get (call->args, "open")))
+    {
+      gate_openings++;
+      pthread_cond_broadcast (&gate_cond);
+      pthread_mutex_unlock (&gate_lock);
+      call_reply (call, text_result ("opened"));
+      return;
+    }
+  seen = gate_openings;
+  while (gate_openings == seen)
+    pthread_cond_wait (&gate_cond, &gate_lock);
+  pthread_mutex_unlock (&gate_lock);
+  call_reply (call, text_result ("passed"));
+}
+
 static void
 run_tool (Call *call, int tool)
 {
@@ -925,6 +954,9 @@ run_tool (Call *call, int tool)
       break;
     case TOOL_REQUEST_LINE:
       call_reply (call, text_result_take (json_string (call->line)));
+      break;
+    case TOOL_GATE:
+      tool_gate (call);
       break;
     case TOOL_STOP_READING:
       __atomic_store_n (&stop_reading, 1, __ATOMIC_SEQ_CST);

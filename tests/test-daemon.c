@@ -1522,6 +1522,12 @@ fixture_runs_two_calls (gpointer fixture)
   return json_integer_value (json_object_get (json_object_get (result, "structuredContent"), "inflight")) >= 2;
 }
 
+static gboolean
+one_question_waits (gpointer connection)
+{
+  return daemon_stat (connection, "questions-waiting") == 1;
+}
+
 /* The test's shared client's roots; nothing else is answered. */
 static json_t *
 answer_roots (const char *method,
@@ -1536,9 +1542,12 @@ answer_roots (const char *method,
 /* A server started before a client that answers roots came is started
  * again for it.  A server's request during a call of one `serve --shared`
  * reaches that serve's client, through the daemon, and its answer the
- * server; the client's roots/list_changed reaches the server; with two
+ * server; the client's roots/list_changed reaches the server.  With two
  * clients' calls in flight on the server, the daemon cannot tell whose
- * it is, and says so. */
+ * it is: the question waits until the other client's call ends with the
+ * server's reply, and goes to the asking client then; when that call is
+ * cancelled instead (it might have been the one that asked), the
+ * question is refused, with why. */
 static void
 test_shared_client_requests (Fixture       *fixture,
                              gconstpointer  data)
@@ -1552,7 +1561,10 @@ test_shared_client_requests (Fixture       *fixture,
   g_autoptr(json_t) refused = NULL;
   g_autoptr(json_t) stats = NULL;
   g_autoptr(json_t) changed = NULL;
-  json_int_t hang;
+  g_autoptr(json_t) opened = NULL;
+  g_autoptr(json_t) passed = NULL;
+  g_autoptr(json_t) waited = NULL;
+  json_int_t hang, gated, asked;
 
   g_assert_null (json_object_get (json_object_get (json_object_get (before, "structuredContent"),
                                                    "client_capabilities"), "roots"));
@@ -1574,15 +1586,34 @@ test_shared_client_requests (Fixture       *fixture,
   g_assert_cmpint (json_integer_value (json_object_get (json_object_get (changed, "structuredContent"),
                                                         "roots_changed")), ==, 1);
 
-  hang = test_client_request (other, "tools/call", json_pack ("{s:s, s:{}}", "name", "fix__hang", "arguments"));
-  g_assert_true (test_wait_for (fixture_runs_two_calls, fixture, 10000));
-  refused = test_client_result (asking, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", "fix__ask_client",
-                                                                 "arguments", "method", "roots/list"));
-  g_assert_nonnull (strstr (test_result_text (refused), "cannot tell which of the 2 clients"));
+  /* The other client's call ends with the server's reply: asked then. */
+  gated = test_client_request (other, "tools/call", json_pack ("{s:s, s:{}}", "name", "fix__gate", "arguments"));
+  g_assert_true (test_wait_for (fixture_runs_two_calls, fixture, WAIT_MS));
+  asked = test_client_request (asking, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", "fix__ask_client",
+                                                                "arguments", "method", "roots/list"));
+  g_assert_true (test_wait_for (one_question_waits, fixture->connection, WAIT_MS));
   g_assert_cmpuint (asking->requests->len, ==, 1);
+  opened = call_tool (fixture, "gate", "{\"open\": true}");
+  passed = test_client_read_reply (other, gated);
+  g_assert_cmpstr (test_result_text (json_object_get (passed, "result")), ==, "passed");
+  waited = test_client_read_reply (asking, asked);
+  g_assert_nonnull (strstr (test_result_text (json_object_get (waited, "result")), "file:///shared-client"));
+  g_assert_cmpuint (asking->requests->len, ==, 2);
+  g_assert_cmpuint (other->requests->len, ==, 0);
 
+  /* It is cancelled: refused. */
+  hang = test_client_request (other, "tools/call", json_pack ("{s:s, s:{}}", "name", "fix__hang", "arguments"));
+  g_assert_true (test_wait_for (fixture_runs_two_calls, fixture, WAIT_MS));
+  asked = test_client_request (asking, "tools/call", json_pack ("{s:s, s:{s:s}}", "name", "fix__ask_client",
+                                                                "arguments", "method", "roots/list"));
+  g_assert_true (test_wait_for (one_question_waits, fixture->connection, WAIT_MS));
   /* A cancelled request is not answered. */
   test_client_notify (other, "notifications/cancelled", json_pack ("{s:I}", "requestId", (json_int_t) hang));
+  refused = test_client_read_reply (asking, asked);
+  g_assert_nonnull (strstr (test_result_text (json_object_get (refused, "result")),
+                            "one of the calls ended without the server's reply"));
+  g_assert_cmpuint (asking->requests->len, ==, 2);
+  g_assert_cmpuint (daemon_stat (fixture->connection, "questions-waiting"), ==, 0);
   end_client (asking);
   end_client (other);
 }

@@ -93,6 +93,10 @@ struct _McpDaemon {
   GHashTable                *accept_channels;
   McpDaemonInputs           *inputs;      /* main context */
   guint32                    server_requests_sent; /* main context: numbers Client1.ServerRequest */
+  /* main context: the servers' questions that came during calls of
+   * several clients (UndecidedQuestion), at most UNDECIDED_MAX */
+  GPtrArray                 *undecided;
+  guint64                    questions_parked; /* main context: numbers UndecidedQuestion */
 
   GMutex                     lock;
   GHashTable                *exposures;   /* protected by lock: flags → McpExpose */
@@ -132,12 +136,14 @@ struct _DaemonCall {
   McpExpose             *expose;        /* HandleRequest only */
   gint64                 timeout_ms;    /* HandleRequest only: the client's default */
   GVariant              *reply;         /* set by the worker */
+  gboolean               server_replied; /* the reply is the server's own line (warm calls) */
   McpDiscovery          *discovery;     /* Reload only: read by the worker, applied on finishing */
   GError                *error;
 };
 
 static void update_idleness (McpDaemon *daemon);
 static void apply_discovery (McpDaemon *daemon, McpDiscovery *discovery);
+static void reconsider_questions (McpDaemon *daemon, GCancellable *cancellable, gboolean replied);
 
 static void
 daemon_call_free (DaemonCall *call)
@@ -398,6 +404,7 @@ finish_call (gpointer data)
   McpDaemon *daemon = call->daemon;
 
   g_hash_table_remove (daemon->in_flight, call->key);
+  reconsider_questions (daemon, call->cancellable, call->server_replied);
   if (call->discovery != NULL)
     apply_discovery (daemon, g_steal_pointer (&call->discovery));
   /* A call that asked its client was answered by daemon->inputs. */
@@ -747,6 +754,7 @@ on_warm_raw_result (McpRawResponse *response,
   const char *result = mcp_raw_response_get_result (response, &length);
 
   call->reply = line_reply (result, length);
+  call->server_replied = TRUE;
   finish_call (call);
 }
 
@@ -777,6 +785,7 @@ on_warm_request_reply (json_t   *id,
 
       /* Without its '\n'. */
       call->reply = line_reply (text, length > 0 ? length - 1 : 0);
+      call->server_replied = TRUE;
     }
   else
     call->reply = json_reply (reply);
@@ -1076,6 +1085,7 @@ handle_get_stats (McpDBusPool1          *skeleton,
   g_variant_builder_add (&stats, "{sv}", "accept-channels",
                          g_variant_new_uint32 (g_hash_table_size (daemon->accept_channels)));
   g_variant_builder_add (&stats, "{sv}", "in-flight", g_variant_new_uint32 (g_hash_table_size (daemon->in_flight)));
+  g_variant_builder_add (&stats, "{sv}", "questions-waiting", g_variant_new_uint32 (daemon->undecided->len));
   g_variant_builder_add (&stats, "{sv}", "clients", g_variant_new_uint32 (g_hash_table_size (daemon->clients)));
   g_variant_builder_add (&stats, "{sv}", "python-sessions", g_variant_new_uint64 (mcp_code_count_sessions (daemon->code)));
   mcp_dbus_pool1_complete_get_stats (skeleton, invocation, g_variant_builder_end (&stats));
@@ -1436,10 +1446,197 @@ take_task_request (McpDaemon           *daemon,
   return FALSE;
 }
 
+/* Main context: @responder's question to @client, by InputRequiredResult
+ * if its call is of the 2026-07-28 revision, else by Client1.ServerRequest. */
+static void
+ask_client (McpDaemon           *daemon,
+            const char          *client,
+            const char          *server,
+            const char          *method,
+            json_t              *params,
+            McpSessionResponder *responder)
+{
+  g_autofree char *text = NULL;
+  ClientRequest *request;
+
+  if (mcp_daemon_inputs_ask (daemon->inputs, client, responder))
+    return;
+  text = json_dumps (params, JSON_COMPACT);
+  request = g_new0 (ClientRequest, 1);
+  request->connection = g_object_ref (daemon->connection);
+  request->client = g_strdup (client);
+  request->number = ++daemon->server_requests_sent;
+  request->responder = responder;
+  request->cancellable = g_object_ref (mcp_session_responder_get_cancellable (responder));
+  g_dbus_connection_call (daemon->connection, request->client, MCP_CLIENT_OBJECT_PATH, MCP_CLIENT_INTERFACE,
+                          "ServerRequest",
+                          g_variant_new ("(usss)", request->number, server, method, text ? text : "{}"),
+                          G_VARIANT_TYPE ("(s)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, G_MAXINT,
+                          request->cancellable, on_client_answer, request);
+  /* After the request, so that a cancel is sent after it. */
+  request->handler = g_cancellable_connect (request->cancellable, G_CALLBACK (on_server_gave_up), request, NULL);
+}
+
+/* A server's question that came while calls of more than one client of
+ * that server were in flight: a stdio server of 2025-11-25 does not say
+ * which call it asks for.  The call that asks waits for the answer, so a
+ * call that ends with the server's reply is not the one; the question
+ * waits until the calls it came during are those of one client, and goes
+ * to it.  If one of them ends otherwise (an error, a timeout: it may be
+ * the one that asked), or all of them end, or the server gives up, the
+ * question is refused, as it is at once when UNDECIDED_MAX wait. */
+typedef struct {
+  McpDaemon           *daemon;
+  guint64              number;       /* immutable: daemon->questions_parked when it came */
+  char                *server;       /* immutable */
+  char                *method;       /* immutable */
+  json_t              *params;       /* immutable */
+  McpSessionResponder *responder;
+  GCancellable        *cancellable;  /* the responder's, a reference */
+  gulong               handler;      /* on cancellable */
+} UndecidedQuestion;
+
+#define UNDECIDED_MAX 64
+
+static void
+undecided_question_free (UndecidedQuestion *question)
+{
+  g_cancellable_disconnect (question->cancellable, question->handler);
+  g_object_unref (question->cancellable);
+  json_decref (question->params);
+  g_free (question->server);
+  g_free (question->method);
+  g_free (question);
+}
+
+/* Main context: takes @question out of the waiting ones and refuses it. */
+static void
+refuse_undecided (UndecidedQuestion *question,
+                  const char        *why)
+{
+  g_autofree char *message =
+    g_strdup_printf (_("mcp-poold cannot tell which client to ask for %s: it came during calls of server "
+                       "“%s” from several clients, and %s; ask during a call that runs alone"),
+                     question->method, question->server, why);
+
+  g_ptr_array_remove_fast (question->daemon->undecided, question);
+  mcp_session_responder_return_error (question->responder, MCP_JSONRPC_INTERNAL_ERROR, message);
+  undecided_question_free (question);
+}
+
+typedef struct {
+  McpDaemon *daemon;
+  guint64    number;
+} QuestionGaveUp;
+
+static gboolean
+drop_given_up_question (gpointer data)
+{
+  QuestionGaveUp *gave_up = data;
+  GPtrArray *undecided = gave_up->daemon->undecided;
+
+  /* NULL: the daemon is being freed, and has refused them all. */
+  for (guint i = 0; undecided != NULL && i < undecided->len; i++)
+    if (((UndecidedQuestion *) undecided->pdata[i])->number == gave_up->number)
+      {
+        refuse_undecided (undecided->pdata[i], _("the server gave up on it"));
+        break;
+      }
+  return G_SOURCE_REMOVE;
+}
+
+/* Any thread: the server cancelled the question, timed out or ended. */
+static void
+on_undecided_gave_up (GCancellable *cancellable,
+                      gpointer      user_data)
+{
+  UndecidedQuestion *question = user_data;
+  QuestionGaveUp *gave_up = g_new0 (QuestionGaveUp, 1);
+  GSource *source = g_idle_source_new ();
+
+  gave_up->daemon = question->daemon;
+  gave_up->number = question->number;
+  g_source_set_callback (source, drop_given_up_question, gave_up, g_free);
+  g_source_attach (source, question->daemon->context);
+  g_source_unref (source);
+}
+
+/* Main context: FALSE if UNDECIDED_MAX questions wait already. */
+static gboolean
+park_question (McpDaemon           *daemon,
+               const char          *server,
+               const char          *method,
+               json_t              *params,
+               McpSessionResponder *responder)
+{
+  UndecidedQuestion *question;
+
+  if (daemon->undecided->len >= UNDECIDED_MAX)
+    return FALSE;
+  question = g_new0 (UndecidedQuestion, 1);
+  question->daemon = daemon;
+  question->number = ++daemon->questions_parked;
+  question->server = g_strdup (server);
+  question->method = g_strdup (method);
+  question->params = json_incref (params);
+  question->responder = responder;
+  question->cancellable = g_object_ref (mcp_session_responder_get_cancellable (responder));
+  g_ptr_array_add (daemon->undecided, question);
+  question->handler = g_cancellable_connect (question->cancellable, G_CALLBACK (on_undecided_gave_up),
+                                             question, NULL);
+  return TRUE;
+}
+
+/* Main context: the call of @cancellable ended, with the server's own
+ * reply if @replied (else with an error, or with what is not known to be
+ * the server's); it is out of daemon->in_flight already. */
+static void
+reconsider_questions (McpDaemon    *daemon,
+                      GCancellable *cancellable,
+                      gboolean      replied)
+{
+  g_autoptr(GPtrArray) affected = g_ptr_array_new ();
+
+  /* NULL: the daemon is being freed, and has refused them all. */
+  for (guint i = 0; daemon->undecided != NULL && i < daemon->undecided->len; i++)
+    {
+      UndecidedQuestion *question = daemon->undecided->pdata[i];
+
+      if (g_ptr_array_find (mcp_session_responder_get_in_flight (question->responder), cancellable, NULL))
+        g_ptr_array_add (affected, question);
+    }
+  /* Asking a client may end a call at once, which comes back here: each
+   * question is looked for again before it is taken. */
+  for (guint i = 0; i < affected->len; i++)
+    {
+      UndecidedQuestion *question = affected->pdata[i];
+      guint n_clients = 0;
+      g_autofree char *client = NULL;
+
+      if (daemon->undecided == NULL || !g_ptr_array_find (daemon->undecided, question, NULL))
+        continue;
+      if (!replied)
+        {
+          refuse_undecided (question, _("one of the calls ended without the server's reply"));
+          continue;
+        }
+      client = client_of_calls (daemon, mcp_session_responder_get_in_flight (question->responder), &n_clients);
+      if (n_clients == 0)
+        refuse_undecided (question, _("all those calls ended"));
+      else if (client != NULL)
+        {
+          g_ptr_array_remove_fast (daemon->undecided, question);
+          ask_client (daemon, client, question->server, question->method, question->params, question->responder);
+          undecided_question_free (question);
+        }
+    }
+}
+
 /* On the main context (the pool's): a task's question to the task, for
  * its client's tasks/get; else to the one client whose calls of the
- * server are in flight, or with none in flight, the one client that can
- * answer; else an error that says why. */
+ * server are in flight (waiting, if several clients' are, until they are
+ * one client's), or with none in flight, the one client that can answer;
+ * else an error that says why. */
 static gboolean
 on_server_request (McpPool             *pool,
                    const char          *server,
@@ -1451,21 +1648,23 @@ on_server_request (McpPool             *pool,
   McpDaemon *daemon = user_data;
   guint n_clients = 0;
   g_autofree char *client = client_of_calls (daemon, mcp_session_responder_get_in_flight (responder), &n_clients);
-  g_autofree char *text = NULL;
   guint n_declaring = 0;
-  ClientRequest *request;
 
   if (take_task_request (daemon, responder))
     return TRUE;
-  /* A 2026-07-28 client's call: asked by an InputRequiredResult. */
-  if (client != NULL && mcp_daemon_inputs_ask (daemon->inputs, client, responder))
+  if (client != NULL)
+    {
+      ask_client (daemon, client, server, method, params, responder);
+      return TRUE;
+    }
+  if (n_clients > 1 && park_question (daemon, server, method, params, responder))
     return TRUE;
   /* An HTTP session's call, or outside any call the one HTTP session
    * that declared it. */
-  if (client == NULL && n_clients == 0 && daemon->http != NULL &&
+  if (n_clients == 0 && daemon->http != NULL &&
       mcp_http_front_relay (daemon->http, server, method, params, responder))
     return TRUE;
-  if (client == NULL && n_clients == 0)
+  if (n_clients == 0)
     client = client_declaring (daemon, method, &n_declaring);
   if (client == NULL)
     {
@@ -1481,20 +1680,7 @@ on_server_request (McpPool             *pool,
       mcp_session_responder_return_error (responder, MCP_JSONRPC_INTERNAL_ERROR, message);
       return TRUE;
     }
-  text = json_dumps (params, JSON_COMPACT);
-  request = g_new0 (ClientRequest, 1);
-  request->connection = g_object_ref (daemon->connection);
-  request->client = g_steal_pointer (&client);
-  request->number = ++daemon->server_requests_sent;
-  request->responder = responder;
-  request->cancellable = g_object_ref (mcp_session_responder_get_cancellable (responder));
-  g_dbus_connection_call (daemon->connection, request->client, MCP_CLIENT_OBJECT_PATH, MCP_CLIENT_INTERFACE,
-                          "ServerRequest",
-                          g_variant_new ("(usss)", request->number, server, method, text ? text : "{}"),
-                          G_VARIANT_TYPE ("(s)"), G_DBUS_CALL_FLAGS_NO_AUTO_START, G_MAXINT,
-                          request->cancellable, on_client_answer, request);
-  /* After the request, so that a cancel is sent after it. */
-  request->handler = g_cancellable_connect (request->cancellable, G_CALLBACK (on_server_gave_up), request, NULL);
+  ask_client (daemon, client, server, method, params, responder);
   return TRUE;
 }
 
@@ -1684,6 +1870,7 @@ mcp_daemon_new (const McpDiscoveryOptions *discovery,
   daemon->log_levels = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   daemon->accept_channels = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, close_accept_channel);
   daemon->inputs = mcp_daemon_inputs_new (daemon->context, INPUTS_PER_CLIENT_MAX);
+  daemon->undecided = g_ptr_array_new ();
   daemon->exposures = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) mcp_expose_free);
   daemon->server_exposures = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
                                                     (GDestroyNotify) mcp_expose_free);
@@ -1838,6 +2025,9 @@ mcp_daemon_free (McpDaemon *daemon)
   g_hash_table_unref (daemon->exposures);
   g_hash_table_unref (daemon->server_exposures);
   /* Before the pool: what still waits answers its servers' requests. */
+  while (daemon->undecided->len > 0)
+    refuse_undecided (daemon->undecided->pdata[0], _("mcp-poold stops"));
+  g_clear_pointer (&daemon->undecided, g_ptr_array_unref);
   g_clear_pointer (&daemon->inputs, mcp_daemon_inputs_free);
   g_clear_pointer (&daemon->pool, mcp_pool_free);
   g_clear_pointer (&daemon->discovered, mcp_discovery_free);
